@@ -1,0 +1,198 @@
+// Host tensor storage, element access and conversions.
+#include "engine/core/tensor.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <new>
+#include <sstream>
+
+namespace tessera {
+namespace {
+
+std::shared_ptr<std::byte> allocate(size_t bytes) {
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0, rounded == 0 ? 64 : rounded);
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+}
+
+}  // namespace
+
+Expected<int64_t> checked_numel(const Shape& shape, DType dtype) {
+  int64_t n = 1;
+  const int64_t limit = kMaxTensorBytes / dtype_size(dtype);
+  for (int64_t d : shape) {
+    if (d < 0) return make_error("negative dimension " + std::to_string(d) + " in shape " + shape_to_string(shape));
+    if (d != 0 && n > limit / d)
+      return make_error("tensor of shape " + shape_to_string(shape) + " exceeds the " +
+                        std::to_string(kMaxTensorBytes >> 30) + " GiB limit");
+    n *= d;
+  }
+  return n;
+}
+
+std::vector<int64_t> contiguous_strides(const Shape& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+std::string shape_to_string(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+Tensor::Tensor() : Tensor(DType::kF32, {}) {}
+
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  auto n = checked_numel(shape_, dtype_);
+  assert(n.has_value());
+  numel_ = *n;
+  strides_ = contiguous_strides(shape_);
+  storage_ = allocate(nbytes());
+}
+
+Expected<Tensor> Tensor::create(DType dtype, Shape shape) {
+  TRY(int64_t n, checked_numel(shape, dtype));
+  (void)n;
+  try {
+    return Tensor(dtype, std::move(shape));
+  } catch (const std::bad_alloc&) {
+    return make_error("out of memory allocating a tensor of shape " + shape_to_string(shape));
+  }
+}
+
+Tensor Tensor::from_bools(Shape shape, const std::vector<bool>& values) {
+  Tensor t(DType::kBool, std::move(shape));
+  assert(static_cast<int64_t>(values.size()) == t.numel());
+  for (size_t i = 0; i < values.size(); ++i) t.data<uint8_t>()[i] = values[i] ? 1 : 0;
+  return t;
+}
+
+Tensor Tensor::from_doubles(DType dtype, Shape shape, const std::vector<double>& values) {
+  Tensor t(dtype, std::move(shape));
+  assert(static_cast<int64_t>(values.size()) == t.numel());
+  for (size_t i = 0; i < values.size(); ++i) t.set(static_cast<int64_t>(i), values[i]);
+  return t;
+}
+
+bool Tensor::is_contiguous() const { return strides_ == contiguous_strides(shape_); }
+
+int64_t Tensor::offset_of(int64_t logical) const {
+  int64_t off = 0;
+  for (int d = rank() - 1; d >= 0; --d) {
+    const int64_t extent = shape_[d];
+    off += (logical % extent) * strides_[d];
+    logical /= extent;
+  }
+  return off;
+}
+
+double Tensor::get(int64_t i) const {
+  const std::byte* base = storage_.get() + offset_;
+  const int64_t e = is_contiguous() ? i : offset_of(i);
+  switch (dtype_) {
+    case DType::kF32: return reinterpret_cast<const float*>(base)[e];
+    case DType::kF64: return reinterpret_cast<const double*>(base)[e];
+    case DType::kF16: return half_to_float(reinterpret_cast<const uint16_t*>(base)[e]);
+    case DType::kBF16: return bf16_to_float(reinterpret_cast<const uint16_t*>(base)[e]);
+    case DType::kI8: return reinterpret_cast<const int8_t*>(base)[e];
+    case DType::kU8:
+    case DType::kBool: return reinterpret_cast<const uint8_t*>(base)[e];
+    case DType::kI32: return reinterpret_cast<const int32_t*>(base)[e];
+    case DType::kI64: return static_cast<double>(reinterpret_cast<const int64_t*>(base)[e]);
+  }
+  return 0;
+}
+
+void Tensor::set(int64_t i, double v) {
+  std::byte* base = storage_.get() + offset_;
+  const int64_t e = is_contiguous() ? i : offset_of(i);
+  switch (dtype_) {
+    case DType::kF32: reinterpret_cast<float*>(base)[e] = static_cast<float>(v); break;
+    case DType::kF64: reinterpret_cast<double*>(base)[e] = v; break;
+    case DType::kF16: reinterpret_cast<uint16_t*>(base)[e] = float_to_half(static_cast<float>(v)); break;
+    case DType::kBF16: reinterpret_cast<uint16_t*>(base)[e] = float_to_bf16(static_cast<float>(v)); break;
+    case DType::kI8: reinterpret_cast<int8_t*>(base)[e] = static_cast<int8_t>(std::llround(v)); break;
+    case DType::kU8: reinterpret_cast<uint8_t*>(base)[e] = static_cast<uint8_t>(std::llround(v)); break;
+    case DType::kBool: reinterpret_cast<uint8_t*>(base)[e] = v != 0 ? 1 : 0; break;
+    case DType::kI32: reinterpret_cast<int32_t*>(base)[e] = static_cast<int32_t>(std::llround(v)); break;
+    case DType::kI64: reinterpret_cast<int64_t*>(base)[e] = static_cast<int64_t>(std::llround(v)); break;
+  }
+}
+
+std::vector<double> Tensor::to_doubles() const {
+  std::vector<double> out(static_cast<size_t>(numel_));
+  for (int64_t i = 0; i < numel_; ++i) out[static_cast<size_t>(i)] = get(i);
+  return out;
+}
+
+Expected<Tensor> Tensor::reshape(Shape shape) const {
+  TRY(int64_t n, checked_numel(shape, dtype_));
+  if (n != numel_)
+    return make_error("cannot reshape " + shape_to_string(shape_) + " to " + shape_to_string(shape));
+  Tensor t = is_contiguous() ? *this : contiguous();
+  t.shape_ = std::move(shape);
+  t.strides_ = contiguous_strides(t.shape_);
+  return t;
+}
+
+Tensor Tensor::view(Shape shape, std::vector<int64_t> strides, int64_t offset_elems) const {
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  t.strides_ = std::move(strides);
+  t.offset_ = offset_ + offset_elems * dtype_size(dtype_);
+  t.numel_ = 1;
+  for (int64_t d : t.shape_) t.numel_ *= d;
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(dtype_, shape_);
+  if (is_contiguous()) {
+    std::memcpy(t.raw_data(), raw_data(), nbytes());
+  } else {
+    const int sz = dtype_size(dtype_);
+    for (int64_t i = 0; i < numel_; ++i)
+      std::memcpy(static_cast<std::byte*>(t.raw_data()) + i * sz,
+                  storage_.get() + offset_ + offset_of(i) * sz, static_cast<size_t>(sz));
+  }
+  return t;
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+Tensor Tensor::cast(DType to) const {
+  if (to == dtype_) return clone();
+  Tensor t(to, shape_);
+  for (int64_t i = 0; i < numel_; ++i) {
+    double v = get(i);
+    if (is_integer(to) && std::isnan(v)) v = 0;
+    if (is_integer(to)) v = std::trunc(v);  // ONNX Cast truncates toward zero
+    t.set(i, v);
+  }
+  return t;
+}
+
+bool Tensor::equals(const Tensor& other) const {
+  if (dtype_ != other.dtype_ || shape_ != other.shape_) return false;
+  for (int64_t i = 0; i < numel_; ++i) {
+    const double a = get(i), b = other.get(i);
+    if (a != b && !(std::isnan(a) && std::isnan(b))) return false;
+  }
+  return true;
+}
+
+std::string Tensor::summary(int max_values) const {
+  std::ostringstream os;
+  os << dtype_name(dtype_) << shape_to_string(shape_) << " {";
+  const int64_t n = std::min<int64_t>(numel_, max_values);
+  for (int64_t i = 0; i < n; ++i) os << (i ? ", " : "") << get(i);
+  if (numel_ > n) os << ", ...";
+  os << "}";
+  return os.str();
+}
+
+}  // namespace tessera

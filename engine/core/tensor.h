@@ -1,0 +1,127 @@
+// Host tensor: 64-byte aligned shared storage, a dtype, a shape and element strides.
+//
+// Usage:
+//   TRY(Tensor t, Tensor::create(DType::kF32, {2, 3}));   // zero-filled, checked size
+//   float* p = t.data<float>();
+//   Tensor v = Tensor::from_vector<float>({2}, {1.f, 2.f});
+//
+// Copies share storage (like a NumPy view); clone() makes a deep copy. Kernels expect contiguous
+// tensors; contiguous() returns one (a copy when the strides say otherwise).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "engine/core/dtype.h"
+#include "engine/core/status.h"
+
+namespace tessera {
+
+using Shape = std::vector<int64_t>;
+
+// Largest tensor we agree to allocate (bytes); anything read from a file is checked against it.
+inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 36;  // 64 GiB
+
+// Element count of a shape, or an error on a negative dimension or overflow past kMaxTensorBytes.
+Expected<int64_t> checked_numel(const Shape& shape, DType dtype);
+// Row-major element strides for a shape.
+std::vector<int64_t> contiguous_strides(const Shape& shape);
+// "[2, 3]"
+std::string shape_to_string(const Shape& shape);
+
+class Tensor {
+ public:
+  // An f32 scalar holding 0 (valid, one element).
+  Tensor();
+  // Zero-filled; asserts the size is sane (use create() for sizes from outside).
+  Tensor(DType dtype, Shape shape);
+  static Expected<Tensor> create(DType dtype, Shape shape);
+
+  template <class T>
+  static Tensor from_vector(Shape shape, const std::vector<T>& values);
+  template <class T>
+  static Tensor scalar(T value) {
+    return from_vector<T>({}, {value});
+  }
+  static Tensor from_bools(Shape shape, const std::vector<bool>& values);
+  // Converts doubles to `dtype` (rounding for integers, saturation is not applied).
+  static Tensor from_doubles(DType dtype, Shape shape, const std::vector<double>& values);
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  const std::vector<int64_t>& strides() const { return strides_; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  int64_t dim(int i) const { return shape_[static_cast<size_t>(i)]; }
+  int64_t numel() const { return numel_; }
+  size_t nbytes() const { return static_cast<size_t>(numel_) * static_cast<size_t>(dtype_size(dtype_)); }
+  bool is_contiguous() const;
+
+  void* raw_data() { return storage_.get() + offset_; }
+  const void* raw_data() const { return storage_.get() + offset_; }
+  template <class T>
+  T* data() {
+    check_type<T>();
+    return reinterpret_cast<T*>(raw_data());
+  }
+  template <class T>
+  const T* data() const {
+    check_type<T>();
+    return reinterpret_cast<const T*>(raw_data());
+  }
+
+  // Element i in row-major logical order as a double (bool -> 0/1, halves converted).
+  double get(int64_t i) const;
+  void set(int64_t i, double v);
+  std::vector<double> to_doubles() const;
+
+  // Same storage, new shape with the same element count (requires contiguity).
+  Expected<Tensor> reshape(Shape shape) const;
+  // Same storage with explicit strides (no checks beyond the count); used for views.
+  Tensor view(Shape shape, std::vector<int64_t> strides, int64_t offset_elems) const;
+  Tensor clone() const;
+  Tensor contiguous() const;
+  // Element-wise conversion to another dtype.
+  Tensor cast(DType to) const;
+  // Same dtype, shape and values (NaN equals NaN at the same place).
+  bool equals(const Tensor& other) const;
+  // Short description: "f32[2, 3] {1, 2, 3, ...}".
+  std::string summary(int max_values = 6) const;
+
+ private:
+  template <class T>
+  void check_type() const;
+  int64_t offset_of(int64_t logical) const;
+
+  std::shared_ptr<std::byte> storage_;
+  int64_t offset_ = 0;  // bytes
+  DType dtype_ = DType::kF32;
+  Shape shape_;
+  std::vector<int64_t> strides_;
+  int64_t numel_ = 1;
+};
+
+template <class T>
+void Tensor::check_type() const {
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    assert(dtype_ == DType::kU8 || dtype_ == DType::kBool);
+  } else if constexpr (std::is_same_v<T, uint16_t>) {
+    assert(dtype_ == DType::kF16 || dtype_ == DType::kBF16);
+  } else if constexpr (!std::is_same_v<T, std::byte>) {
+    assert(dtype_ == DTypeOf<T>::value);
+  }
+}
+
+template <class T>
+Tensor Tensor::from_vector(Shape shape, const std::vector<T>& values) {
+  Tensor t(DTypeOf<T>::value, std::move(shape));
+  assert(static_cast<int64_t>(values.size()) == t.numel());
+  T* p = t.data<T>();
+  for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
+  return t;
+}
+
+}  // namespace tessera

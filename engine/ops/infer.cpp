@@ -1,0 +1,1 @@
+#include "engine/ops/infer.h"

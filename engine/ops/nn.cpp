@@ -1,0 +1,6 @@
+// Placeholder until this family lands (being written now).
+#include "engine/ops/op_def.h"
+
+namespace tessera::ops {
+void register_nn_ops(OpRegistry&) {}
+}  // namespace tessera::ops

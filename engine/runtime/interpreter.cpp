@@ -1,0 +1,1 @@
+#include "engine/runtime/interpreter.h"
