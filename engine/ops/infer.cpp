@@ -1,1 +1,158 @@
+// Schema checks and whole-graph type inference.
 #include "engine/ops/infer.h"
+
+#include "engine/ir/verifier.h"
+#include "engine/ops/helpers.h"
+
+namespace tessera::ops {
+
+namespace {
+
+Error at_node(const ir::Node& n, const std::string& msg) {
+  return make_error(ir::describe_node(n) + ": " + msg, {}, n.id);
+}
+
+// Adds the node's identity to an error coming from an op's function, unless already there.
+Error attach_node(const ir::Node& n, Error e) {
+  if (e.node < 0) {
+    e.node = n.id;
+    e.message = ir::describe_node(n) + ": " + e.message;
+  }
+  return e;
+}
+
+}  // namespace
+
+Status check_node(const ir::Node& n, const OpRegistry& registry) {
+  const OpDef* def = registry.find(n.op);
+  if (!def) return at_node(n, "unknown op '" + n.op + "'");
+  const int nin = static_cast<int>(n.inputs.size());
+  const int nout = static_cast<int>(n.outputs.size());
+  auto range = [](int lo, int hi) {
+    if (hi == INT32_MAX) return "at least " + std::to_string(lo);
+    if (lo == hi) return std::to_string(lo);
+    return std::to_string(lo) + " to " + std::to_string(hi);
+  };
+  if (nin < def->min_inputs() || nin > def->max_inputs())
+    return at_node(n, "takes " + range(def->min_inputs(), def->max_inputs()) + " inputs, got " + std::to_string(nin));
+  if (nout < def->min_outputs() || nout > def->max_outputs())
+    return at_node(n, "has " + range(def->min_outputs(), def->max_outputs()) + " outputs, got " + std::to_string(nout));
+  for (int i = 0; i < nin; ++i) {
+    const PortSpec& port = def->inputs[std::min<size_t>(static_cast<size_t>(i), def->inputs.size() - 1)];
+    if (n.inputs[i] == ir::kNoValue && !port.optional)
+      return at_node(n, "required input " + std::to_string(i) + " ('" + port.name + "') is missing");
+  }
+  for (const auto& [key, attr] : n.attrs) {
+    const AttrSpec* spec = def->find_attr(key);
+    if (!spec) return at_node(n, "unknown attribute '" + key + "' for op " + n.op);
+    bool ok = attr.kind() == spec->kind;
+    // An empty list is written without element type: accept it for any list kind.
+    if (!ok && (spec->kind == AttrKind::kInts || spec->kind == AttrKind::kFloats || spec->kind == AttrKind::kStrings)) {
+      ok = (attr.kind() == AttrKind::kInts && attr.ints().empty()) ||
+           (attr.kind() == AttrKind::kFloats && attr.floats().empty()) ||
+           (attr.kind() == AttrKind::kStrings && attr.strings().empty());
+    }
+    if (!ok)
+      return at_node(n, "attribute '" + key + "' must be " + std::string(ir::attr_kind_name(spec->kind)) +
+                            ", got " + std::string(ir::attr_kind_name(attr.kind())));
+  }
+  for (const AttrSpec& spec : def->attrs)
+    if (spec.required && !n.attr(spec.name)) return at_node(n, "required attribute '" + spec.name + "' is missing");
+  if (def->verify) {
+    Status st = def->verify(n, *def);
+    if (!st.is_ok()) return attach_node(n, st.error());
+  }
+  return Status::ok();
+}
+
+Status check_graph(const ir::Graph& graph, const OpRegistry& registry) {
+  RETURN_IF_ERROR(ir::verify(graph));
+  for (ir::NodeId id : graph.node_ids()) {
+    const ir::Node& n = graph.node(id);
+    RETURN_IF_ERROR(check_node(n, registry));
+    for (const auto& [key, attr] : n.attrs) {
+      if (attr.kind() != AttrKind::kGraph) continue;
+      Status st = check_graph(attr.g(), registry);
+      if (!st.is_ok()) {
+        Error e = st.error();
+        e.message = ir::describe_node(n) + ": in graph attribute '" + key + "': " + e.message;
+        e.node = n.id;
+        return e;
+      }
+    }
+  }
+  return Status::ok();
+}
+
+const Tensor* constant_value(const ir::Graph& graph, ir::ValueId v) {
+  if (!graph.has_value(v)) return nullptr;
+  const ir::Value& val = graph.value(v);
+  if (val.kind == ir::ValueKind::kParam) return graph.param_data(v);
+  if (val.kind == ir::ValueKind::kNodeOutput && graph.has_node(val.producer)) {
+    const ir::Node& p = graph.node(val.producer);
+    if (p.op == "Constant") {
+      const ir::Attribute* a = p.attr("value");
+      if (a && a->kind() == AttrKind::kTensor) return &a->t();
+    }
+  }
+  return nullptr;
+}
+
+namespace {
+
+Status infer_graph(ir::Graph& graph, const OpRegistry& registry, const Scope& outer) {
+  for (ir::ValueId c : graph.captures()) {
+    auto it = outer.find(graph.value(c).name);
+    if (it == outer.end())
+      return make_error("capture '" + graph.value(c).name + "' names no value of an enclosing graph");
+    graph.value(c).type = it->second;
+  }
+  TRY(std::vector<ir::NodeId> order, graph.topological_order());
+  // Nested graphs see the named values defined before their node, here and in enclosing graphs.
+  Scope scope = outer;
+  auto publish = [&](ir::ValueId v) {
+    if (!graph.value(v).name.empty()) scope[graph.value(v).name] = graph.value(v).type;
+  };
+  for (ir::ValueId v : graph.captures()) publish(v);
+  for (ir::ValueId v : graph.inputs()) publish(v);
+  for (ir::ValueId v : graph.params()) publish(v);
+  for (ir::NodeId id : order) {
+    ir::Node& n = graph.node(id);
+    const OpDef* def = registry.find(n.op);
+    for (auto& [key, attr] : n.attrs) {
+      if (attr.kind() != AttrKind::kGraph) continue;
+      Status st = infer_graph(attr.g(), registry, scope);
+      if (!st.is_ok()) {
+        Error e = st.error();
+        e.message = ir::describe_node(n) + ": in graph attribute '" + key + "': " + e.message;
+        e.node = n.id;
+        return e;
+      }
+    }
+    InferContext ctx{n, *def, {}, {}};
+    for (ir::ValueId v : n.inputs) {
+      ctx.inputs.push_back(v == ir::kNoValue ? nullptr : &graph.value(v).type);
+      ctx.constants.push_back(v == ir::kNoValue ? nullptr : constant_value(graph, v));
+    }
+    if (!def->infer) return at_node(n, "op " + n.op + " has no type inference");
+    auto types = def->infer(ctx);
+    if (!types) return attach_node(n, types.error());
+    if (types->size() < n.outputs.size())
+      return at_node(n, "type inference produced " + std::to_string(types->size()) + " types for " +
+                            std::to_string(n.outputs.size()) + " outputs");
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      graph.value(n.outputs[i]).type = (*types)[i];
+      publish(n.outputs[i]);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status infer_types(ir::Graph& graph, const OpRegistry& registry, const Scope& outer) {
+  RETURN_IF_ERROR(check_graph(graph, registry));
+  return infer_graph(graph, registry, outer);
+}
+
+}  // namespace tessera::ops
