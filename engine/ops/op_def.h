@@ -137,6 +137,9 @@ class OpDef {
   KernelFn reference;
   GradientFn gradient;
   std::string no_gradient_reason;  // set instead of `gradient` when the op is not differentiable
+  // Floating-point operations for one execution, from the inferred types (static shapes); unset:
+  // one per output element for math-like categories, none for data movement (see ops/cost.h).
+  std::function<double(const InferContext&, const std::vector<TensorType>& outputs)> flops;
   // Optional structural check beyond the schema (nested-graph signatures of If and Loop).
   std::function<Status(const ir::Node&, const OpDef&)> verify;
 };

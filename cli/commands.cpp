@@ -1,0 +1,224 @@
+// The `tessera` subcommands: info, run, convert, print.
+#include "cli/commands.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+#include "engine/ir/text.h"
+#include "engine/ops/cost.h"
+#include "engine/ops/infer.h"
+#include "engine/runtime/interpreter.h"
+#include "formats/graph_file.h"
+#include "formats/npy.h"
+
+namespace tessera::cli {
+namespace {
+
+int fail(const Error& e) {
+  std::cerr << "tessera: error: " << e.to_string() << "\n";
+  return 1;
+}
+
+// Loads, checks and infers: every command works on a typed graph.
+Expected<ir::Graph> load_typed(const std::string& path, const ops::OpRegistry& reg) {
+  TRY(ir::Graph g, formats::load_graph_file(path));
+  Status st = ops::infer_types(g, reg);
+  if (!st.is_ok()) return st.error().within(path);
+  return g;
+}
+
+std::string human(double v) {
+  const char* units[] = {"", "K", "M", "G", "T"};
+  int u = 0;
+  while (std::fabs(v) >= 1000 && u < 4) {
+    v /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f" : "%.2f%s", v, units[u]);
+  return buf;
+}
+
+// Splits "NAME=VALUE"; error names the flag.
+Expected<std::pair<std::string, std::string>> split_assignment(const std::string& s, const std::string& flag) {
+  const size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+    return make_error(flag + " '" + s + "' must have the form NAME=VALUE");
+  return std::make_pair(s.substr(0, eq), s.substr(eq + 1));
+}
+
+// Deterministic random tensor: floats uniform in [-1, 1), integers in [0, 10), bools 0/1.
+// Built from raw mt19937_64 output so every platform gives the same values for a seed.
+Tensor random_tensor(DType dt, const Shape& shape, std::mt19937_64& rng) {
+  Tensor t(dt, shape);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const uint64_t bits = rng();
+    if (is_float(dt)) t.set(i, static_cast<double>(bits >> 11) * 0x1.0p-52 - 1.0);
+    else if (dt == DType::kBool) t.set(i, static_cast<double>(bits >> 63));
+    else t.set(i, static_cast<double>(bits % 10));
+  }
+  return t;
+}
+
+std::string file_name_for(const std::string& value_name, size_t index) {
+  if (value_name.empty()) return "output" + std::to_string(index);
+  std::string s = value_name;
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+  return s;
+}
+
+}  // namespace
+
+int run_info(const InfoOptions& o) {
+  const ops::OpRegistry reg = ops::make_default_registry();
+  auto g = load_typed(o.file, reg);
+  if (!g) return fail(g.error());
+  auto cost = ops::graph_cost(*g, reg, 1);
+  if (!cost) return fail(cost.error().within(o.file));
+  auto io = [&](const std::vector<ir::ValueId>& ids) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (ir::ValueId v : ids) arr.push_back({{"name", g->value(v).name}, {"type", g->value(v).type.to_string()}});
+    return arr;
+  };
+  if (o.json) {
+    nlohmann::json j;
+    j["file"] = o.file;
+    j["name"] = g->name();
+    j["inputs"] = io(g->inputs());
+    j["outputs"] = io(g->outputs());
+    j["nodes"] = g->num_nodes();
+    j["op_counts"] = cost->op_counts;
+    j["parameters"] = cost->params;
+    j["flops_per_sample"] = cost->flops;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "graph '" << g->name() << "' (" << o.file << ")\n";
+  std::cout << "inputs:\n";
+  for (ir::ValueId v : g->inputs()) std::cout << "  " << g->value(v).name << "  " << g->value(v).type.to_string() << "\n";
+  std::cout << "outputs:\n";
+  for (ir::ValueId v : g->outputs()) {
+    const std::string& n = g->value(v).name;
+    std::cout << "  " << (n.empty() ? "%" + std::to_string(v) : n) << "  " << g->value(v).type.to_string() << "\n";
+  }
+  std::cout << "nodes: " << g->num_nodes() << "\n";
+  for (const auto& [op, count] : cost->op_counts) std::cout << "  " << op << " x" << count << "\n";
+  std::cout << "parameters: " << cost->params << " (" << human(static_cast<double>(cost->params)) << ")\n";
+  std::cout << "FLOPs per sample (symbolic dims = 1): " << human(cost->flops) << " (" << static_cast<int64_t>(cost->flops) << ")\n";
+  return 0;
+}
+
+int run_run(const RunOptions& o) {
+  const ops::OpRegistry reg = ops::make_default_registry();
+  auto g = load_typed(o.file, reg);
+  if (!g) return fail(g.error());
+
+  std::map<std::string, int64_t> dims;
+  for (const std::string& d : o.dims) {
+    auto kv = split_assignment(d, "--dim");
+    if (!kv) return fail(kv.error());
+    char* end = nullptr;
+    const long long n = std::strtoll(kv->second.c_str(), &end, 10);
+    if (*end != '\0' || n < 0 || n > (int64_t{1} << 31))
+      return fail(make_error("--dim " + d + ": size must be a non-negative integer"));
+    dims[kv->first] = n;
+  }
+  runtime::Feeds feeds;
+  std::map<std::string, std::string> source;  // input name -> where its value came from
+  for (const std::string& spec : o.inputs) {
+    auto kv = split_assignment(spec, "--input");
+    if (!kv) return fail(kv.error());
+    auto t = formats::read_npy(kv->second);
+    if (!t) return fail(t.error());
+    if (!feeds.emplace(kv->first, std::move(*t)).second)
+      return fail(make_error("--input " + kv->first + " is given twice"));
+    source[kv->first] = kv->second;
+  }
+  std::mt19937_64 rng(o.seed);
+  for (ir::ValueId v : g->inputs()) {
+    const ir::Value& in = g->value(v);
+    if (feeds.count(in.name)) continue;
+    if (!in.type.rank_known) return fail(make_error("input '" + in.name + "' has unknown rank: give it with --input"));
+    Shape shape;
+    for (const ir::Dim& d : in.type.dims) {
+      if (d.is_known()) shape.push_back(d.size);
+      else shape.push_back(dims.count(d.symbol) ? dims[d.symbol] : 1);
+    }
+    auto ok = checked_numel(shape, in.type.dtype);
+    if (!ok) return fail(ok.error());
+    feeds.emplace(in.name, random_tensor(in.type.dtype, shape, rng));
+    source[in.name] = "random (seed " + std::to_string(o.seed) + ")";
+  }
+  auto outs = runtime::run_reference(*g, reg, feeds);
+  if (!outs) return fail(outs.error().within(o.file));
+
+  if (!o.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.output_dir, ec);
+    if (ec) return fail(make_error("cannot create the output directory: " + ec.message(), o.output_dir));
+  }
+  nlohmann::json jout = nlohmann::json::array();
+  if (!o.json) {
+    std::cout << "ran '" << g->name() << "' (" << o.file << ") with the reference kernels\n";
+    for (ir::ValueId v : g->inputs()) {
+      const Tensor& t = feeds.at(g->value(v).name);
+      std::cout << "  input  " << g->value(v).name << "  " << dtype_name(t.dtype()) << shape_to_string(t.shape())
+                << "  from " << source[g->value(v).name] << "\n";
+    }
+  }
+  for (size_t i = 0; i < outs->size(); ++i) {
+    const Tensor& t = (*outs)[i];
+    const std::string name = file_name_for(g->value(g->outputs()[i]).name, i);
+    double lo = INFINITY, hi = -INFINITY, sum = 0;
+    for (int64_t k = 0; k < t.numel(); ++k) {
+      const double x = t.get(k);
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+      sum += x;
+    }
+    const double mean = t.numel() ? sum / static_cast<double>(t.numel()) : 0;
+    std::string written;
+    if (!o.output_dir.empty()) {
+      written = (std::filesystem::path(o.output_dir) / (name + ".npy")).string();
+      Status st = formats::write_npy(written, t);
+      if (!st.is_ok()) return fail(st.error());
+    }
+    if (o.json) {
+      jout.push_back({{"name", name}, {"dtype", std::string(dtype_name(t.dtype()))}, {"shape", t.shape()},
+                      {"min", lo}, {"max", hi}, {"mean", mean}, {"file", written}});
+      continue;
+    }
+    std::cout << "  output " << name << "  " << t.summary(6) << "\n";
+    if (t.numel() > 0) std::printf("         min %.6g  max %.6g  mean %.6g\n", lo, hi, mean);
+    if (!written.empty()) std::cout << "         written to " << written << "\n";
+  }
+  if (o.json) std::cout << nlohmann::json{{"outputs", jout}}.dump() << "\n";
+  return 0;
+}
+
+int run_convert(const ConvertOptions& o) {
+  const ops::OpRegistry reg = ops::make_default_registry();
+  auto g = load_typed(o.in, reg);
+  if (!g) return fail(g.error());
+  Status st = formats::save_graph_file(*g, o.out);
+  if (!st.is_ok()) return fail(st.error());
+  std::cout << "wrote " << o.out << " (" << g->num_nodes() << " nodes)\n";
+  return 0;
+}
+
+int run_print(const std::string& file) {
+  const ops::OpRegistry reg = ops::make_default_registry();
+  auto g = load_typed(file, reg);
+  if (!g) return fail(g.error());
+  std::cout << ir::print_graph(*g);
+  return 0;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,49 @@
+// Parameter and FLOP counting over a graph.
+#include "engine/ops/cost.h"
+
+#include "engine/ops/infer.h"
+
+namespace tessera::ops {
+namespace {
+
+// Categories whose ops do arithmetic per output element when they have no flops function.
+bool is_math_category(const std::string& c) {
+  return c == "math" || c == "activation" || c == "normalization" || c == "reduce" || c == "nn";
+}
+
+}  // namespace
+
+Expected<GraphCost> graph_cost(const ir::Graph& graph, const OpRegistry& registry, int64_t symbol_size) {
+  ir::Graph g = graph;
+  for (ir::ValueId v : g.inputs()) {
+    ir::TensorType& t = g.value(v).type;
+    for (ir::Dim& d : t.dims)
+      if (!d.is_known()) d = ir::Dim::known(symbol_size);
+  }
+  RETURN_IF_ERROR(infer_types(g, registry));
+  GraphCost cost;
+  for (ir::ValueId p : g.params()) cost.params += g.param_data(p)->numel();
+  for (ir::NodeId id : g.node_ids()) {
+    const ir::Node& n = g.node(id);
+    ++cost.op_counts[n.op];
+    const OpDef* def = registry.find(n.op);
+    InferContext ctx{n, *def, {}, {}};
+    for (ir::ValueId v : n.inputs) {
+      ctx.inputs.push_back(v == ir::kNoValue ? nullptr : &g.value(v).type);
+      ctx.constants.push_back(v == ir::kNoValue ? nullptr : constant_value(g, v));
+    }
+    std::vector<TensorType> outs;
+    for (ir::ValueId v : n.outputs) outs.push_back(g.value(v).type);
+    double f = 0;
+    if (def->flops) {
+      f = def->flops(ctx, outs);
+    } else if (is_math_category(def->category)) {
+      for (const TensorType& t : outs) f += std::max<int64_t>(t.static_numel(), 0);
+    }
+    cost.flops += f;
+    cost.flops_by_op[n.op] += f;
+  }
+  return cost;
+}
+
+}  // namespace tessera::ops

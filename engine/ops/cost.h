@@ -1,0 +1,28 @@
+// Static cost of a graph: parameter count and FLOPs, for `tessera info` and the studio.
+//
+//   TRY(GraphCost c, ops::graph_cost(graph, registry, /*bind symbols to*/ 1));
+//   c.params, c.flops
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "engine/ir/graph.h"
+#include "engine/ops/op_def.h"
+
+namespace tessera::ops {
+
+struct GraphCost {
+  int64_t params = 0;                    // elements of all params (weights)
+  double flops = 0;                      // for one execution with symbols bound as requested
+  std::map<std::string, int> op_counts;  // live nodes per op (nested graphs not included)
+  std::map<std::string, double> flops_by_op;
+};
+
+// Binds every symbolic or unknown input dimension to `symbol_size` (1: "per sample" when the
+// symbol is the batch), re-infers types on a copy and sums each node's FLOPs. Nested graphs (If,
+// Loop) count once: their trip count is not known statically.
+Expected<GraphCost> graph_cost(const ir::Graph& graph, const OpRegistry& registry, int64_t symbol_size = 1);
+
+}  // namespace tessera::ops

@@ -1,0 +1,43 @@
+// Graph file dispatch by extension.
+#include "formats/graph_file.h"
+
+#include "engine/ir/text.h"
+#include "formats/file_io.h"
+#include "formats/json_graph.h"
+
+namespace tessera::formats {
+namespace {
+
+std::string extension(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+  return path.substr(dot);
+}
+
+Error unsupported(const std::string& path) {
+  return make_error("unsupported graph file extension '" + extension(path) +
+                        "' (supported: .json for the JSON graph format, .tir for the IR text form)",
+                    path);
+}
+
+}  // namespace
+
+Expected<ir::Graph> load_graph_file(const std::string& path) {
+  const std::string ext = extension(path);
+  if (ext == ".json") return load_json_graph(path);
+  if (ext == ".tir") {
+    TRY(std::string text, read_file(path));
+    return ir::parse_graph(text, path);
+  }
+  return unsupported(path);
+}
+
+Status save_graph_file(const ir::Graph& graph, const std::string& path) {
+  const std::string ext = extension(path);
+  if (ext == ".json") return save_json_graph(graph, path);
+  if (ext == ".tir") return write_file_atomic(path, ir::print_graph(graph));
+  return unsupported(path);
+}
+
+}  // namespace tessera::formats

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The README's second command (and .ci/run): install, build, and run every test through ctest,
+# then the engine, formats and CLI tests again under AddressSanitizer + UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+bash scripts/setup.sh
+bash scripts/build.sh release
+ctest --preset release -j2
+bash scripts/build.sh asan
+ctest --preset asan -j2
+echo "test.sh: all tests passed in $(( $(date +%s) - start )) s"
