@@ -48,7 +48,7 @@ class Lexer {
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       while (pos_ < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_' || src_[pos_] == '.'))
         t.text += advance();
-      t.kind = (t.text == "inf" || t.text == "nan") ? Tok::kFloat : Tok::kIdent;
+      t.kind = Tok::kIdent;  // "inf" and "nan" stay identifiers: they may name attributes
       return t;
     }
     if (std::string_view("{}()[]<>,:=*?").find(c) != std::string_view::npos) {
@@ -188,8 +188,10 @@ class Parser {
     RETURN_IF_ERROR(advance());
     return static_cast<int64_t>(v);
   }
+  bool is_float_word() const { return is_ident("inf") || is_ident("nan"); }
   Expected<double> number() {
-    if (cur_.kind != Tok::kInt && cur_.kind != Tok::kFloat) return err("expected a number" + found());
+    if (cur_.kind != Tok::kInt && cur_.kind != Tok::kFloat && !is_float_word())
+      return err("expected a number" + found());
     const double v = std::strtod(cur_.text.c_str(), nullptr);
     RETURN_IF_ERROR(advance());
     return v;
@@ -254,6 +256,11 @@ class Parser {
     while (!is_punct(']')) {
       if (i > 0) RETURN_IF_ERROR(expect_punct(','));
       if (i >= t.numel()) return err("tensor literal has more than the " + std::to_string(t.numel()) + " elements its type declares");
+      if (t.dtype() == DType::kI64) {  // exact: doubles cannot hold every int64
+        TRY(int64_t v, integer());
+        t.data<int64_t>()[i++] = v;
+        continue;
+      }
       TRY(double v, number());
       t.set(i++, v);
     }
@@ -268,7 +275,7 @@ class Parser {
       TRY(int64_t v, integer());
       return Attribute(v);
     }
-    if (cur_.kind == Tok::kFloat) {
+    if (cur_.kind == Tok::kFloat || is_float_word()) {
       TRY(double v, number());
       return Attribute(v);
     }
@@ -301,7 +308,10 @@ class Parser {
       enum { kNone, kI, kF, kS } kind = kNone;
       while (!is_punct(']')) {
         if (kind != kNone) RETURN_IF_ERROR(expect_punct(','));
-        const auto k = cur_.kind == Tok::kString ? kS : cur_.kind == Tok::kFloat ? kF : cur_.kind == Tok::kInt ? kI : kNone;
+        const auto k = cur_.kind == Tok::kString                    ? kS
+                       : (cur_.kind == Tok::kFloat || is_float_word()) ? kF
+                       : cur_.kind == Tok::kInt                        ? kI
+                                                                       : kNone;
         if (k == kNone) return err("expected a list element" + found());
         if (kind != kNone && k != kind) return err("list mixes element kinds");
         kind = k;

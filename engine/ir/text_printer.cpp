@@ -46,6 +46,7 @@ std::string element_text(const Tensor& t, int64_t i) {
     case DType::kF32:
     case DType::kF16:
     case DType::kBF16: return float_text(t.get(i), 9);
+    case DType::kI64: return std::to_string(t.data<int64_t>()[i]);  // exact; t is contiguous
     default: return std::to_string(static_cast<int64_t>(t.get(i)));
   }
 }
@@ -83,7 +84,8 @@ class Printer {
     return s + " : " + g.value(v).type.to_string();
   }
 
-  static std::string tensor(const Tensor& t) {
+  static std::string tensor(const Tensor& any) {
+    const Tensor t = any.contiguous();
     std::string s = "tensor<" + TensorType::of(t.dtype(), t.shape()).to_string() + "> [";
     for (int64_t i = 0; i < t.numel(); ++i) s += (i ? ", " : "") + element_text(t, i);
     return s + "]";
