@@ -74,8 +74,14 @@ Tensor widen(const Tensor& t) {
 Tensor narrow(const Tensor& t, DType to) { return t.dtype() == to ? t : t.cast(to); }
 
 std::vector<int64_t> to_int64s(const Tensor& t) {
-  std::vector<int64_t> out(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) out[static_cast<size_t>(i)] = static_cast<int64_t>(t.get(i));
+  const Tensor c = t.contiguous();
+  std::vector<int64_t> out(static_cast<size_t>(c.numel()));
+  for (int64_t i = 0; i < c.numel(); ++i) {
+    // Exact for i64 (doubles lose INT64_MAX, ONNX's usual "to the end").
+    if (c.dtype() == DType::kI64) out[static_cast<size_t>(i)] = c.data<int64_t>()[i];
+    else if (c.dtype() == DType::kI32) out[static_cast<size_t>(i)] = c.data<int32_t>()[i];
+    else out[static_cast<size_t>(i)] = static_cast<int64_t>(c.get(i));
+  }
   return out;
 }
 

@@ -10,6 +10,14 @@
 namespace tessera::runtime {
 namespace {
 
+// Names of enclosing values that nested graphs of `n` read (captures, at any depth).
+void collect_captures(const ir::Graph& g, std::vector<std::string>& names) {
+  for (ir::ValueId c : g.captures()) names.push_back(g.value(c).name);
+  for (ir::NodeId id : g.node_ids())
+    for (const auto& [key, attr] : g.node(id).attrs)
+      if (attr.kind() == ir::AttrKind::kGraph) collect_captures(attr.g(), names);
+}
+
 // Named values visible to nested graphs: this graph's computed values, then enclosing scopes.
 struct Scope {
   std::unordered_map<std::string, Tensor> by_name;
@@ -41,11 +49,21 @@ class Interpreter {
       values[c] = *t;
     }
     TRY(std::vector<ir::NodeId> order, g.topological_order());
-    // Remaining uses, so a value is released once its last consumer has run.
+    // Remaining uses, so a value is released once its last consumer has run. A node whose nested
+    // graphs capture a value by name counts as a consumer of it.
     std::vector<int> uses(values.size(), 0);
-    for (ir::NodeId id : order)
-      for (ir::ValueId v : g.node(id).inputs)
-        if (v != ir::kNoValue) ++uses[v];
+    std::vector<std::vector<ir::ValueId>> consumed(static_cast<size_t>(g.node_capacity()));
+    for (ir::NodeId id : order) {
+      const ir::Node& n = g.node(id);
+      for (ir::ValueId v : n.inputs)
+        if (v != ir::kNoValue) consumed[id].push_back(v);
+      std::vector<std::string> names;
+      for (const auto& [key, attr] : n.attrs)
+        if (attr.kind() == ir::AttrKind::kGraph) collect_captures(attr.g(), names);
+      for (const std::string& name : names)
+        if (auto v = g.find_value(name)) consumed[id].push_back(*v);
+      for (ir::ValueId v : consumed[id]) ++uses[v];
+    }
     for (ir::ValueId v : g.outputs()) ++uses[v];
 
     for (ir::NodeId id : order) {
@@ -98,8 +116,8 @@ class Interpreter {
                                 " but its type was inferred as " + out.type.to_string(), {}, n.id);
         values[n.outputs[i]] = std::move(ctx.outputs[i]);
       }
-      for (ir::ValueId v : n.inputs)
-        if (v != ir::kNoValue && --uses[v] == 0) values[v].reset();
+      for (ir::ValueId v : consumed[id])
+        if (--uses[v] == 0) values[v].reset();
     }
     std::vector<Tensor> outs;
     for (ir::ValueId v : g.outputs()) {
