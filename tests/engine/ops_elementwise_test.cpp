@@ -46,10 +46,18 @@ class ElementwiseTest : public ::testing::Test {
   }
 };
 
-Tensor f32(Shape shape, std::vector<float> v) { return Tensor::from_vector<float>(std::move(shape), v); }
-Tensor f64(Shape shape, std::vector<double> v) { return Tensor::from_vector<double>(std::move(shape), v); }
-Tensor i32(Shape shape, std::vector<int32_t> v) { return Tensor::from_vector<int32_t>(std::move(shape), v); }
-Tensor i64(Shape shape, std::vector<int64_t> v) { return Tensor::from_vector<int64_t>(std::move(shape), v); }
+Tensor f32(Shape shape, std::vector<float> v) {
+  return Tensor::from_vector<float>(std::move(shape), v);
+}
+Tensor f64(Shape shape, std::vector<double> v) {
+  return Tensor::from_vector<double>(std::move(shape), v);
+}
+Tensor i32(Shape shape, std::vector<int32_t> v) {
+  return Tensor::from_vector<int32_t>(std::move(shape), v);
+}
+Tensor i64(Shape shape, std::vector<int64_t> v) {
+  return Tensor::from_vector<int64_t>(std::move(shape), v);
+}
 
 // Checks dtype, shape and values (NaN matches NaN; tol is absolute plus relative).
 void expect_tensor(const Tensor& t, DType dt, const Shape& shape, const std::vector<double>& want,
@@ -69,7 +77,9 @@ void expect_tensor(const Tensor& t, DType dt, const Shape& shape, const std::vec
   }
 }
 
-TensorType tt(DType dt, std::vector<Dim> dims) { return TensorType(dt, std::move(dims)); }
+TensorType tt(DType dt, std::vector<Dim> dims) {
+  return TensorType(dt, std::move(dims));
+}
 
 // ---- arithmetic and broadcasting ----
 
@@ -98,8 +108,8 @@ TEST_F(ElementwiseTest, MulScalarTimesTensorBothOrders) {
 }
 
 TEST_F(ElementwiseTest, ScalarOpScalarIsScalar) {
-  expect_tensor(run("Add", {Tensor::scalar<float>(1.5f), Tensor::scalar<float>(2)}), DType::kF32, {},
-                {3.5});
+  expect_tensor(run("Add", {Tensor::scalar<float>(1.5f), Tensor::scalar<float>(2)}), DType::kF32,
+                {}, {3.5});
 }
 
 TEST_F(ElementwiseTest, BroadcastRank3AgainstMiddleAxis) {
@@ -112,12 +122,13 @@ TEST_F(ElementwiseTest, BroadcastRank3AgainstMiddleAxis) {
         a.push_back(static_cast<float>(100 * i + 10 * j + k));
         want.push_back(100 * i + 10 * j + k + 1000 * j);
       }
-  expect_tensor(run("Add", {f32({2, 3, 4}, a), f32({3, 1}, {0, 1000, 2000})}), DType::kF32, {2, 3, 4},
-                want);
+  expect_tensor(run("Add", {f32({2, 3, 4}, a), f32({3, 1}, {0, 1000, 2000})}), DType::kF32,
+                {2, 3, 4}, want);
 }
 
 TEST_F(ElementwiseTest, EmptyTensorsBroadcast) {
-  expect_tensor(run("Add", {Tensor(DType::kF32, {0, 3}), f32({3}, {1, 2, 3})}), DType::kF32, {0, 3}, {});
+  expect_tensor(run("Add", {Tensor(DType::kF32, {0, 3}), f32({3}, {1, 2, 3})}), DType::kF32, {0, 3},
+                {});
   expect_tensor(run("Exp", {Tensor(DType::kF32, {0, 3})}), DType::kF32, {0, 3}, {});
   expect_tensor(run("Less", {Tensor(DType::kF32, {0, 3}), Tensor::scalar<float>(0)}), DType::kBool,
                 {0, 3}, {});
@@ -126,8 +137,8 @@ TEST_F(ElementwiseTest, EmptyTensorsBroadcast) {
 TEST_F(ElementwiseTest, F64Arithmetic) {
   expect_tensor(run("Sub", {f64({2}, {1e300, 0.1}), f64({2}, {1e299, 0.3})}), DType::kF64, {2},
                 {9e299, 0.1 - 0.3}, 1e-15);
-  expect_tensor(run("Div", {f64({2}, {1, -1}), f64({2}, {3, 0})}), DType::kF64, {2}, {1.0 / 3, -kInf},
-                1e-15);
+  expect_tensor(run("Div", {f64({2}, {1, -1}), f64({2}, {3, 0})}), DType::kF64, {2},
+                {1.0 / 3, -kInf}, 1e-15);
 }
 
 TEST_F(ElementwiseTest, IntegerArithmeticIsExactAndWraps) {
@@ -139,7 +150,8 @@ TEST_F(ElementwiseTest, IntegerArithmeticIsExactAndWraps) {
   EXPECT_EQ(r.data<int64_t>()[1], -2);
   Tensor w = run("Mul", {i32({1}, {std::numeric_limits<int32_t>::max()}), i32({1}, {2})});
   EXPECT_EQ(w.data<int32_t>()[0], -2);  // wraps modulo 2^32
-  Tensor u = run("Sub", {Tensor::from_vector<uint8_t>({2}, {1, 200}), Tensor::from_vector<uint8_t>({2}, {2, 100})});
+  Tensor u = run("Sub", {Tensor::from_vector<uint8_t>({2}, {1, 200}),
+                         Tensor::from_vector<uint8_t>({2}, {2, 100})});
   ASSERT_EQ(u.dtype(), DType::kU8);
   EXPECT_EQ(u.data<uint8_t>()[0], 255);
   EXPECT_EQ(u.data<uint8_t>()[1], 100);
@@ -204,7 +216,8 @@ TEST_F(ElementwiseTest, PowExponentOfAnotherDtype) {
   expect_tensor(run("Pow", {f32({2, 2}, {1, 2, 3, 4}), i64({2}, {2, 3})}), DType::kF32, {2, 2},
                 {1, 8, 9, 64}, 1e-6);
   // f64 base, f32 exponent.
-  expect_tensor(run("Pow", {f64({1}, {9}), Tensor::scalar<float>(0.5f)}), DType::kF64, {1}, {3}, 1e-12);
+  expect_tensor(run("Pow", {f64({1}, {9}), Tensor::scalar<float>(0.5f)}), DType::kF64, {1}, {3},
+                1e-12);
 }
 
 TEST_F(ElementwiseTest, PowInteger) {
@@ -214,7 +227,8 @@ TEST_F(ElementwiseTest, PowInteger) {
   Tensor big = run("Pow", {i64({1}, {3}), i64({1}, {39})});
   EXPECT_EQ(big.data<int64_t>()[0], int64_t{4052555153018976267});
   // Negative exponents truncate toward zero.
-  expect_tensor(run("Pow", {i32({3}, {2, 1, -1}), i32({3}, {-1, -5, -3})}), DType::kI32, {3}, {0, 1, -1});
+  expect_tensor(run("Pow", {i32({3}, {2, 1, -1}), i32({3}, {-1, -5, -3})}), DType::kI32, {3},
+                {0, 1, -1});
 }
 
 TEST_F(ElementwiseTest, PowRejectsBoolExponent) {
@@ -238,7 +252,9 @@ TEST_F(ElementwiseTest, UnaryOpsF32) {
       {"Sqrt", {4, 2, 0}, {2, 1.4142135623730951, 0}},
       {"Reciprocal", {2, -4, 0}, {0.5, -0.25, kInf}},
       {"Relu", {-1, 0, 2.5f}, {0, 0, 2.5}},
-      {"Sigmoid", {0, 2, -2, -100}, {0.5, 0.8807970779778823, 0.11920292202211755, 3.7200759760208e-44}},
+      {"Sigmoid",
+       {0, 2, -2, -100},
+       {0.5, 0.8807970779778823, 0.11920292202211755, 3.7200759760208e-44}},
       {"Tanh", {0, 1, -1}, {0, 0.7615941559557649, -0.7615941559557649}},
       {"Erf", {0, 1, -0.5f}, {0, 0.8427007929497149, -0.5204998778130465}},
       {"LeakyRelu", {-2, 0, 3}, {-0.02, 0, 3}},
@@ -252,7 +268,8 @@ TEST_F(ElementwiseTest, UnaryOpsF32) {
 
 TEST_F(ElementwiseTest, UnaryOpsF64AndScalar) {
   expect_tensor(run("Exp", {f64({1}, {2})}), DType::kF64, {1}, {7.38905609893065}, 1e-14);
-  expect_tensor(run("Tanh", {Tensor::scalar<double>(0.5)}), DType::kF64, {}, {0.46211715726000974}, 1e-15);
+  expect_tensor(run("Tanh", {Tensor::scalar<double>(0.5)}), DType::kF64, {}, {0.46211715726000974},
+                1e-15);
   expect_tensor(run("Sigmoid", {Tensor::scalar<float>(0)}), DType::kF32, {}, {0.5});
 }
 
@@ -260,7 +277,8 @@ TEST_F(ElementwiseTest, UnaryIntegers) {
   expect_tensor(run("Neg", {i32({3}, {5, -7, 0})}), DType::kI32, {3}, {-5, 7, 0});
   expect_tensor(run("Abs", {Tensor::from_vector<int8_t>({3}, {-5, 7, -128})}), DType::kI8, {3},
                 {5, 7, -128});  // |-128| wraps in i8
-  expect_tensor(run("Abs", {Tensor::from_vector<uint8_t>({2}, {0, 255})}), DType::kU8, {2}, {0, 255});
+  expect_tensor(run("Abs", {Tensor::from_vector<uint8_t>({2}, {0, 255})}), DType::kU8, {2},
+                {0, 255});
   expect_tensor(run("Relu", {i64({3}, {-4, 0, 9})}), DType::kI64, {3}, {0, 0, 9});
 }
 
@@ -295,7 +313,8 @@ TEST_F(ElementwiseTest, GeluRejectsUnknownMode) {
 // ---- Clip ----
 
 TEST_F(ElementwiseTest, ClipMinAndMax) {
-  expect_tensor(run("Clip", {f32({5}, {-5, -1, 0, 1, 5}), Tensor::scalar<float>(-1.5f), Tensor::scalar<float>(2)}),
+  expect_tensor(run("Clip", {f32({5}, {-5, -1, 0, 1, 5}), Tensor::scalar<float>(-1.5f),
+                             Tensor::scalar<float>(2)}),
                 DType::kF32, {5}, {-1.5, -1, 0, 1, 2});
 }
 
@@ -314,11 +333,13 @@ TEST_F(ElementwiseTest, ClipWithOnlyMinAndWithNoBounds) {
 }
 
 TEST_F(ElementwiseTest, ClipIntegersAndInvertedBounds) {
-  expect_tensor(run("Clip", {i32({4}, {-9, 0, 4, 9}), Tensor::scalar<int32_t>(-2), Tensor::scalar<int32_t>(5)}),
+  expect_tensor(run("Clip", {i32({4}, {-9, 0, 4, 9}), Tensor::scalar<int32_t>(-2),
+                             Tensor::scalar<int32_t>(5)}),
                 DType::kI32, {4}, {-2, 0, 4, 5});
   // min > max: everything becomes max.
-  expect_tensor(run("Clip", {f32({3}, {-1, 0, 9}), Tensor::scalar<float>(3), Tensor::scalar<float>(1)}),
-                DType::kF32, {3}, {1, 1, 1});
+  expect_tensor(
+      run("Clip", {f32({3}, {-1, 0, 9}), Tensor::scalar<float>(3), Tensor::scalar<float>(1)}),
+      DType::kF32, {3}, {1, 1, 1});
 }
 
 TEST_F(ElementwiseTest, ClipRejectsNonScalarOrMismatchedBounds) {
@@ -346,22 +367,25 @@ TEST_F(ElementwiseTest, ComparisonsWithNaNAreFalse) {
 
 TEST_F(ElementwiseTest, ComparisonsIntegerAndBool) {
   const int64_t big = (int64_t{1} << 53) + 1;  // differs from 2^53 only beyond double precision
-  expect_tensor(run("Equal", {i64({2}, {big, 3}), i64({2}, {big - 1, 3})}), DType::kBool, {2}, {0, 1});
-  expect_tensor(run("Less", {i32({3}, {-1, 5, 2}), i32({3}, {0, 5, 1})}), DType::kBool, {3}, {1, 0, 0});
-  expect_tensor(run("Equal", {Tensor::from_bools({3}, {true, false, true}), Tensor::from_bools({1}, {true})}),
-                DType::kBool, {3}, {1, 0, 1});
+  expect_tensor(run("Equal", {i64({2}, {big, 3}), i64({2}, {big - 1, 3})}), DType::kBool, {2},
+                {0, 1});
+  expect_tensor(run("Less", {i32({3}, {-1, 5, 2}), i32({3}, {0, 5, 1})}), DType::kBool, {3},
+                {1, 0, 0});
+  expect_tensor(
+      run("Equal", {Tensor::from_bools({3}, {true, false, true}), Tensor::from_bools({1}, {true})}),
+      DType::kBool, {3}, {1, 0, 1});
   fail("Less", {Tensor::from_bools({1}, {true}), Tensor::from_bools({1}, {false})});
 }
 
 TEST_F(ElementwiseTest, WhereBroadcastsAllThree) {
   // condition [2,1], X [3], Y scalar -> [2,3]
   const Tensor c = Tensor::from_bools({2, 1}, {true, false});
-  expect_tensor(run("Where", {c, f32({3}, {1, 2, 3}), Tensor::scalar<float>(-1)}), DType::kF32, {2, 3},
-                {1, 2, 3, -1, -1, -1});
+  expect_tensor(run("Where", {c, f32({3}, {1, 2, 3}), Tensor::scalar<float>(-1)}), DType::kF32,
+                {2, 3}, {1, 2, 3, -1, -1, -1});
   // condition [3], X [2,1], Y [2,3]
   const Tensor c2 = Tensor::from_bools({3}, {true, false, true});
-  expect_tensor(run("Where", {c2, f32({2, 1}, {7, 8}), f32({2, 3}, {0, 1, 2, 3, 4, 5})}), DType::kF32,
-                {2, 3}, {7, 1, 7, 8, 4, 8});
+  expect_tensor(run("Where", {c2, f32({2, 1}, {7, 8}), f32({2, 3}, {0, 1, 2, 3, 4, 5})}),
+                DType::kF32, {2, 3}, {7, 1, 7, 8, 4, 8});
 }
 
 TEST_F(ElementwiseTest, WhereOtherDtypes) {
@@ -371,10 +395,12 @@ TEST_F(ElementwiseTest, WhereOtherDtypes) {
   ASSERT_EQ(r.dtype(), DType::kI64);
   EXPECT_EQ(r.data<int64_t>()[0], -big);
   EXPECT_EQ(r.data<int64_t>()[1], big);
-  expect_tensor(run("Where", {c, Tensor::from_doubles(DType::kF16, {2}, {0.5, 1.5}), Tensor::from_doubles(DType::kF16, {2}, {-3, -4})}),
+  expect_tensor(run("Where", {c, Tensor::from_doubles(DType::kF16, {2}, {0.5, 1.5}),
+                              Tensor::from_doubles(DType::kF16, {2}, {-3, -4})}),
                 DType::kF16, {2}, {-3, 1.5});
-  expect_tensor(run("Where", {c, Tensor::from_bools({1}, {true}), Tensor::from_bools({1}, {false})}),
-                DType::kBool, {2}, {0, 1});
+  expect_tensor(
+      run("Where", {c, Tensor::from_bools({1}, {true}), Tensor::from_bools({1}, {false})}),
+      DType::kBool, {2}, {0, 1});
   expect_tensor(run("Where", {c, f64({2}, {1, 2}), f64({2}, {3, 4})}), DType::kF64, {2}, {3, 2});
 }
 
@@ -386,7 +412,8 @@ TEST_F(ElementwiseTest, WhereRejectsNonBoolConditionAndMixedValues) {
 // ---- Cast ----
 
 TEST_F(ElementwiseTest, CastFloatToIntTruncates) {
-  expect_tensor(run("Cast", {f32({6}, {1.7f, -1.7f, 2.5f, -0.5f, 3, static_cast<float>(kNaN)})}, {{"to", "i32"}}),
+  expect_tensor(run("Cast", {f32({6}, {1.7f, -1.7f, 2.5f, -0.5f, 3, static_cast<float>(kNaN)})},
+                    {{"to", "i32"}}),
                 DType::kI32, {6}, {1, -1, 2, 0, 3, 0});
   expect_tensor(run("Cast", {f64({2}, {1e20, -1e20})}, {{"to", "i32"}}), DType::kI32, {2},
                 {2147483647.0, -2147483648.0});  // saturates
@@ -395,12 +422,15 @@ TEST_F(ElementwiseTest, CastFloatToIntTruncates) {
 TEST_F(ElementwiseTest, CastToBool) {
   expect_tensor(run("Cast", {f32({4}, {0, -0.5f, 2, static_cast<float>(kNaN)})}, {{"to", "bool"}}),
                 DType::kBool, {4}, {0, 1, 1, 1});
-  expect_tensor(run("Cast", {i64({3}, {0, 256, -1})}, {{"to", "bool"}}), DType::kBool, {3}, {0, 1, 1});
+  expect_tensor(run("Cast", {i64({3}, {0, 256, -1})}, {{"to", "bool"}}), DType::kBool, {3},
+                {0, 1, 1});
 }
 
 TEST_F(ElementwiseTest, CastBetweenOtherTypes) {
-  expect_tensor(run("Cast", {Tensor::from_bools({2}, {true, false})}, {{"to", "f32"}}), DType::kF32, {2}, {1, 0});
-  expect_tensor(run("Cast", {i32({3}, {300, -1, 65})}, {{"to", "u8"}}), DType::kU8, {3}, {44, 255, 65});
+  expect_tensor(run("Cast", {Tensor::from_bools({2}, {true, false})}, {{"to", "f32"}}), DType::kF32,
+                {2}, {1, 0});
+  expect_tensor(run("Cast", {i32({3}, {300, -1, 65})}, {{"to", "u8"}}), DType::kU8, {3},
+                {44, 255, 65});
   expect_tensor(run("Cast", {i64({2}, {3, -2})}, {{"to", "f16"}}), DType::kF16, {2}, {3, -2});
   expect_tensor(run("Cast", {Tensor::from_doubles(DType::kBF16, {1}, {1.5})}, {{"to", "f64"}}),
                 DType::kF64, {1}, {1.5});
@@ -419,10 +449,12 @@ TEST_F(ElementwiseTest, CastRejectsUnknownTypeName) {
 // ---- inference ----
 
 TEST_F(ElementwiseTest, InferSymbolicBroadcast) {
-  auto r = infer("Add", {tt(DType::kF32, {Dim::named("N"), Dim::known(3)}), tt(DType::kF32, {Dim::known(3)})});
+  auto r = infer(
+      "Add", {tt(DType::kF32, {Dim::named("N"), Dim::known(3)}), tt(DType::kF32, {Dim::known(3)})});
   ASSERT_TRUE(r.has_value()) << r.error().to_string();
   EXPECT_EQ((*r)[0].to_string(), "f32[N, 3]");
-  auto s = infer("Mul", {tt(DType::kF64, {Dim::named("N"), Dim::known(1)}), tt(DType::kF64, {Dim::known(4)})});
+  auto s = infer(
+      "Mul", {tt(DType::kF64, {Dim::named("N"), Dim::known(1)}), tt(DType::kF64, {Dim::known(4)})});
   ASSERT_TRUE(s.has_value()) << s.error().to_string();
   EXPECT_EQ((*s)[0].to_string(), "f64[N, 4]");
   auto b = infer("Less", {tt(DType::kI32, {Dim::named("B"), Dim::known(2)}), tt(DType::kI32, {})});
@@ -431,7 +463,8 @@ TEST_F(ElementwiseTest, InferSymbolicBroadcast) {
 }
 
 TEST_F(ElementwiseTest, InferIncompatibleShapesNamesTheNode) {
-  auto r = infer("Add", {tt(DType::kF32, {Dim::known(2), Dim::known(3)}), tt(DType::kF32, {Dim::known(4)})});
+  auto r = infer(
+      "Add", {tt(DType::kF32, {Dim::known(2), Dim::known(3)}), tt(DType::kF32, {Dim::known(4)})});
   ASSERT_FALSE(r.has_value());
   EXPECT_GE(r.error().node, 0);
   EXPECT_NE(r.error().message.find("Add"), std::string::npos) << r.error().to_string();
@@ -449,8 +482,8 @@ TEST_F(ElementwiseTest, InferOutputTypes) {
   auto cast = infer("Cast", {x}, {{"to", "i64"}});
   ASSERT_TRUE(cast.has_value()) << cast.error().to_string();
   EXPECT_EQ((*cast)[0].to_string(), "i64[N, 8]");
-  auto where = infer("Where", {tt(DType::kBool, {Dim::named("N"), Dim::known(1)}), tt(DType::kI32, {Dim::known(8)}),
-                               tt(DType::kI32, {})});
+  auto where = infer("Where", {tt(DType::kBool, {Dim::named("N"), Dim::known(1)}),
+                               tt(DType::kI32, {Dim::known(8)}), tt(DType::kI32, {})});
   ASSERT_TRUE(where.has_value()) << where.error().to_string();
   EXPECT_EQ((*where)[0].to_string(), "i32[N, 8]");
   auto gelu = infer("Gelu", {x}, {{"approximate", "tanh"}});
@@ -474,10 +507,10 @@ TEST_F(ElementwiseTest, InferRejectsBadTypes) {
 // ---- schema coverage ----
 
 TEST_F(ElementwiseTest, EveryOpHasSchemaInferenceAndKernel) {
-  const std::vector<std::string> ops = {"Add",  "Sub",     "Mul",  "Div",     "Pow",       "Neg",
-                                        "Abs",  "Exp",     "Log",  "Sqrt",    "Reciprocal", "Relu",
-                                        "Sigmoid", "Tanh", "Erf",  "LeakyRelu", "Gelu",    "Clip",
-                                        "Equal", "Less",   "Greater", "Where", "Cast"};
+  const std::vector<std::string> ops = {
+      "Add",  "Sub",  "Mul",        "Div",  "Pow",     "Neg",   "Abs", "Exp",
+      "Log",  "Sqrt", "Reciprocal", "Relu", "Sigmoid", "Tanh",  "Erf", "LeakyRelu",
+      "Gelu", "Clip", "Equal",      "Less", "Greater", "Where", "Cast"};
   const std::vector<std::string> categories = {"math", "activation", "logic", "cast"};
   for (const std::string& name : ops) {
     SCOPED_TRACE(name);
