@@ -3,7 +3,8 @@
 //
 // Usage (one op, in the file of its family):
 //   OpDef def("Relu", "activation", "max(x, 0), element-wise.");
-//   def.input("X", "input").output("Y", "output").types(kFloatTypes);
+//   def.input("X", "input").output("Y", "output");
+//   def.allowed_types = kFloatTypes;
 //   def.infer = infer_same_as_first;
 //   def.reference = relu_kernel;
 //   def.no_gradient_reason / def.gradient  (filled by the training issue)
