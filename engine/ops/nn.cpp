@@ -287,6 +287,12 @@ void register_matmul(OpRegistry& registry) {
   def.allowed_types = kMatMulTypes;
   def.infer = infer_matmul;
   def.reference = matmul_kernel;
+  // 2 * |Y| * K (one multiply and one add per term).
+  def.flops = [](const InferContext& ctx, const std::vector<TensorType>& out) {
+    const TensorType& a = *ctx.inputs[0];
+    if (!a.is_static() || a.rank() == 0 || out[0].static_numel() < 0) return 0.0;
+    return 2.0 * static_cast<double>(out[0].static_numel()) * static_cast<double>(a.dims.back().size);
+  };
   registry.add(std::move(def));
 }
 
@@ -305,6 +311,14 @@ void register_gemm(OpRegistry& registry) {
   def.allowed_types = kMatMulTypes;
   def.infer = infer_gemm;
   def.reference = gemm_kernel;
+  // 2 * M * N * K, plus M * N for the bias.
+  def.flops = [](const InferContext& ctx, const std::vector<TensorType>& out) {
+    const TensorType& a = *ctx.inputs[0];
+    if (!a.is_static() || a.rank() != 2 || out[0].static_numel() < 0) return 0.0;
+    const int64_t k = ctx.attrs().i("transA") ? a.dims[0].size : a.dims[1].size;
+    const double mn = static_cast<double>(out[0].static_numel());
+    return 2.0 * mn * static_cast<double>(k) + (ctx.has_input(2) ? mn : 0.0);
+  };
   registry.add(std::move(def));
 }
 

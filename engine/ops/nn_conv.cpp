@@ -489,6 +489,15 @@ void register_conv(OpRegistry& registry) {
   def.allowed_types = kFloatTypes;
   def.infer = infer_conv;
   def.reference = conv_kernel;
+  // 2 * |Y| * (C / group) * prod(kernel), plus |Y| for the bias.
+  def.flops = [](const InferContext& ctx, const std::vector<TensorType>& out) {
+    const TensorType& w = *ctx.inputs[1];
+    if (!w.is_static() || out[0].static_numel() < 0) return 0.0;
+    double per_output = 1;
+    for (int i = 1; i < w.rank(); ++i) per_output *= static_cast<double>(w.dims[i].size);
+    const double y = static_cast<double>(out[0].static_numel());
+    return 2.0 * y * per_output + (ctx.has_input(2) ? y : 0.0);
+  };
   registry.add(std::move(def));
 }
 

@@ -4,6 +4,7 @@
 
 #include "engine/ir/text.h"
 #include "engine/ir/verifier.h"
+#include "engine/ops/cost.h"
 #include "engine/ops/infer.h"
 
 namespace tessera {
@@ -150,6 +151,31 @@ TEST(Inference, ShapeDisagreementNamesTheNode) {
   ASSERT_FALSE(st.is_ok());
   EXPECT_EQ(st.error().node, 7);
   EXPECT_NE(st.error().message.find("sum"), std::string::npos) << st.error().message;
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// engine/ops/cost.cpp: parameters and FLOPs, with symbols bound to 1.
+TEST(Cost, CountsParamsAndMatmulFlops) {
+  const ops::OpRegistry reg = ops::make_default_registry();
+  auto g = ir::parse_graph(R"(graph "g" {
+    input %0 "x" : f32[N, 4]
+    param %1 "w" : f32[4, 3] = tensor<f32[4, 3]> [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0]
+    #0 = MatMul(%0, %1) -> (%2 : f32[*])
+    #1 = Relu(%2) -> (%3 : f32[*])
+    output %3
+  })");
+  ASSERT_TRUE(g.has_value());
+  auto c = ops::graph_cost(*g, reg, 2);
+  ASSERT_TRUE(c.has_value()) << c.error().to_string();
+  EXPECT_EQ(c->params, 12);
+  EXPECT_DOUBLE_EQ(c->flops_by_op["MatMul"], 2.0 * 2 * 3 * 4);  // N=2: [2,4] x [4,3]
+  EXPECT_DOUBLE_EQ(c->flops_by_op["Relu"], 6.0);
+  EXPECT_EQ(c->op_counts["MatMul"], 1);
 }
 
 }  // namespace

@@ -341,7 +341,9 @@ TEST(NpyBad, TruncationsAndCorruptionsNeverCrash) {
       std::string bad = good;
       bad[i] = static_cast<char>(v);
       auto t = parse_npy(bad.data(), bad.size(), "mem");
-      if (!t) EXPECT_FALSE(t.error().message.empty());
+      if (!t) {
+        EXPECT_FALSE(t.error().message.empty());
+      }
     }
   }
 }

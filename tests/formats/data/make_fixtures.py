@@ -5,7 +5,10 @@ Run from anywhere: /usr/bin/python3 tests/formats/data/make_fixtures.py
 The files are committed; the tests compare them with values written out by hand, so rerunning
 this script must not change what the arrays hold.
 """
+import io
 import os
+import struct
+import zipfile
 
 import numpy as np
 
@@ -47,6 +50,46 @@ def main():
     b = np.array([0.5, 0.25, -8.0], dtype="<f4")
     np.savez(os.path.join(HERE, "stored.npz"), a=a, b=b)
     np.savez_compressed(os.path.join(HERE, "deflated.npz"), a=a, b=b, **{"nested/c": np.array(True)})
+    bad_archives()
+
+
+def npy_bytes(arr):
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, arr, allow_pickle=False)
+    return buf.getvalue()
+
+
+def plain_zip(name, members):
+    """A zip of stored members without zip64 extras, so that tests can patch its fields."""
+    path = os.path.join(HERE, name)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        for member, data in members:
+            z.writestr(zipfile.ZipInfo(member, date_time=(1980, 1, 1, 0, 0, 0)), data)
+    return path
+
+
+def bad_archives():
+    three = npy_bytes(np.array([1.0, 2.0, 3.0], dtype="<f4"))
+    # A member that is not a .npy file.
+    plain_zip("not_npy.npz", [("a.npy", three), ("readme.txt", b"hello")])
+    # A member whose header declares far more data than it holds.
+    header = npy_bytes(np.zeros((1000, 1000), dtype="<f4"))[:128]
+    plain_zip("lying_header.npz", [("w.npy", header + bytes(12))])
+    # A member whose recorded uncompressed size (local and central headers) is 10**9 bytes.
+    path = plain_zip("lying_size.npz", [("w.npy", three)])
+    data = bytearray(open(path, "rb").read())
+    local = data.find(b"PK\x03\x04")
+    struct.pack_into("<I", data, local + 22, 10**9)
+    central = data.find(b"PK\x01\x02")
+    struct.pack_into("<I", data, central + 24, 10**9)
+    open(path, "wb").write(bytes(data))
+    # A member whose data no longer matches its CRC (last byte of the array changed).
+    path = plain_zip("bad_crc.npz", [("w.npy", three)])
+    data = bytearray(open(path, "rb").read())
+    local = data.find(b"PK\x03\x04")
+    name_len, extra_len = struct.unpack_from("<HH", data, local + 26)
+    data[local + 30 + name_len + extra_len + len(three) - 1] ^= 0x01
+    open(path, "wb").write(bytes(data))
 
 
 if __name__ == "__main__":
