@@ -1,0 +1,120 @@
+// The graph canvas's view: zoom, pan, fit, overview, and a hint while nothing is open.
+#include "studio/graph_view.h"
+
+#include <QMouseEvent>
+#include <QPainter>
+#include <QWheelEvent>
+#include <algorithm>
+#include <cmath>
+
+#include "studio/canvas_style.h"
+#include "studio/document.h"
+#include "studio/graph_scene.h"
+#include "studio/guard.h"
+
+namespace tessera::studio {
+
+GraphView::GraphView(GraphScene* scene, QWidget* parent)
+    : QGraphicsView(scene, parent), graph_scene_(scene) {
+  setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing |
+                 QPainter::SmoothPixmapTransform);
+  setDragMode(QGraphicsView::ScrollHandDrag);
+  setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
+  setResizeAnchor(QGraphicsView::AnchorViewCenter);
+  setViewportUpdateMode(QGraphicsView::BoundingRectViewportUpdate);
+  setFrameShape(QFrame::NoFrame);
+  connect(scene, &GraphScene::rebuilt, this,
+          [this] { guarded(this, tr("Showing the graph"), [&] { on_scene_rebuilt(); }); });
+}
+
+double GraphView::zoom() const {
+  return transform().m11();
+}
+
+void GraphView::set_zoom(double zoom) {
+  zoom = std::clamp(zoom, kMinZoom, kMaxZoom);
+  setTransform(QTransform::fromScale(zoom, zoom));
+}
+
+namespace {
+
+// The zoom at which `target` just fits `port`, at most `max_zoom`.
+double fitting_zoom(const QRectF& target, const QSize& port, double max_zoom) {
+  return std::min({port.width() / target.width(), port.height() / target.height(), max_zoom});
+}
+
+}  // namespace
+
+void GraphView::fit() {
+  // The scene rect is the graph plus a margin: fitting it (plus the pixel that scrolling in whole
+  // pixels may cost) leaves no scroll bars.
+  const QRectF target = graph_scene_->sceneRect().adjusted(-2, -2, 2, 2);
+  if (graph_scene_->graph_rect().isEmpty() || viewport()->size().isEmpty()) return;
+  set_zoom(fitting_zoom(target, viewport()->size(), kMaxFitZoom));
+  centerOn(target.center());
+}
+
+void GraphView::overview() {
+  const QRectF target = graph_scene_->sceneRect();
+  const QSize port = viewport()->size();
+  if (graph_scene_->graph_rect().isEmpty() || port.isEmpty()) return;
+  if (fitting_zoom(target, port, kMaxFitZoom) >= kReadableZoom) {
+    fit();
+    return;
+  }
+  set_zoom(kReadableZoom);
+  const double visible_height = port.height() / kReadableZoom;
+  centerOn(target.center().x(), target.top() + visible_height / 2);
+}
+
+void GraphView::zoom_in() {
+  auto_fit_ = false;
+  set_zoom(zoom() * 1.25);
+}
+
+void GraphView::zoom_out() {
+  auto_fit_ = false;
+  set_zoom(zoom() / 1.25);
+}
+
+void GraphView::reset_zoom() {
+  auto_fit_ = false;
+  set_zoom(1.0);
+}
+
+void GraphView::on_scene_rebuilt() {
+  auto_fit_ = true;
+  overview();
+}
+
+void GraphView::wheelEvent(QWheelEvent* event) {
+  const double steps = event->angleDelta().y() / 120.0;
+  if (steps == 0) return;
+  auto_fit_ = false;
+  set_zoom(zoom() * std::pow(1.15, steps));  // AnchorUnderMouse keeps the point under the cursor
+  event->accept();
+}
+
+void GraphView::mousePressEvent(QMouseEvent* event) {
+  auto_fit_ = false;  // a drag pans: the user now owns the viewport
+  QGraphicsView::mousePressEvent(event);
+}
+
+void GraphView::resizeEvent(QResizeEvent* event) {
+  QGraphicsView::resizeEvent(event);
+  if (auto_fit_) overview();
+}
+
+void GraphView::drawForeground(QPainter* painter, const QRectF& rect) {
+  QGraphicsView::drawForeground(painter, rect);
+  if (!graph_scene_->document().is_empty()) return;
+  painter->save();
+  painter->resetTransform();
+  painter->setPen(style::kMutedText);
+  painter->setFont(style::canvas_font(15));
+  painter->drawText(viewport()->rect(), Qt::AlignCenter,
+                    tr("Open a graph (.json or .tir) with File \u203a Open\u2026  (Ctrl+O)"));
+  painter->restore();
+}
+
+}  // namespace tessera::studio

@@ -1,0 +1,144 @@
+// tessera-studio [FILE] [--screenshot PNG]: the desktop app's entry point.
+//
+// FILE (.json or .tir) is opened at start. --screenshot PNG shows the window, waits until it is
+// laid out, saves QWidget::grab() of it to PNG and exits 0; when FILE cannot be opened it prints
+// the error to stderr and exits 1 instead of showing a dialog (scripts and tests use this).
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QIcon>
+#include <QImageReader>
+#include <QPixmap>
+#include <QTimer>
+#include <cstdio>
+#include <exception>
+
+#include "engine/ops/op_def.h"
+#include "studio/document.h"
+#include "studio/guard.h"
+#include "studio/main_window.h"
+
+namespace {
+
+using tessera::Status;
+using tessera::studio::Document;
+using tessera::studio::guarded;
+using tessera::studio::MainWindow;
+
+// Exceptions must not cross Qt's event loop. Slots catch their own (studio/guard.h); this is the
+// last line for anything that slips through: report and drop the event.
+class StudioApplication : public QApplication {
+ public:
+  using QApplication::QApplication;
+  bool notify(QObject* receiver, QEvent* event) override {
+    try {
+      return QApplication::notify(receiver, event);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tessera-studio: internal error: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "tessera-studio: internal error: unknown exception\n");
+    }
+    return false;
+  }
+};
+
+// The SVG icon needs Qt's SVG image plugin (Debian: libqt6svg6); without it there is no icon.
+QIcon app_icon() {
+  if (!QImageReader::supportedImageFormats().contains("svg")) return QIcon();
+  return QIcon(QStringLiteral(":/tessera/icons/tessera.svg"));
+}
+
+void print_error(const QString& text) {
+  std::fprintf(stderr, "tessera-studio: %s\n", text.toLocal8Bit().constData());
+}
+
+// Grabs the window to PATH; the exit code for --screenshot.
+int save_screenshot(MainWindow& window, const QString& path) {
+  QCoreApplication::processEvents();  // pending layout and resize events
+  const QPixmap pixmap = window.grab();
+  if (pixmap.isNull() || !pixmap.save(path, "PNG")) {
+    print_error(QStringLiteral("cannot write screenshot %1").arg(path));
+    return 1;
+  }
+  return 0;
+}
+
+int run(StudioApplication& app) {
+  QCommandLineParser parser;
+  parser.setApplicationDescription(
+      QStringLiteral("Tessera Studio: opens a dataflow graph (.json or .tir) and draws it."));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  parser.addPositionalArgument(QStringLiteral("file"),
+                               QStringLiteral("Graph file to open (.json or .tir)."),
+                               QStringLiteral("[FILE]"));
+  const QCommandLineOption screenshot(
+      QStringLiteral("screenshot"),
+      QStringLiteral(
+          "Show the window, save it to PNG and exit (exit 1 when FILE cannot be opened)."),
+      QStringLiteral("PNG"));
+  parser.addOption(screenshot);
+  parser.process(app);  // exits on --help, --version and unknown options
+  const QStringList files = parser.positionalArguments();
+  if (files.size() > 1) {
+    print_error(QStringLiteral("at most one FILE (see --help)"));
+    return 2;
+  }
+  const bool shooting = parser.isSet(screenshot);
+
+  const tessera::ops::OpRegistry registry = tessera::ops::make_default_registry();
+  Document document(registry);
+  MainWindow window(document);
+  window.resize(1200, 760);
+  if (!files.isEmpty()) {
+    const QString path = files.front();
+    if (Status st = window.open_file(path); !st) {
+      if (shooting) {
+        print_error(QStringLiteral("cannot open graph: %1")
+                        .arg(QString::fromStdString(st.error().to_string())));
+        return 1;
+      }
+      // Shown over the window once the event loop runs, so the dialog has a parent on screen.
+      QTimer::singleShot(0, &window, [&window, path, error = st.error()] {
+        guarded(&window, QObject::tr("Reporting an error"),
+                [&] { window.show_open_error(path, error); });
+      });
+    } else if (const auto& error = document.inference_error(); error && shooting) {
+      print_error(QStringLiteral("warning: %1").arg(QString::fromStdString(error->to_string())));
+    }
+  }
+  window.show();
+  if (shooting) {
+    const QString png = parser.value(screenshot);
+    // A short delay lets the window system map and size the window before the grab.
+    QTimer::singleShot(200, &window, [&window, png] {
+      int code = 1;
+      try {
+        code = save_screenshot(window, png);
+      } catch (const std::exception& e) {  // no allocation here: nothing may escape the slot
+        std::fprintf(stderr, "tessera-studio: internal error: %s\n", e.what());
+      } catch (...) {
+        std::fprintf(stderr, "tessera-studio: internal error: unknown exception\n");
+      }
+      QCoreApplication::exit(code);
+    });
+  }
+  return app.exec();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  StudioApplication app(argc, argv);
+  QApplication::setApplicationName(QStringLiteral("Tessera Studio"));
+  QApplication::setOrganizationName(QStringLiteral("Tessera"));
+  QApplication::setApplicationVersion(QStringLiteral(TESSERA_VERSION));
+  QApplication::setWindowIcon(app_icon());
+  try {
+    return run(app);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tessera-studio: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "tessera-studio: internal error: unknown exception\n");
+  }
+  return 2;
+}
