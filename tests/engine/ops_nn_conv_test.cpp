@@ -4,21 +4,13 @@
 #include "engine/ops/infer.h"
 #include "engine/ops/op_def.h"
 #include "engine/runtime/interpreter.h"
+#include "tests/engine/op_test_util.h"
 
 namespace tessera {
 namespace {
 
 using ir::Dim;
 using ir::TensorType;
-
-const ops::OpRegistry& registry() {
-  static const ops::OpRegistry r = ops::make_default_registry();
-  return r;
-}
-
-Tensor f32(Shape shape, std::vector<float> v) {
-  return Tensor::from_vector<float>(std::move(shape), v);
-}
 
 // 1, 2, ..., n as an f32 tensor of the given shape.
 Tensor iota(Shape shape) {
@@ -27,20 +19,6 @@ Tensor iota(Shape shape) {
   std::vector<float> v(static_cast<size_t>(n));
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i + 1);
   return f32(std::move(shape), v);
-}
-
-std::vector<Tensor> run(const std::string& op, const std::vector<Tensor>& in,
-                        ir::Attributes attrs = {}, int nout = 1) {
-  auto r = runtime::run_single_op(registry(), op, in, std::move(attrs), nout);
-  EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().to_string());
-  return r ? *r : std::vector<Tensor>(static_cast<size_t>(nout));
-}
-
-void expect_values(const Tensor& t, const Shape& shape, const std::vector<double>& want,
-                   double tol = 1e-5) {
-  ASSERT_EQ(t.shape(), shape) << t.summary();
-  ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size()));
-  for (int64_t i = 0; i < t.numel(); ++i) EXPECT_NEAR(t.get(i), want[i], tol) << "element " << i;
 }
 
 std::string infer_one(const std::string& op, const std::vector<const TensorType*>& in,
