@@ -29,8 +29,14 @@ int fail(const Error& e) {
 Expected<ir::Graph> load_typed(const std::string& path, const ops::OpRegistry& reg) {
   TRY(ir::Graph g, formats::load_graph_file(path));
   Status st = ops::infer_types(g, reg);
-  if (!st.is_ok()) return st.error().within(path);
-  return g;
+  if (st.is_ok()) return g;
+  Error e = st.error();
+  // Point at the node's place in the file (a JSON pointer, say) when the loader recorded it.
+  if (g.has_node(e.node) && !g.node(e.node).provenance.origin.empty()) {
+    e.where = g.node(e.node).provenance.origin;
+    return e;
+  }
+  return e.within(path);
 }
 
 std::string human(double v) {

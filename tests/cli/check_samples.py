@@ -136,6 +136,21 @@ def main():
         bad_json = os.path.join(tmp, "bad.json")
         open(bad_json, "w").write('{"format": "tessera-graph", "version": 1, "nodes": [')
         expect_error([tessera, "info", bad_json], bad_json)
+        base = {"format": "tessera-graph", "version": 1, "name": "bad",
+                "inputs": [{"name": "x", "type": "f32[2]"}, {"name": "y", "type": "f32[3]"}]}
+        cases = [
+            ([{"op": "Add", "inputs": ["x", "b"], "outputs": ["a"]},
+              {"op": "Relu", "inputs": ["a"], "outputs": ["b"]}], ["b"], "/nodes/0: node #0: the graph has a cycle"),
+            ([{"op": "Add", "inputs": ["x", "y"], "outputs": ["a"]}], ["a"], "/nodes/0: node #0: Add: shapes cannot be broadcast"),
+            ([{"op": "Frob", "inputs": ["x"], "outputs": ["a"]}], ["a"], "/nodes/0: node #0: Frob (#0): unknown op 'Frob'"),
+            ([{"op": "LeakyRelu", "inputs": ["x"], "outputs": ["a"], "attrs": {"alpha": "big"}}], ["a"],
+             "attribute 'alpha' must be float, got string"),
+            ([{"inputs": ["x"], "outputs": ["a"]}], ["a"], "/nodes/0: node #0: missing field \"op\""),
+        ]
+        for i, (nodes, outputs, needle) in enumerate(cases):
+            path = os.path.join(tmp, f"bad{i}.json")
+            json.dump(dict(base, nodes=nodes, outputs=outputs), open(path, "w"))
+            expect_error([tessera, "info", path], path + ":" + needle if needle.startswith("/") else needle)
         wrong = os.path.join(tmp, "wrong.npy")
         np.save(wrong, np.zeros((3, 28, 28), np.float32))
         expect_error([tessera, "run", sample, "--input", f"{name}={wrong}"], f"input '{name}' expects", "[3, 28, 28]")
