@@ -33,4 +33,18 @@ inline void expect_values(const Tensor& t, const Shape& shape, const std::vector
   for (int64_t i = 0; i < t.numel(); ++i) EXPECT_NEAR(t.get(i), want[i], tol) << "element " << i;
 }
 
+// 0, 1, 2, ... in the given dtype.
+inline Tensor iota(DType dt, Shape s) {
+  Tensor t(dt, std::move(s));
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, static_cast<double>(i));
+  return t;
+}
+
+// Exact comparison of dtype, shape and values.
+inline void expect_tensor(const Tensor& t, DType dt, const Shape& shape, const std::vector<double>& values) {
+  EXPECT_EQ(t.dtype(), dt);
+  EXPECT_EQ(t.shape(), shape) << shape_to_string(t.shape());
+  EXPECT_EQ(t.to_doubles(), values) << t.summary(32);
+}
+
 }  // namespace tessera

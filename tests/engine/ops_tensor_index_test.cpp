@@ -6,6 +6,7 @@
 
 #include "engine/ops/op_def.h"
 #include "engine/runtime/interpreter.h"
+#include "tests/engine/op_test_util.h"
 
 namespace tessera {
 namespace {
@@ -21,17 +22,7 @@ Tensor i64s(std::vector<int64_t> v) {
   const auto n = static_cast<int64_t>(v.size());
   return Tensor::from_vector<int64_t>({n}, v);
 }
-Tensor iota(DType dt, Shape s) {
-  Tensor t(dt, std::move(s));
-  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, static_cast<double>(i));
-  return t;
-}
 
-void expect_tensor(const Tensor& t, DType dt, const Shape& shape, const std::vector<double>& values) {
-  EXPECT_EQ(t.dtype(), dt);
-  EXPECT_EQ(t.shape(), shape) << shape_to_string(t.shape());
-  EXPECT_EQ(t.to_doubles(), values) << t.summary(32);
-}
 
 TensorType tt(DType dt, std::vector<Dim> dims) { return TensorType(dt, std::move(dims)); }
 Dim sym(const char* s) { return Dim::named(s); }
