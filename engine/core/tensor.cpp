@@ -139,6 +139,19 @@ Expected<Tensor> Tensor::reshape(Shape shape) const {
   return t;
 }
 
+Tensor Tensor::wrap(void* data, DType dtype, Shape shape, std::shared_ptr<void> keep_alive) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.strides_ = contiguous_strides(t.shape_);
+  t.numel_ = 1;
+  for (int64_t d : t.shape_) t.numel_ *= d;
+  t.offset_ = 0;
+  // Aliasing constructor: shares ownership of keep_alive, points at data.
+  t.storage_ = std::shared_ptr<std::byte>(std::move(keep_alive), static_cast<std::byte*>(data));
+  return t;
+}
+
 Tensor Tensor::view(Shape shape, std::vector<int64_t> strides, int64_t offset_elems) const {
   Tensor t = *this;
   t.shape_ = std::move(shape);

@@ -80,6 +80,10 @@ class Tensor {
 
   // Same storage, new shape with the same element count (requires contiguity).
   Expected<Tensor> reshape(Shape shape) const;
+  // A contiguous tensor over memory it does not own (an arena slot, a device staging buffer).
+  // `keep_alive` (may be null) is held for the tensor's lifetime; the caller guarantees `data`
+  // stays valid and 64-byte alignment is not required.
+  static Tensor wrap(void* data, DType dtype, Shape shape, std::shared_ptr<void> keep_alive = nullptr);
   // Same storage with explicit strides (no checks beyond the count); used for views.
   Tensor view(Shape shape, std::vector<int64_t> strides, int64_t offset_elems) const;
   Tensor clone() const;

@@ -164,6 +164,11 @@ void register_nn_ops(OpRegistry& registry);           // nn.cpp
 void register_tensor_ops(OpRegistry& registry);       // tensor_ops.cpp
 void register_reduce_ops(OpRegistry& registry);       // reduce.cpp
 void register_control_ops(OpRegistry& registry);      // control.cpp
+void register_math_ops(OpRegistry& registry);         // math_ops.cpp: more element-wise, logic, reductions
+void register_index_ops(OpRegistry& registry);        // index_ops.cpp: more data movement and indexing
+void register_loss_ops(OpRegistry& registry);         // loss_ops.cpp: losses and nn extras
+void register_fused_ops(OpRegistry& registry);        // fused.cpp: fused forms made by the optimiser
+void register_runtime_ops(OpRegistry& registry);      // runtime_ops.cpp: Copy (between devices), Reorder (layouts)
 // A registry holding every op.
 OpRegistry make_default_registry();
 

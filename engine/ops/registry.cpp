@@ -56,6 +56,11 @@ void register_all_ops(OpRegistry& registry) {
   register_tensor_ops(registry);
   register_reduce_ops(registry);
   register_control_ops(registry);
+  register_math_ops(registry);
+  register_index_ops(registry);
+  register_loss_ops(registry);
+  register_fused_ops(registry);
+  register_runtime_ops(registry);
 }
 
 OpRegistry make_default_registry() {
