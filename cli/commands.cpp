@@ -9,21 +9,27 @@
 #include <filesystem>
 #include <iostream>
 #include <random>
+#include <thread>
 
 #include "engine/ir/text.h"
 #include "engine/ops/cost.h"
 #include "engine/ops/infer.h"
 #include "engine/runtime/interpreter.h"
+#include "engine/stages/session.h"
 #include "formats/graph_file.h"
 #include "formats/npy.h"
 
 namespace tessera::cli {
 namespace {
 
+}  // namespace
+
 int fail(const Error& e) {
   std::cerr << "tessera: error: " << e.to_string() << "\n";
   return 1;
 }
+
+int default_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 // Loads, checks and infers: every command works on a typed graph.
 Expected<ir::Graph> load_typed(const std::string& path, const ops::OpRegistry& reg) {
@@ -38,6 +44,8 @@ Expected<ir::Graph> load_typed(const std::string& path, const ops::OpRegistry& r
   }
   return e.within(path);
 }
+
+namespace {
 
 std::string human(double v) {
   const char* units[] = {"", "K", "M", "G", "T"};
@@ -81,6 +89,49 @@ std::string file_name_for(const std::string& value_name, size_t index) {
 }
 
 }  // namespace
+
+Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std::vector<std::string>& inputs,
+                                                   const std::vector<std::string>& dims_specs, uint64_t seed,
+                                                   std::map<std::string, std::string>* source) {
+  std::map<std::string, std::string> ignored;
+  if (!source) source = &ignored;
+  std::map<std::string, int64_t> dims;
+  for (const std::string& d : dims_specs) {
+    auto kv = split_assignment(d, "--dim");
+    if (!kv) return kv.error();
+    char* end = nullptr;
+    const long long n = std::strtoll(kv->second.c_str(), &end, 10);
+    if (*end != '\0' || n < 0 || n > (int64_t{1} << 31))
+      return (make_error("--dim " + d + ": size must be a non-negative integer"));
+    dims[kv->first] = n;
+  }
+  runtime::Feeds feeds;
+  for (const std::string& spec : inputs) {
+    auto kv = split_assignment(spec, "--input");
+    if (!kv) return kv.error();
+    auto t = formats::read_npy(kv->second);
+    if (!t) return t.error();
+    if (!feeds.emplace(kv->first, std::move(*t)).second)
+      return (make_error("--input " + kv->first + " is given twice"));
+    (*source)[kv->first] = kv->second;
+  }
+  std::mt19937_64 rng(seed);
+  for (ir::ValueId v : g.inputs()) {
+    const ir::Value& in = g.value(v);
+    if (feeds.count(in.name)) continue;
+    if (!in.type.rank_known) return (make_error("input '" + in.name + "' has unknown rank: give it with --input"));
+    Shape shape;
+    for (const ir::Dim& d : in.type.dims) {
+      if (d.is_known()) shape.push_back(d.size);
+      else shape.push_back(dims.count(d.symbol) ? dims[d.symbol] : 1);
+    }
+    auto ok = checked_numel(shape, in.type.dtype);
+    if (!ok) return ok.error();
+    feeds.emplace(in.name, random_tensor(in.type.dtype, shape, rng));
+    (*source)[in.name] = "random (seed " + std::to_string(seed) + ")";
+  }
+  return feeds;
+}
 
 int run_info(const InfoOptions& o) {
   const ops::OpRegistry reg = ops::make_default_registry();
@@ -126,43 +177,20 @@ int run_run(const RunOptions& o) {
   auto g = load_typed(o.file, reg);
   if (!g) return fail(g.error());
 
-  std::map<std::string, int64_t> dims;
-  for (const std::string& d : o.dims) {
-    auto kv = split_assignment(d, "--dim");
-    if (!kv) return fail(kv.error());
-    char* end = nullptr;
-    const long long n = std::strtoll(kv->second.c_str(), &end, 10);
-    if (*end != '\0' || n < 0 || n > (int64_t{1} << 31))
-      return fail(make_error("--dim " + d + ": size must be a non-negative integer"));
-    dims[kv->first] = n;
-  }
-  runtime::Feeds feeds;
   std::map<std::string, std::string> source;  // input name -> where its value came from
-  for (const std::string& spec : o.inputs) {
-    auto kv = split_assignment(spec, "--input");
-    if (!kv) return fail(kv.error());
-    auto t = formats::read_npy(kv->second);
-    if (!t) return fail(t.error());
-    if (!feeds.emplace(kv->first, std::move(*t)).second)
-      return fail(make_error("--input " + kv->first + " is given twice"));
-    source[kv->first] = kv->second;
+  auto fed = make_feeds(*g, o.inputs, o.dims, o.seed, &source);
+  if (!fed) return fail(fed.error());
+  runtime::Feeds feeds = std::move(*fed);
+  const int threads = o.threads > 0 ? o.threads : default_threads();
+  Expected<std::vector<Tensor>> outs = make_error("not run");
+  if (o.reference) {
+    outs = runtime::run_reference(*g, reg, feeds);
+  } else {
+    stages::SessionOptions so;
+    so.threads = threads;
+    stages::Session session(*g, reg, so);
+    outs = session.run(feeds);
   }
-  std::mt19937_64 rng(o.seed);
-  for (ir::ValueId v : g->inputs()) {
-    const ir::Value& in = g->value(v);
-    if (feeds.count(in.name)) continue;
-    if (!in.type.rank_known) return fail(make_error("input '" + in.name + "' has unknown rank: give it with --input"));
-    Shape shape;
-    for (const ir::Dim& d : in.type.dims) {
-      if (d.is_known()) shape.push_back(d.size);
-      else shape.push_back(dims.count(d.symbol) ? dims[d.symbol] : 1);
-    }
-    auto ok = checked_numel(shape, in.type.dtype);
-    if (!ok) return fail(ok.error());
-    feeds.emplace(in.name, random_tensor(in.type.dtype, shape, rng));
-    source[in.name] = "random (seed " + std::to_string(o.seed) + ")";
-  }
-  auto outs = runtime::run_reference(*g, reg, feeds);
   if (!outs) return fail(outs.error().within(o.file));
 
   if (!o.output_dir.empty()) {
@@ -172,7 +200,8 @@ int run_run(const RunOptions& o) {
   }
   nlohmann::json jout = nlohmann::json::array();
   if (!o.json) {
-    std::cout << "ran '" << g->name() << "' (" << o.file << ") with the reference kernels\n";
+    std::cout << "ran '" << g->name() << "' (" << o.file << ") "
+              << (o.reference ? std::string("with the reference kernels") : "through the six stages on " + std::to_string(threads) + " thread(s)") << "\n";
     for (ir::ValueId v : g->inputs()) {
       const Tensor& t = feeds.at(g->value(v).name);
       std::cout << "  input  " << g->value(v).name << "  " << dtype_name(t.dtype()) << shape_to_string(t.shape())

@@ -3,6 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+
+#include "engine/core/tensor.h"
+#include "engine/ir/graph.h"
+#include "engine/ops/op_def.h"
 #include <string>
 #include <vector>
 
@@ -20,9 +25,32 @@ struct RunOptions {
   std::vector<std::string> dims;    // SYMBOL=SIZE for random inputs
   std::string output_dir;
   uint64_t seed = 0;
+  int threads = 0;          // 0: one per hardware thread
+  bool reference = false;   // the reference executor instead of the six stages
   bool json = false;
 };
 int run_run(const RunOptions& o);
+
+struct PassesOptions {
+  std::string file;
+  std::string pipeline;     // empty: the default optimise pipeline
+  std::string dump_dir;     // write every snapshot there
+  std::vector<std::string> dims;
+  bool print_ir = false;    // print the final IR
+};
+int run_passes(const PassesOptions& o);
+
+struct BenchOptions {
+  std::string file;
+  std::vector<std::string> inputs;
+  std::vector<std::string> dims;
+  int threads = 0;
+  int runs = 20;
+  int warmup = 3;
+  uint64_t seed = 0;
+  bool json = false;
+};
+int run_bench(const BenchOptions& o);
 
 struct ConvertOptions {
   std::string in, out;
@@ -30,5 +58,15 @@ struct ConvertOptions {
 int run_convert(const ConvertOptions& o);
 
 int run_print(const std::string& file);
+
+// Shared by run and bench (commands.cpp).
+int fail(const Error& e);
+int default_threads();
+// Feeds from NAME=FILE.npy specs, random tensors (seeded) for the other inputs with symbolic dims
+// sized by SYMBOL=SIZE specs (default 1). `source` says where each came from.
+Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std::vector<std::string>& inputs,
+                                                   const std::vector<std::string>& dims, uint64_t seed,
+                                                   std::map<std::string, std::string>* source);
+Expected<ir::Graph> load_typed(const std::string& path, const ops::OpRegistry& reg);
 
 }  // namespace tessera::cli

@@ -3,7 +3,9 @@
 
 #include "engine/ir/text.h"
 #include "formats/file_io.h"
+#include "engine/ops/op_def.h"
 #include "formats/json_graph.h"
+#include "formats/onnx_import.h"
 
 namespace tessera::formats {
 namespace {
@@ -17,7 +19,7 @@ std::string extension(const std::string& path) {
 
 Error unsupported(const std::string& path) {
   return make_error("unsupported graph file extension '" + extension(path) +
-                        "' (supported: .json for the JSON graph format, .tir for the IR text form)",
+                        "' (supported: .json for the JSON graph format, .tir for the IR text form, .onnx to read ONNX)",
                     path);
 }
 
@@ -29,6 +31,10 @@ Expected<ir::Graph> load_graph_file(const std::string& path) {
   if (ext == ".tir") {
     TRY(std::string text, read_file(path));
     return ir::parse_graph(text, path);
+  }
+  if (ext == ".onnx") {
+    const ops::OpRegistry registry = ops::make_default_registry();
+    return import_onnx_file(path, registry);
   }
   return unsupported(path);
 }

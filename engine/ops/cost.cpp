@@ -13,6 +13,24 @@ bool is_math_category(const std::string& c) {
 
 }  // namespace
 
+double node_flops(const ir::Graph& g, ir::NodeId id, const OpDef& def) {
+  const ir::Node& n = g.node(id);
+  InferContext ctx{n, def, {}, {}};
+  for (ir::ValueId v : n.inputs) {
+    ctx.inputs.push_back(v == ir::kNoValue ? nullptr : &g.value(v).type);
+    ctx.constants.push_back(v == ir::kNoValue ? nullptr : constant_value(g, v));
+  }
+  std::vector<TensorType> outs;
+  for (ir::ValueId v : n.outputs) outs.push_back(g.value(v).type);
+  double f = 0;
+  if (def.flops) {
+    f = def.flops(ctx, outs);
+  } else if (is_math_category(def.category)) {
+    for (const TensorType& t : outs) f += std::max<int64_t>(t.static_numel(), 0);
+  }
+  return f;
+}
+
 Expected<GraphCost> graph_cost(const ir::Graph& graph, const OpRegistry& registry, int64_t symbol_size) {
   ir::Graph g = graph;
   for (ir::ValueId v : g.inputs()) {
@@ -26,20 +44,7 @@ Expected<GraphCost> graph_cost(const ir::Graph& graph, const OpRegistry& registr
   for (ir::NodeId id : g.node_ids()) {
     const ir::Node& n = g.node(id);
     ++cost.op_counts[n.op];
-    const OpDef* def = registry.find(n.op);
-    InferContext ctx{n, *def, {}, {}};
-    for (ir::ValueId v : n.inputs) {
-      ctx.inputs.push_back(v == ir::kNoValue ? nullptr : &g.value(v).type);
-      ctx.constants.push_back(v == ir::kNoValue ? nullptr : constant_value(g, v));
-    }
-    std::vector<TensorType> outs;
-    for (ir::ValueId v : n.outputs) outs.push_back(g.value(v).type);
-    double f = 0;
-    if (def->flops) {
-      f = def->flops(ctx, outs);
-    } else if (is_math_category(def->category)) {
-      for (const TensorType& t : outs) f += std::max<int64_t>(t.static_numel(), 0);
-    }
+    double f = node_flops(g, id, *registry.find(n.op));
     cost.flops += f;
     cost.flops_by_op[n.op] += f;
   }

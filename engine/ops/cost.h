@@ -23,6 +23,10 @@ struct GraphCost {
 // Binds every symbolic or unknown input dimension to `symbol_size` (1: "per sample" when the
 // symbol is the batch), re-infers types on a copy and sums each node's FLOPs. Nested graphs (If,
 // Loop) count once: their trip count is not known statically.
+// FLOPs of one node of a typed graph (its op's flops function, else one per output element for
+// math-like categories, else 0).
+double node_flops(const ir::Graph& graph, ir::NodeId node, const OpDef& def);
+
 Expected<GraphCost> graph_cost(const ir::Graph& graph, const OpRegistry& registry, int64_t symbol_size = 1);
 
 }  // namespace tessera::ops

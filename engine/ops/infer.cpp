@@ -44,6 +44,12 @@ Status check_node(const ir::Node& n, const OpRegistry& registry) {
   }
   for (const auto& [key, attr] : n.attrs) {
     const AttrSpec* spec = def->find_attr(key);
+    // "layout" is the physical layout the optimiser chose for the node's outputs (backend/kernel.h):
+    // allowed on every op, a string.
+    if (!spec && key == "layout") {
+      if (attr.kind() != AttrKind::kString) return at_node(n, "attribute 'layout' must be a string");
+      continue;
+    }
     if (!spec) return at_node(n, "unknown attribute '" + key + "' for op " + n.op);
     bool ok = attr.kind() == spec->kind;
     // An empty list is written without element type: accept it for any list kind.

@@ -131,6 +131,8 @@ class Interpreter {
   const ops::OpRegistry& registry_;
 };
 
+}  // namespace
+
 // Binds feeds to inputs by name, checking dtype, rank, known sizes and symbol consistency.
 Expected<std::vector<Tensor>> bind_feeds(const ir::Graph& g, const Feeds& feeds) {
   std::vector<Tensor> bound;
@@ -166,8 +168,6 @@ Expected<std::vector<Tensor>> bind_feeds(const ir::Graph& g, const Feeds& feeds)
   return bound;
 }
 
-}  // namespace
-
 Expected<std::vector<Tensor>> run_reference(const ir::Graph& graph, const ops::OpRegistry& registry,
                                             const Feeds& feeds) {
   ir::Graph g = graph;  // tensors share storage: cheap
@@ -175,6 +175,19 @@ Expected<std::vector<Tensor>> run_reference(const ir::Graph& graph, const ops::O
   TRY(std::vector<Tensor> inputs, bind_feeds(g, feeds));
   Interpreter interp(registry);
   return interp.run(g, inputs, nullptr);
+}
+
+Expected<std::vector<Tensor>> run_nested_reference(const ir::Graph& graph, const ops::OpRegistry& registry,
+                                                   const std::vector<Tensor>& inputs, const NamedTensors& scope) {
+  Scope outer;
+  for (const auto& [name, t] : scope) outer.by_name.emplace(name, t);
+  Interpreter interp(registry);
+  return interp.run(graph, inputs, &outer);
+}
+
+void nested_captures(const ir::Node& node, std::vector<std::string>& names) {
+  for (const auto& [key, attr] : node.attrs)
+    if (attr.kind() == ir::AttrKind::kGraph) collect_captures(attr.g(), names);
 }
 
 Expected<std::vector<Tensor>> run_single_op_with_absent(const ops::OpRegistry& registry, const std::string& op,

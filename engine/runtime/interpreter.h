@@ -26,6 +26,19 @@ using Feeds = std::map<std::string, Tensor>;  // graph input name -> tensor
 Expected<std::vector<Tensor>> run_reference(const ir::Graph& graph, const ops::OpRegistry& registry,
                                             const Feeds& feeds);
 
+// Checks feeds against the graph's inputs (names, dtypes, ranks, known sizes, consistent
+// symbols) and returns them in input order. Errors name the input.
+Expected<std::vector<Tensor>> bind_feeds(const ir::Graph& graph, const Feeds& feeds);
+
+using NamedTensors = std::map<std::string, Tensor>;
+// Runs a nested graph (an If branch, a Loop body) on positional inputs with the reference kernels;
+// its captures resolve in `scope` (enclosing values by name). The compiled executor uses this for
+// nodes with graph attributes.
+Expected<std::vector<Tensor>> run_nested_reference(const ir::Graph& graph, const ops::OpRegistry& registry,
+                                                   const std::vector<Tensor>& inputs, const NamedTensors& scope);
+// Names of enclosing values that the nested graphs of `node` capture (at any depth); appended.
+void nested_captures(const ir::Node& node, std::vector<std::string>& names);
+
 // Test and tooling helper: builds a one-node graph of `op` over `inputs` (nullopt-free; use
 // run_single_op_with_absent for optional gaps), infers its types, runs the reference kernel and
 // checks that each output fits its inferred type. Returns the outputs.

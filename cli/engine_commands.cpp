@@ -1,0 +1,143 @@
+// `tessera passes` (every stage and pass that changed the graph, with snapshots) and
+// `tessera bench` (latency, compile time, peak arena bytes, GFLOP/s).
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "engine/stages/session.h"
+
+namespace tessera::cli {
+namespace {
+
+// Writes each snapshot as DIR/NNN-stage[-pass].tir.
+class DumpSink : public observe::SnapshotSink {
+ public:
+  explicit DumpSink(std::string dir) : dir_(std::move(dir)) {}
+  void on_snapshot(const observe::Snapshot& s) override {
+    char name[64];
+    std::snprintf(name, sizeof name, "%03d-", s.index);
+    std::string file = name + s.stage + (s.pass.empty() ? "" : "-" + s.pass) + ".tir";
+    std::ofstream out(std::filesystem::path(dir_) / file);
+    out << "// stage " << s.stage << (s.pass.empty() ? "" : ", pass " + s.pass) << ", " << s.nodes_before << " -> "
+        << s.nodes_after << " nodes, " << s.duration_ns / 1000 << " us, hash " << std::hex << s.hash << std::dec << "\n";
+    out << s.ir_text;
+    if (!out) failed_ = true;
+    ++written_;
+  }
+  int written_ = 0;
+  bool failed_ = false;
+
+ private:
+  std::string dir_;
+};
+
+std::string ms(int64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns) / 1e6);
+  return buf;
+}
+
+stages::InputShapes shapes_of(const std::map<std::string, Tensor>& feeds) {
+  stages::InputShapes s;
+  for (const auto& [name, t] : feeds) s[name] = t.shape();
+  return s;
+}
+
+}  // namespace
+
+int run_passes(const PassesOptions& o) {
+  const ops::OpRegistry reg = ops::make_default_registry();
+  auto g = load_typed(o.file, reg);
+  if (!g) return fail(g.error());
+  auto feeds = make_feeds(*g, {}, o.dims, 0, nullptr);
+  if (!feeds) return fail(feeds.error());
+  std::unique_ptr<DumpSink> sink;
+  if (!o.dump_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.dump_dir, ec);
+    if (ec) return fail(make_error("cannot create the dump directory: " + ec.message(), o.dump_dir));
+    sink = std::make_unique<DumpSink>(o.dump_dir);
+  }
+  stages::SessionOptions so;
+  so.pipeline = o.pipeline;
+  so.snapshots = sink.get();
+  backend::DeviceSet devices = backend::DeviceSet::standard(false);
+  auto c = stages::compile_all(*g, reg, shapes_of(*feeds), so, devices, o.print_ir);
+  if (!c) return fail(c.error().within(o.file));
+  const stages::StageContext& ctx = *c->context;
+  std::cout << "compiled '" << g->name() << "' (" << o.file << ")\n";
+  std::cout << "pipeline: " << (o.pipeline.empty() ? stages::default_optimise_pipeline() : o.pipeline) << "\n";
+  for (const stages::StageReport& s : ctx.stages) {
+    std::printf("%-9s %12s  %5d -> %5d nodes  %s\n", s.stage.c_str(), ms(s.duration_ns).c_str(), s.nodes_before,
+                s.nodes_after, s.summary.c_str());
+    for (const stages::PassReport& p : ctx.passes)
+      if (p.stage == s.stage && p.changed)
+        std::printf("  %-20s %12s  %5d -> %5d nodes\n", p.pass.c_str(), ms(p.duration_ns).c_str(), p.nodes_before,
+                    p.nodes_after);
+  }
+  int unchanged = 0;
+  for (const stages::PassReport& p : ctx.passes) unchanged += !p.changed;
+  std::cout << unchanged << " pass runs changed nothing (not listed)\n";
+  if (sink) {
+    if (sink->failed_) return fail(make_error("could not write every snapshot", o.dump_dir));
+    std::cout << "wrote " << sink->written_ << " snapshots to " << o.dump_dir << "\n";
+  }
+  if (o.print_ir) std::cout << c->optimised << c->program->plan().print();
+  return 0;
+}
+
+int run_bench(const BenchOptions& o) {
+  const ops::OpRegistry reg = ops::make_default_registry();
+  auto g = load_typed(o.file, reg);
+  if (!g) return fail(g.error());
+  if (o.runs < 1) return fail(make_error("--runs must be at least 1"));
+  auto feeds = make_feeds(*g, o.inputs, o.dims, o.seed, nullptr);
+  if (!feeds) return fail(feeds.error());
+  stages::SessionOptions so;
+  so.threads = o.threads > 0 ? o.threads : default_threads();
+  stages::Session session(*g, reg, so);
+  auto prog = session.compile(shapes_of(*feeds));
+  if (!prog) return fail(prog.error().within(o.file));
+  const double compile_ms = static_cast<double>(session.last_compile_ns()) / 1e6;
+  for (int i = 0; i < o.warmup; ++i) {
+    auto r = (*prog)->run(*feeds);
+    if (!r) return fail(r.error().within(o.file));
+  }
+  std::vector<double> times;
+  for (int i = 0; i < o.runs; ++i) {
+    int64_t t0 = observe::now_ns();
+    auto r = (*prog)->run(*feeds);
+    if (!r) return fail(r.error().within(o.file));
+    times.push_back(static_cast<double>(observe::now_ns() - t0) / 1e6);
+  }
+  std::sort(times.begin(), times.end());
+  const double median = times.size() % 2 ? times[times.size() / 2] : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
+  const double min = times.front();
+  const stages::ExecutionPlan& plan = (*prog)->plan();
+  const double gflops = plan.total_flops / (median * 1e-3) / 1e9;
+  if (o.json) {
+    nlohmann::json j{{"median_ms", median},       {"min_ms", min},
+                     {"compile_ms", compile_ms},  {"peak_bytes", plan.peak_bytes()},
+                     {"gflops", gflops},          {"lower_bound_bytes", plan.lower_bound_bytes()},
+                     {"threads", so.threads},     {"runs", o.runs},
+                     {"flops", plan.total_flops}};
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  int fast = 0;
+  for (const stages::Step& s : plan.steps) fast += s.kind == stages::Step::Kind::kKernel;
+  std::printf("%s: %d runs on %d thread(s)\n", o.file.c_str(), o.runs, so.threads);
+  std::printf("  median %.3f ms, min %.3f ms\n", median, min);
+  std::printf("  compile (prepare..load) %.1f ms; %zu steps, %d fast kernels\n", compile_ms, plan.steps.size(), fast);
+  std::printf("  peak arena %.2f MB (lifetime lower bound %.2f MB)\n", static_cast<double>(plan.peak_bytes()) / 1e6,
+              static_cast<double>(plan.lower_bound_bytes()) / 1e6);
+  std::printf("  %.3f GFLOP per run, %.1f GFLOP/s\n", plan.total_flops / 1e9, gflops);
+  return 0;
+}
+
+}  // namespace tessera::cli

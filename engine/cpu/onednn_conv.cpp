@@ -1,0 +1,190 @@
+// oneDNN convolution: Conv and FusedConv (bias, residual Z as a sum post-op, activation as an
+// eltwise post-op), 1-3 spatial axes, groups and depthwise, any auto_pad.
+//
+// Layouts: src, weights and dst are created with format_tag::any so that oneDNN picks its best
+// implementation; constant weights are reordered once at load; the user's src (plain or blocked,
+// from in_layouts[0]) and dst (out_layout) are reordered through scratch only when the chosen
+// format differs. In a blocked chain (the layout pass) the formats match and nothing is copied.
+#include <cstring>
+#include <unordered_map>
+
+#include "engine/cpu/onednn_util.h"
+
+namespace tessera::cpu {
+namespace {
+
+using dnnl::convolution_forward;
+
+// 64-byte aligned sub-buffers of the scratch buffer: [primitive scratchpad | src copy | dst copy].
+size_t align64(size_t n) {
+  return (n + 63) & ~size_t{63};
+}
+
+class ConvKernel : public OneDnnKernel {
+ public:
+  ConvKernel(ContextPtr ctx, const KernelInit& init, std::string impl)
+      : OneDnnKernel(std::move(ctx), impl, init.node.name) {}
+
+  // Builds the primitive descriptor; errors decline.
+  Status init(const KernelInit& init, bool fused) {
+    const ir::TensorType& xt = *init.in_types[0];
+    const ir::TensorType& wt = *init.in_types[1];
+    const ir::TensorType& yt = *init.out_types[0];
+    const int rank = xt.rank();
+    if (rank < 3 || rank > 5 || wt.rank() != rank || yt.rank() != rank)
+      return make_error("rank not handled");
+    const int64_t group = attr_int(init, "group", 1);
+    const memory::dims x = dims_of(xt), w = dims_of(wt), y = dims_of(yt);
+    if (group < 1 || x[1] % group != 0 || w[0] % group != 0 || w[1] * group != x[1])
+      return make_error("group does not divide the channels");
+    memory::dims kernel(w.begin() + 2, w.end());
+    TRY(WindowGeom g, window_geom(init, kernel, memory::dims(x.begin() + 2, x.end()),
+                                  memory::dims(y.begin() + 2, y.end())));
+    TRY(src_user_md_, layout_md(x, layout_at(init, 0)));
+    TRY(dst_user_md_, layout_md(y, init.out_layout));
+    if (!layout_at(init, 1).empty()) return make_error("blocked weights");
+    memory::dims wd = w;
+    if (group > 1) {
+      wd = {group, w[0] / group};
+      wd.insert(wd.end(), w.begin() + 1, w.end());
+    }
+    wei_user_md_ = plain_md(wd);
+    w_const_ = constant_at(init, 1);
+    if (w_const_) w_copy_ = w_const_->contiguous();
+    has_bias_ = input_type(init, 2) != nullptr;
+    if (has_bias_) {
+      if (!is_static_f32(input_type(init, 2)) || !layout_at(init, 2).empty())
+        return make_error("bias");
+      b_const_ = constant_at(init, 2) != nullptr;
+      if (b_const_) b_copy_ = constant_at(init, 2)->contiguous();
+    }
+    dnnl::post_ops po;
+    has_z_ = fused && input_type(init, 3) != nullptr;
+    if (has_z_) {
+      if (!is_static_f32(input_type(init, 3)) || dims_of(*input_type(init, 3)) != y)
+        return make_error("residual Z");
+      TRY(z_user_md_, layout_md(y, layout_at(init, 3)));
+      po.append_sum(1.f);
+    }
+    if (fused) {
+      TRY(std::optional<Activation> act, read_activation(init));
+      if (act) po.append_eltwise(1.f, act->alg, act->alpha, act->beta);
+    }
+    dnnl::primitive_attr attr = user_scratchpad_attr();
+    attr.set_post_ops(po);
+    return guarded("conv", [&] {
+      const memory::desc any_src(x, memory::data_type::f32, memory::format_tag::any);
+      const memory::desc any_dst(y, memory::data_type::f32, memory::format_tag::any);
+      const memory::desc wei_md =
+          w_const_ ? memory::desc(wd, memory::data_type::f32, memory::format_tag::any)
+                   : wei_user_md_;
+      const memory::desc bias_md = has_bias_ ? plain_md({w[0]}) : memory::desc();
+      convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                  dnnl::algorithm::convolution_direct, any_src, wei_md, bias_md,
+                                  any_dst, g.strides, g.dilations, g.pad_l, g.pad_r);
+      pd_ = convolution_forward::primitive_desc(d, attr, ctx_->engine);
+      need_scratch(pd_);
+      size_t off = align64(scratch_bytes_);
+      if (pd_.src_desc() != src_user_md_) {
+        src_copy_ = true;
+        src_tmp_off_ = off;
+        off += align64(pd_.src_desc().get_size());
+      }
+      if (pd_.dst_desc() != dst_user_md_) {
+        dst_copy_ = true;
+        dst_tmp_off_ = off;
+        off += align64(pd_.dst_desc().get_size());
+      }
+      scratch_bytes_ = off;
+      out_bytes_ = {dst_user_md_.get_size()};
+    });
+  }
+
+  std::string impl_info() const { return pd_.impl_info_str(); }
+
+ protected:
+  void do_load() override {
+    const dnnl::engine& eng = ctx_->engine;
+    prim_ = convolution_forward(pd_);
+    if (w_const_) {  // prepack once
+      wei_mem_ = memory(pd_.weights_desc(), eng);
+      memory user(wei_user_md_, eng, const_cast<void*>(w_copy_.raw_data()));
+      dnnl::reorder(user, wei_mem_).execute(stream_, user, wei_mem_);
+      stream_.wait();
+    } else {
+      wei_mem_ = memory(wei_user_md_, eng, DNNL_MEMORY_NONE);
+    }
+    if (has_bias_)
+      bias_mem_ = memory(pd_.bias_desc(), eng,
+                         b_const_ ? const_cast<void*>(b_copy_.raw_data()) : DNNL_MEMORY_NONE);
+    src_user_ = memory(src_user_md_, eng, DNNL_MEMORY_NONE);
+    dst_user_ = memory(dst_user_md_, eng, DNNL_MEMORY_NONE);
+    src_conv_ = src_copy_ ? memory(pd_.src_desc(), eng, DNNL_MEMORY_NONE) : src_user_;
+    dst_conv_ = dst_copy_ ? memory(pd_.dst_desc(), eng, DNNL_MEMORY_NONE) : dst_user_;
+    scratchpad_ = memory(pd_.scratchpad_desc(), eng, DNNL_MEMORY_NONE);
+    if (src_copy_) src_reorder_ = dnnl::reorder(src_user_, src_conv_);
+    if (dst_copy_) dst_reorder_ = dnnl::reorder(dst_conv_, dst_user_);
+    if (has_z_) {
+      z_user_ = memory(z_user_md_, eng, DNNL_MEMORY_NONE);
+      z_reorder_ = dnnl::reorder(z_user_, dst_conv_);
+    }
+  }
+
+  void do_run(KernelRun& run) override {
+    char* scratch = static_cast<char*>(aligned_scratch(run));
+    src_user_.set_data_handle(run.inputs[0].data);
+    dst_user_.set_data_handle(run.outputs[0].data);
+    if (src_copy_) src_conv_.set_data_handle(scratch + src_tmp_off_);
+    if (dst_copy_) dst_conv_.set_data_handle(scratch + dst_tmp_off_);
+    scratchpad_.set_data_handle(scratch);
+    if (!w_const_) wei_mem_.set_data_handle(run.inputs[1].data);
+    if (has_bias_ && !b_const_) bias_mem_.set_data_handle(run.inputs[2].data);
+    if (src_copy_) src_reorder_.execute(stream_, src_user_, src_conv_);
+    if (has_z_) {
+      z_user_.set_data_handle(run.inputs[3].data);
+      z_reorder_.execute(stream_, z_user_, dst_conv_);
+    }
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src_conv_},
+                                            {DNNL_ARG_WEIGHTS, wei_mem_},
+                                            {DNNL_ARG_DST, dst_conv_},
+                                            {DNNL_ARG_SCRATCHPAD, scratchpad_}};
+    if (has_bias_) args[DNNL_ARG_BIAS] = bias_mem_;
+    prim_.execute(stream_, args);
+    if (dst_copy_) dst_reorder_.execute(stream_, dst_conv_, dst_user_);
+  }
+
+ private:
+  convolution_forward::primitive_desc pd_;
+  convolution_forward prim_;
+  memory::desc src_user_md_, dst_user_md_, wei_user_md_, z_user_md_;
+  const Tensor* w_const_ = nullptr;
+  Tensor w_copy_, b_copy_;  // keep the constants alive (shared storage)
+  bool has_bias_ = false, b_const_ = false, has_z_ = false;
+  bool src_copy_ = false, dst_copy_ = false;  // the primitive's format differs from the user's
+  size_t src_tmp_off_ = 0, dst_tmp_off_ = 0;  // where the copies live in scratch
+  memory wei_mem_, bias_mem_, src_user_, dst_user_, src_conv_, dst_conv_, z_user_, scratchpad_;
+  dnnl::reorder src_reorder_, dst_reorder_, z_reorder_;
+};
+
+Expected<KernelPtr> make_conv(const ContextPtr& ctx, const KernelInit& init, bool fused) {
+  const std::string impl = fused ? "onednn:fused_conv" : "onednn:conv";
+  if (init.in_types.size() < 2 || !is_static_f32(init.in_types[0]) ||
+      !is_static_f32(init.in_types[1]) || init.out_types.size() != 1 ||
+      !is_static_f32(init.out_types[0]))
+    return decline(init, impl, "needs static f32 X, W and Y");
+  auto k = std::make_unique<ConvKernel>(ctx, init, impl);
+  Status st = k->init(init, fused);
+  if (!st) return decline(init, impl, st.error().message);
+  return KernelPtr(std::move(k));
+}
+
+}  // namespace
+
+void register_onednn_conv(KernelRegistry& registry, const ContextPtr& ctx) {
+  registry.add("Conv", "onednn:conv", kOneDnnPriority,
+               [ctx](const KernelInit& init) { return make_conv(ctx, init, false); });
+  registry.add("FusedConv", "onednn:fused_conv", kOneDnnPriority,
+               [ctx](const KernelInit& init) { return make_conv(ctx, init, true); });
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,221 @@
+// oneDNN element-wise and data-movement kernels: unary activations and math (eltwise), Clip with
+// constant bounds, binary Add / Sub / Mul / Div / Max / Min (binary, ONNX broadcasting mapped to
+// oneDNN's: src0 must have the output's dims, src1 may broadcast), ReduceSum / ReduceMean /
+// ReduceMax with constant axes (reduction), Concat, and Reorder between layouts.
+#include <cmath>
+
+#include "engine/cpu/onednn_util.h"
+
+namespace tessera::cpu {
+namespace {
+
+using dnnl::algorithm;
+
+// ---- unary ------------------------------------------------------------------------------------
+
+Expected<KernelPtr> make_unary(const ContextPtr& ctx, const KernelInit& init) {
+  const std::string impl = "onednn:eltwise";
+  if (init.in_types.empty() || !is_static_f32(init.in_types[0]) || init.out_types.size() != 1)
+    return decline(init, impl, "needs static f32");
+  std::optional<Activation> act;
+  if (init.node.op == "Clip") {
+    float lo = -INFINITY, hi = INFINITY;
+    for (size_t i = 1; i < 3; ++i) {
+      if (!input_type(init, i)) continue;
+      const Tensor* c = constant_at(init, i);
+      if (!c || c->dtype() != DType::kF32 || c->numel() != 1)
+        return decline(init, impl, "Clip bounds must be constant");
+      (i == 1 ? lo : hi) = static_cast<float>(c->get(0));
+    }
+    if (lo > hi) return decline(init, impl, "Clip with min > max");
+    act = Activation{algorithm::eltwise_clip_v2, lo, hi};
+  } else {
+    act = unary_activation(init);
+  }
+  if (!act) return decline(init, impl, "op or attribute not mapped to oneDNN");
+  if (layout_at(init, 0) != init.out_layout)
+    return decline(init, impl, "input and output layouts differ");
+  auto md = layout_md(dims_of(*init.in_types[0]), init.out_layout);
+  if (!md) return decline(init, impl, md.error().message);
+  return primitive_kernel(
+      ctx, init, impl,
+      [&](const dnnl::engine& eng) {
+        dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, act->alg, *md, act->alpha,
+                                      act->beta);
+        return dnnl::eltwise_forward::primitive_desc(d, user_scratchpad_attr(), eng);
+      },
+      {bind_input(DNNL_ARG_SRC, 0, *md), bind_output(DNNL_ARG_DST, 0, *md)}, {md->get_size()});
+}
+
+// ---- binary -----------------------------------------------------------------------------------
+
+memory::dims right_align(const ir::TensorType& t, size_t rank) {
+  memory::dims d;
+  for (const ir::Dim& x : t.dims) d.push_back(x.size);
+  while (d.size() < rank) d.insert(d.begin(), 1);
+  return d;
+}
+
+Expected<KernelPtr> make_binary(const ContextPtr& ctx, const KernelInit& init) {
+  const std::string impl = "onednn:binary";
+  const std::string& op = init.node.op;
+  if (init.in_types.size() != 2 || !is_static_f32(init.in_types[0]) ||
+      !is_static_f32(init.in_types[1]) || init.out_types.size() != 1 ||
+      !is_static_f32(init.out_types[0]))
+    return decline(init, impl, "needs static f32 operands");
+  const algorithm alg = op == "Add"   ? algorithm::binary_add
+                        : op == "Sub" ? algorithm::binary_sub
+                        : op == "Mul" ? algorithm::binary_mul
+                        : op == "Div" ? algorithm::binary_div
+                        : op == "Max" ? algorithm::binary_max
+                                      : algorithm::binary_min;
+  const size_t rank = std::max<size_t>(1, static_cast<size_t>(init.out_types[0]->rank()));
+  const memory::dims y = right_align(*init.out_types[0], rank);
+  memory::dims a = right_align(*init.in_types[0], rank), b = right_align(*init.in_types[1], rank);
+  size_t first = 0;  // the input bound to src0 (it must have the output's dims)
+  bool negate = false;
+  if (a != y) {
+    if (b != y || op == "Div") return decline(init, impl, "src0 would need broadcasting");
+    first = 1;
+    negate = op == "Sub";  // B - A, negated
+  }
+  const size_t second = 1 - first;
+  auto src0 = layout_md(first == 0 ? a : b, layout_at(init, first));
+  auto src1 = layout_md(first == 0 ? b : a, layout_at(init, second));
+  auto dst = layout_md(y, init.out_layout);
+  if (!src0 || !src1 || !dst) return decline(init, impl, "layout tag");
+  return primitive_kernel(
+      ctx, init, impl,
+      [&](const dnnl::engine& eng) {
+        dnnl::primitive_attr attr = user_scratchpad_attr();
+        if (negate) {
+          dnnl::post_ops po;
+          po.append_eltwise(1.f, algorithm::eltwise_linear, -1.f, 0.f);
+          attr.set_post_ops(po);
+        }
+        dnnl::binary::desc d(alg, *src0, *src1, *dst);
+        return dnnl::binary::primitive_desc(d, attr, eng);
+      },
+      {bind_input(DNNL_ARG_SRC_0, first, *src0), bind_input(DNNL_ARG_SRC_1, second, *src1),
+       bind_output(DNNL_ARG_DST, 0, *dst)},
+      {dst->get_size()});
+}
+
+// ---- reductions -------------------------------------------------------------------------------
+
+Expected<KernelPtr> make_reduce(const ContextPtr& ctx, const KernelInit& init) {
+  const std::string impl = "onednn:reduction";
+  const std::string& op = init.node.op;
+  if (init.in_types.empty() || !is_static_f32(init.in_types[0]) || !all_plain(init) ||
+      init.out_types.size() != 1)
+    return decline(init, impl, "needs plain static f32");
+  const ir::TensorType& xt = *init.in_types[0];
+  std::vector<int64_t> axes;
+  if (op == "ReduceSum") {
+    if (input_type(init, 1)) {
+      const Tensor* c = constant_at(init, 1);
+      if (!c) return decline(init, impl, "axes must be constant");
+      for (int64_t i = 0; i < c->numel(); ++i) axes.push_back(static_cast<int64_t>(c->get(i)));
+    }
+    if (axes.empty() && attr_int(init, "noop_with_empty_axes", 0) != 0)
+      return decline(init, impl, "identity");
+  } else {
+    axes = attr_ints(init, "axes", {});
+  }
+  const int rank = xt.rank();
+  if (rank == 0) return decline(init, impl, "scalar");
+  memory::dims x = dims_of(xt), y = x;
+  for (int64_t a : axes) {
+    if (a < -rank || a >= rank) return decline(init, impl, "axis out of range");
+    y[static_cast<size_t>(a < 0 ? a + rank : a)] = 1;
+  }
+  if (axes.empty()) y.assign(x.size(), 1);
+  for (memory::dim d : x)
+    if (d == 0) return decline(init, impl, "empty input");
+  const algorithm alg = op == "ReduceSum"    ? algorithm::reduction_sum
+                        : op == "ReduceMean" ? algorithm::reduction_mean
+                                             : algorithm::reduction_max;
+  const memory::desc src = plain_md(x), dst = plain_md(y);
+  if (x == y) return decline(init, impl, "nothing reduced");
+  return primitive_kernel(ctx, init, impl,
+                          [&](const dnnl::engine& eng) {
+                            dnnl::reduction::desc d(alg, src, dst, 0.f, 0.f);
+                            return dnnl::reduction::primitive_desc(d, user_scratchpad_attr(), eng);
+                          },
+                          {bind_input(DNNL_ARG_SRC, 0, src), bind_output(DNNL_ARG_DST, 0, dst)},
+                          {dst.get_size()});
+}
+
+// ---- Concat, Reorder --------------------------------------------------------------------------
+
+Expected<KernelPtr> make_concat(const ContextPtr& ctx, const KernelInit& init) {
+  const std::string impl = "onednn:concat";
+  if (init.out_types.size() != 1 || !is_static_f32(init.out_types[0]) || init.in_types.empty())
+    return decline(init, impl, "needs static f32");
+  const int rank = init.out_types[0]->rank();
+  int64_t axis = attr_int(init, "axis", 0);
+  if (axis < 0) axis += rank;
+  if (rank == 0 || axis < 0 || axis >= rank) return decline(init, impl, "axis");
+  std::vector<memory::desc> srcs;
+  std::vector<Binding> b;
+  for (size_t i = 0; i < init.in_types.size(); ++i) {
+    const ir::TensorType* t = init.in_types[i];
+    if (!is_static_f32(t) || t->rank() != rank || t->static_numel() == 0)
+      return decline(init, impl, "inputs");
+    auto md = layout_md(dims_of(*t), layout_at(init, i));
+    if (!md) return decline(init, impl, md.error().message);
+    srcs.push_back(*md);
+    b.push_back(bind_input(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), i, *md));
+  }
+  auto dst = layout_md(dims_of(*init.out_types[0]), init.out_layout);
+  if (!dst) return decline(init, impl, dst.error().message);
+  b.push_back(bind_output(DNNL_ARG_DST, 0, *dst));
+  return primitive_kernel(ctx, init, impl,
+                          [&](const dnnl::engine& eng) {
+                            return dnnl::concat::primitive_desc(*dst, static_cast<int>(axis), srcs,
+                                                                eng, user_scratchpad_attr());
+                          },
+                          std::move(b), {dst->get_size()});
+}
+
+Expected<KernelPtr> make_reorder(const ContextPtr& ctx, const KernelInit& init) {
+  const std::string impl = "onednn:reorder";
+  if (init.in_types.empty() || !is_static_f32(init.in_types[0]) || init.out_types.size() != 1)
+    return decline(init, impl, "needs static f32");
+  const LayoutTag to = attr_string(init, "to", "");
+  if (!init.out_layout.empty() && init.out_layout != to)
+    return kernel_error(init, impl,
+                        "out_layout '" + init.out_layout + "' disagrees with to='" + to + "'");
+  const memory::dims d = dims_of(*init.in_types[0]);
+  auto src = layout_md(d, layout_at(init, 0));
+  auto dst = layout_md(d, to);
+  if (!src) return kernel_error(init, impl, src.error().message);
+  if (!dst) return kernel_error(init, impl, dst.error().message);
+  return primitive_kernel(
+      ctx, init, impl,
+      [&](const dnnl::engine& eng) {
+        return dnnl::reorder::primitive_desc(eng, *src, eng, *dst, user_scratchpad_attr());
+      },
+      {bind_input(DNNL_ARG_FROM, 0, *src), bind_output(DNNL_ARG_TO, 0, *dst)}, {dst->get_size()});
+}
+
+}  // namespace
+
+void register_onednn_eltwise(KernelRegistry& registry, const ContextPtr& ctx) {
+  for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs",
+                         "Gelu", "Elu", "HardSwish", "Softplus", "Neg", "Clip"})
+    registry.add(op, "onednn:eltwise", kOneDnnPriority,
+                 [ctx](const KernelInit& i) { return make_unary(ctx, i); });
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"})
+    registry.add(op, "onednn:binary", kOneDnnPriority,
+                 [ctx](const KernelInit& i) { return make_binary(ctx, i); });
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax"})
+    registry.add(op, "onednn:reduction", kOneDnnPriority,
+                 [ctx](const KernelInit& i) { return make_reduce(ctx, i); });
+  registry.add("Concat", "onednn:concat", kOneDnnPriority,
+               [ctx](const KernelInit& i) { return make_concat(ctx, i); });
+  registry.add("Reorder", "onednn:reorder", kOneDnnPriority,
+               [ctx](const KernelInit& i) { return make_reorder(ctx, i); });
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,353 @@
+// Vectorised C++ kernels (plain loops the compiler vectorises at -O3, OpenMP across rows): the
+// memcpy ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity), Transpose (tiled), Gather on axis 0
+// (embedding rows), Where, Cast f32 <-> i64, Erf, and Pow with a scalar constant exponent.
+// Plain layouts only; anything else declines.
+#include <omp.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <optional>
+
+#include "engine/cpu/onednn_util.h"
+
+namespace tessera::cpu {
+namespace {
+
+constexpr int64_t kParallelMin = 1 << 15;  // elements below which a loop stays on one thread
+
+class VecKernel : public Kernel {
+ public:
+  using Fn = std::function<Status(KernelRun&)>;
+  VecKernel(std::string name, std::vector<size_t> out_bytes, Fn fn)
+      : name_(std::move(name)), out_bytes_(std::move(out_bytes)), fn_(std::move(fn)) {}
+  std::string name() const override { return name_; }
+  size_t output_bytes(size_t i) const override { return i < out_bytes_.size() ? out_bytes_[i] : 0; }
+  Status run(KernelRun& run) override { return fn_(run); }
+
+ private:
+  std::string name_;
+  std::vector<size_t> out_bytes_;
+  Fn fn_;
+};
+
+Expected<KernelPtr> make(const std::string& name, const KernelInit& init, VecKernel::Fn fn) {
+  std::vector<size_t> bytes;
+  for (const ir::TensorType* t : init.out_types) bytes.push_back(backend::plain_bytes(*t));
+  return KernelPtr(new VecKernel(name, std::move(bytes), std::move(fn)));
+}
+
+// Plain layouts, static types on every present input and output.
+bool plain_static(const KernelInit& init) {
+  if (!all_plain(init)) return false;
+  for (const ir::TensorType* t : init.in_types)
+    if (t && !t->is_static()) return false;
+  for (const ir::TensorType* t : init.out_types)
+    if (!t || !t->is_static()) return false;
+  return true;
+}
+
+// ---- memcpy ops -------------------------------------------------------------------------------
+
+Expected<KernelPtr> make_copy(const KernelInit& init) {
+  if (!plain_static(init) || init.in_types.empty() || !init.in_types[0] ||
+      init.out_types.size() != 1)
+    return decline(init, "cpu.vec:copy", "needs plain static types");
+  const size_t bytes = backend::plain_bytes(*init.out_types[0]);
+  if (backend::plain_bytes(*init.in_types[0]) != bytes)
+    return decline(init, "cpu.vec:copy", "sizes differ");
+  return make("cpu.vec:copy", init, [bytes](KernelRun& run) {
+    if (bytes && run.outputs[0].data != run.inputs[0].data)
+      std::memcpy(run.outputs[0].data, run.inputs[0].data, bytes);
+    return Status::ok();
+  });
+}
+
+// ---- Transpose --------------------------------------------------------------------------------
+
+// out[o] = in[sum_d idx_d * stride_d], walking out row-major; the last two output axes in 32x32
+// tiles so that both the reads and the writes stay in cache.
+template <class T>
+void transpose(const T* in, T* out, const std::vector<int64_t>& out_dims,
+               const std::vector<int64_t>& in_strides) {
+  const size_t r = out_dims.size();
+  const int64_t rows = out_dims[r - 2], cols = out_dims[r - 1];
+  const int64_t sr = in_strides[r - 2], sc = in_strides[r - 1];
+  int64_t outer = 1;
+  for (size_t d = 0; d + 2 < r; ++d) outer *= out_dims[d];
+  constexpr int64_t kTile = 32;
+  const int64_t row_tiles = (rows + kTile - 1) / kTile;
+  const int64_t total = outer * row_tiles;
+#pragma omp parallel for if (outer * rows * cols > kParallelMin) schedule(static)
+  for (int64_t job = 0; job < total; ++job) {
+    const int64_t o = job / row_tiles, i0 = (job % row_tiles) * kTile;
+    int64_t base = 0, rest = o;
+    for (size_t d = r - 2; d-- > 0;) {
+      base += (rest % out_dims[d]) * in_strides[d];
+      rest /= out_dims[d];
+    }
+    T* dst = out + o * rows * cols;
+    const int64_t i1 = std::min(rows, i0 + kTile);
+    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+      const int64_t j1 = std::min(cols, j0 + kTile);
+      for (int64_t i = i0; i < i1; ++i) {
+        const T* src = in + base + i * sr;
+        T* drow = dst + i * cols;
+        for (int64_t j = j0; j < j1; ++j) drow[j] = src[j * sc];
+      }
+    }
+  }
+}
+
+Expected<KernelPtr> make_transpose(const KernelInit& init) {
+  const std::string impl = "cpu.vec:transpose";
+  if (!plain_static(init) || init.in_types.size() != 1 || init.out_types.size() != 1)
+    return decline(init, impl, "needs plain static types");
+  const ir::TensorType& xt = *init.in_types[0];
+  const int rank = xt.rank();
+  std::vector<int64_t> perm = attr_ints(init, "perm", {});
+  if (perm.empty())
+    for (int d = rank - 1; d >= 0; --d) perm.push_back(d);
+  if (static_cast<int>(perm.size()) != rank || rank == 0) return decline(init, impl, "perm");
+  const Shape x = xt.static_shape();
+  const std::vector<int64_t> xs = contiguous_strides(x);
+  std::vector<int64_t> out_dims{1}, in_strides{0};  // a leading 1 keeps rank >= 2
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank) return decline(init, impl, "perm");
+    out_dims.push_back(x[static_cast<size_t>(p)]);
+    in_strides.push_back(xs[static_cast<size_t>(p)]);
+  }
+  const int size = dtype_size(xt.dtype);
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    const void* in = run.inputs[0].data;
+    void* out = run.outputs[0].data;
+    switch (size) {
+      case 1:
+        transpose(static_cast<const uint8_t*>(in), static_cast<uint8_t*>(out), out_dims,
+                  in_strides);
+        break;
+      case 2:
+        transpose(static_cast<const uint16_t*>(in), static_cast<uint16_t*>(out), out_dims,
+                  in_strides);
+        break;
+      case 4:
+        transpose(static_cast<const uint32_t*>(in), static_cast<uint32_t*>(out), out_dims,
+                  in_strides);
+        break;
+      default:
+        transpose(static_cast<const uint64_t*>(in), static_cast<uint64_t*>(out), out_dims,
+                  in_strides);
+    }
+    return Status::ok();
+  });
+}
+
+// ---- Gather (axis 0) --------------------------------------------------------------------------
+
+// Copies row idx[i] of data into row i of out; indices are checked first (negatives count from
+// the back). Returns the first bad index, or nullopt.
+template <class I>
+std::optional<int64_t> gather_rows(const char* data, const I* idx, char* out, int64_t n,
+                                   int64_t rows, size_t row_bytes) {
+  for (int64_t i = 0; i < n; ++i)
+    if (idx[i] < -rows || idx[i] >= rows) return static_cast<int64_t>(idx[i]);
+#pragma omp parallel for if (static_cast <int64_t>(row_bytes) * n > kParallelMin) schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t r = idx[i] < 0 ? idx[i] + rows : static_cast<int64_t>(idx[i]);
+    std::memcpy(out + static_cast<size_t>(i) * row_bytes, data + static_cast<size_t>(r) * row_bytes,
+                row_bytes);
+  }
+  return std::nullopt;
+}
+
+Expected<KernelPtr> make_gather(const KernelInit& init) {
+  const std::string impl = "cpu.vec:gather";
+  if (!plain_static(init) || init.in_types.size() != 2 || init.out_types.size() != 1)
+    return decline(init, impl, "needs plain static types");
+  const ir::TensorType& dt = *init.in_types[0];
+  const DType it = init.in_types[1]->dtype;
+  if (dt.rank() < 1 || attr_int(init, "axis", 0) != 0 || (it != DType::kI64 && it != DType::kI32))
+    return decline(init, impl, "axis 0 with i32/i64 indices only");
+  const int64_t rows = dt.dims[0].size;
+  const int64_t n = init.in_types[1]->static_numel();
+  const size_t row_bytes = rows == 0 ? 0 : backend::plain_bytes(dt) / static_cast<size_t>(rows);
+  const Error bad =
+      kernel_error(init, impl, "index out of range for " + std::to_string(rows) + " rows: ");
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    const char* data = static_cast<const char*>(run.inputs[0].data);
+    char* out = static_cast<char*>(run.outputs[0].data);
+    const std::optional<int64_t> r =
+        it == DType::kI64 ? gather_rows(data, static_cast<const int64_t*>(run.inputs[1].data), out,
+                                        n, rows, row_bytes)
+                          : gather_rows(data, static_cast<const int32_t*>(run.inputs[1].data), out,
+                                        n, rows, row_bytes);
+    if (!r) return Status::ok();
+    Error e = bad;
+    e.message += std::to_string(*r);
+    return e;
+  });
+}
+
+// ---- Where ------------------------------------------------------------------------------------
+
+// Element strides of `in` (right-aligned, 0 on broadcast axes) over `out`.
+std::vector<int64_t> bcast_strides(const Shape& in, const Shape& out) {
+  std::vector<int64_t> s(out.size(), 0);
+  const std::vector<int64_t> cs = contiguous_strides(in);
+  const size_t off = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) s[off + i] = in[i] == 1 ? 0 : cs[i];
+  return s;
+}
+
+template <class T>
+void where_loop(const uint8_t* c, const T* x, const T* y, T* out, const Shape& shape,
+                const std::array<std::vector<int64_t>, 3>& st, bool same) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  if (same) {
+#pragma omp parallel for simd if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) out[i] = c[i] ? x[i] : y[i];
+    return;
+  }
+  const size_t r = shape.size();
+  const int64_t inner = r ? shape[r - 1] : 1, outer = inner ? n / inner : 0;
+#pragma omp parallel for if (n > kParallelMin)
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t off[3] = {0, 0, 0}, rest = o;
+    for (size_t d = r - 1; d-- > 0;) {
+      const int64_t i = rest % shape[d];
+      rest /= shape[d];
+      for (int k = 0; k < 3; ++k) off[k] += i * st[k][d];
+    }
+    const int64_t sc = st[0][r - 1], sx = st[1][r - 1], sy = st[2][r - 1];
+    T* dst = out + o * inner;
+    for (int64_t j = 0; j < inner; ++j)
+      dst[j] = c[off[0] + j * sc] ? x[off[1] + j * sx] : y[off[2] + j * sy];
+  }
+}
+
+Expected<KernelPtr> make_where(const KernelInit& init) {
+  const std::string impl = "cpu.vec:where";
+  if (!plain_static(init) || init.in_types.size() != 3 || init.out_types.size() != 1)
+    return decline(init, impl, "needs plain static types");
+  const int size = dtype_size(init.in_types[1]->dtype);
+  if (init.in_types[0]->dtype != DType::kBool || (size != 4 && size != 8))
+    return decline(init, impl, "bool condition and 4- or 8-byte values only");
+  const Shape out = init.out_types[0]->static_shape();
+  if (out.empty()) return decline(init, impl, "scalar");
+  std::array<std::vector<int64_t>, 3> st;
+  bool same = true;
+  for (size_t k = 0; k < 3; ++k) {
+    const Shape s = init.in_types[k]->static_shape();
+    same &= s == out;
+    st[k] = bcast_strides(s, out);
+  }
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    const auto* c = static_cast<const uint8_t*>(run.inputs[0].data);
+    if (size == 4)
+      where_loop(c, static_cast<const uint32_t*>(run.inputs[1].data),
+                 static_cast<const uint32_t*>(run.inputs[2].data),
+                 static_cast<uint32_t*>(run.outputs[0].data), out, st, same);
+    else
+      where_loop(c, static_cast<const uint64_t*>(run.inputs[1].data),
+                 static_cast<const uint64_t*>(run.inputs[2].data),
+                 static_cast<uint64_t*>(run.outputs[0].data), out, st, same);
+    return Status::ok();
+  });
+}
+
+// ---- Cast, Erf, Pow ---------------------------------------------------------------------------
+
+// Float to i64 as the reference: truncate, NaN -> 0, saturate.
+inline int64_t to_i64(float v) {
+  if (std::isnan(v)) return 0;
+  if (v <= -9.2233720368547758e18f) return std::numeric_limits<int64_t>::lowest();
+  if (v >= 9.2233720368547758e18f) return std::numeric_limits<int64_t>::max();
+  return static_cast<int64_t>(v);
+}
+
+Expected<KernelPtr> make_cast(const KernelInit& init) {
+  const std::string impl = "cpu.vec:cast";
+  if (!plain_static(init) || init.in_types.size() != 1 || init.out_types.size() != 1)
+    return decline(init, impl, "needs plain static types");
+  const DType from = init.in_types[0]->dtype, to = init.out_types[0]->dtype;
+  const int64_t n = init.in_types[0]->static_numel();
+  if (from == DType::kF32 && to == DType::kI64)
+    return make(impl, init, [n](KernelRun& run) -> Status {
+      const float* x = static_cast<const float*>(run.inputs[0].data);
+      int64_t* y = static_cast<int64_t*>(run.outputs[0].data);
+#pragma omp parallel for simd if (n > kParallelMin)
+      for (int64_t i = 0; i < n; ++i) y[i] = to_i64(x[i]);
+      return Status::ok();
+    });
+  if (from == DType::kI64 && to == DType::kF32)
+    return make(impl, init, [n](KernelRun& run) -> Status {
+      const int64_t* x = static_cast<const int64_t*>(run.inputs[0].data);
+      float* y = static_cast<float*>(run.outputs[0].data);
+#pragma omp parallel for simd if (n > kParallelMin)
+      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);
+      return Status::ok();
+    });
+  if (from == to) return make_copy(init);
+  return decline(init, impl, "only f32 <-> i64");
+}
+
+Expected<KernelPtr> make_erf(const KernelInit& init) {
+  if (!plain_static(init) || init.in_types.size() != 1 || !is_static_f32(init.in_types[0]))
+    return decline(init, "cpu.vec:erf", "needs plain static f32");
+  const int64_t n = init.in_types[0]->static_numel();
+  return make("cpu.vec:erf", init, [n](KernelRun& run) -> Status {
+    const float* x = static_cast<const float*>(run.inputs[0].data);
+    float* y = static_cast<float*>(run.outputs[0].data);
+#pragma omp parallel for if (n > kParallelMin / 8)
+    for (int64_t i = 0; i < n; ++i) y[i] = std::erf(x[i]);
+    return Status::ok();
+  });
+}
+
+Expected<KernelPtr> make_pow(const KernelInit& init) {
+  const std::string impl = "cpu.vec:pow";
+  if (!plain_static(init) || init.in_types.size() != 2 || !is_static_f32(init.in_types[0]) ||
+      !is_static_f32(init.in_types[1]) ||
+      init.out_types[0]->static_shape() != init.in_types[0]->static_shape())
+    return decline(init, impl, "needs f32 X and a scalar f32 exponent");
+  const Tensor* e = constant_at(init, 1);
+  if (!e || e->numel() != 1) return decline(init, impl, "exponent must be a constant scalar");
+  const float p = static_cast<float>(e->get(0));
+  const int64_t n = init.in_types[0]->static_numel();
+  return make(impl, init, [n, p](KernelRun& run) -> Status {
+    const float* x = static_cast<const float*>(run.inputs[0].data);
+    float* y = static_cast<float*>(run.outputs[0].data);
+    if (p == 2.f) {
+#pragma omp parallel for simd if (n > kParallelMin)
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i];
+    } else if (p == 3.f) {
+#pragma omp parallel for simd if (n > kParallelMin)
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i] * x[i];
+    } else if (p == 0.5f) {
+#pragma omp parallel for simd if (n > kParallelMin)
+      for (int64_t i = 0; i < n; ++i) y[i] = std::sqrt(x[i]);
+    } else {
+#pragma omp parallel for if (n > kParallelMin / 8)
+      for (int64_t i = 0; i < n; ++i) y[i] = std::pow(x[i], p);
+    }
+    return Status::ok();
+  });
+}
+
+}  // namespace
+
+void register_vec_kernels(KernelRegistry& registry) {
+  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
+    registry.add(op, "cpu.vec:copy", kVecPriority, make_copy);
+  registry.add("Transpose", "cpu.vec:transpose", kVecPriority, make_transpose);
+  registry.add("Gather", "cpu.vec:gather", kVecPriority, make_gather);
+  registry.add("Where", "cpu.vec:where", kVecPriority, make_where);
+  registry.add("Cast", "cpu.vec:cast", kVecPriority, make_cast);
+  registry.add("Erf", "cpu.vec:erf", kVecPriority, make_erf);
+  registry.add("Pow", "cpu.vec:pow", kVecPriority, make_pow);
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,23 @@
+// The default pass registry and pipeline of the optimise stage.
+#include "engine/passes/passes.h"
+
+namespace tessera::passes {
+
+// canonicalize and constant-fold feed each other (a folded shape enables a Reshape rule, a
+// removed Identity exposes a constant), so they share a fixpoint; batch-norm folding runs before
+// fusion so that Conv+BN+Relu becomes one FusedConv; dce last removes what fusion left.
+const char* const kDefaultPipeline =
+    "fixpoint(canonicalize,constant-fold),dce,cse,fold-batchnorm,fuse,dce";
+
+PassRegistry default_pass_registry() {
+  PassRegistry r;
+  r.add("canonicalize", [] { return make_canonicalize_pass(); });
+  r.add("constant-fold", [] { return make_constant_fold_pass(); });
+  r.add("cse", [] { return make_cse_pass(); });
+  r.add("dce", [] { return make_dce_pass(); });
+  r.add("fold-batchnorm", [] { return make_fold_batchnorm_pass(); });
+  r.add("fuse", [] { return make_fuse_pass(); });
+  return r;
+}
+
+}  // namespace tessera::passes

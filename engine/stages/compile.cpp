@@ -1,0 +1,290 @@
+// Stage 4, compile (see compile.h).
+#include "engine/stages/compile.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "engine/ir/verifier.h"
+#include "engine/ops/cost.h"
+#include "engine/ops/infer.h"
+#include "engine/runtime/interpreter.h"
+
+namespace tessera::stages {
+namespace {
+
+bool has_graph_attr(const ir::Node& n) {
+  for (const auto& [k, a] : n.attrs)
+    if (a.kind() == ir::AttrKind::kGraph) return true;
+  return false;
+}
+
+std::string string_attr(const ir::Node& n, const char* key) {
+  const ir::Attribute* a = n.attr(key);
+  return a && a->kind() == ir::AttrKind::kString ? a->s() : std::string();
+}
+
+// Physical layout of a value: set by its producer's "layout" attribute, a Reorder's target, or
+// carried through a Copy.
+backend::LayoutTag layout_of(const ir::Graph& g, ir::ValueId v) {
+  for (int guard = 0; guard < 1000; ++guard) {
+    const ir::Value& val = g.value(v);
+    if (val.kind != ir::ValueKind::kNodeOutput) return "";
+    const ir::Node& p = g.node(val.producer);
+    if (p.op == "Reorder") return string_attr(p, "to");
+    if (p.op != "Copy") return string_attr(p, backend::kLayoutAttr);
+    v = p.inputs[0];
+  }
+  return "";
+}
+
+std::string describe_type(const ir::TensorType& t) { return t.to_string(); }
+
+}  // namespace
+
+size_t ExecutionPlan::peak_bytes() const {
+  size_t s = 0;
+  for (const auto& m : memory) s += m.arena_bytes;
+  return s;
+}
+
+size_t ExecutionPlan::lower_bound_bytes() const {
+  size_t s = 0;
+  for (const auto& m : memory) s += m.lower_bound_bytes;
+  return s;
+}
+
+std::string ExecutionPlan::print() const {
+  std::ostringstream os;
+  os << "execution plan: " << steps.size() << " steps, " << threads << " threads, " << total_flops << " FLOPs\n";
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    const ir::Node& n = graph.node(s.node);
+    os << "  step " << i << " #" << n.id << " " << n.op;
+    if (!n.name.empty()) os << " '" << n.name << "'";
+    os << " on " << devices[static_cast<size_t>(s.device)] << " [" << s.impl << "]";
+    os << " out";
+    for (ir::ValueId v : n.outputs) {
+      const ValueSlot& sl = slots[static_cast<size_t>(v)];
+      os << " %" << v;
+      if (sl.kind == ValueSlot::Kind::kArena)
+        os << "@" << sl.offset << "+" << sl.bytes << (sl.layout.empty() ? "" : " " + sl.layout);
+      else if (sl.kind == ValueSlot::Kind::kDynamic)
+        os << "@dynamic";
+    }
+    if (!s.succs.empty()) {
+      os << " -> steps";
+      for (int t : s.succs) os << " " << t;
+    }
+    os << "\n";
+  }
+  for (size_t d = 0; d < memory.size(); ++d) os << "memory on " << devices[d] << ": " << memory[d].print(requests[d]);
+  return os.str();
+}
+
+Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& devices, int threads,
+                                StageContext& ctx) {
+  int64_t start = observe::now_ns();
+  ExecutionPlan plan;
+  plan.threads = std::max(1, threads);
+  placed.place_new_nodes();
+  plan.graph = std::move(placed.graph);
+  ir::Graph& g = plan.graph;
+  int nodes = g.num_nodes();
+  RETURN_IF_ERROR(ops::infer_types(g, ctx.registry));
+
+  // Devices in use, host first.
+  plan.devices.push_back(kHostDevice);
+  for (ir::NodeId id : g.node_ids()) {
+    const std::string& d = placed.device(id);
+    if (std::find(plan.devices.begin(), plan.devices.end(), d) == plan.devices.end()) plan.devices.push_back(d);
+  }
+  std::vector<backend::Device*> devs;
+  for (const std::string& name : plan.devices) {
+    backend::Device* d = devices.find(name);
+    if (!d) return make_error("compile: the graph was placed on device '" + name + "', which this session does not have");
+    devs.push_back(d);
+  }
+  auto device_index = [&](const std::string& name) {
+    return static_cast<int>(std::find(plan.devices.begin(), plan.devices.end(), name) - plan.devices.begin());
+  };
+
+  plan.slots.assign(static_cast<size_t>(g.value_capacity()), ValueSlot{});
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    ValueSlot& s = plan.slots[static_cast<size_t>(g.inputs()[i])];
+    s.kind = ValueSlot::Kind::kInput;
+    s.input_index = static_cast<int>(i);
+  }
+  for (ir::ValueId p : g.params()) plan.slots[static_cast<size_t>(p)].kind = ValueSlot::Kind::kParam;
+
+  TRY(std::vector<ir::NodeId> order, g.topological_order());
+  std::vector<int> step_of(static_cast<size_t>(g.node_capacity()), -1);
+  std::vector<std::vector<ir::ValueId>> reads(order.size());  // inputs + captured, per step
+  int fast = 0, reference = 0;
+  for (ir::NodeId id : order) {
+    const ir::Node& n = g.node(id);
+    const ops::OpDef* def = ctx.registry.find(n.op);
+    if (!def) return make_error(ir::describe_node(n) + ": unknown op '" + n.op + "'", {}, id);
+    Step st;
+    st.node = id;
+    st.device = device_index(placed.device(id));
+    st.flops = ops::node_flops(g, id, *def);
+    int index = static_cast<int>(plan.steps.size());
+    step_of[id] = index;
+
+    std::vector<const ir::TensorType*> in_types, out_types;
+    std::vector<const Tensor*> constants;
+    std::vector<backend::LayoutTag> in_layouts;
+    bool all_static = true;
+    for (ir::ValueId v : n.inputs) {
+      in_types.push_back(v == ir::kNoValue ? nullptr : &g.value(v).type);
+      constants.push_back(v == ir::kNoValue ? nullptr : ops::constant_value(g, v));
+      in_layouts.push_back(v == ir::kNoValue ? "" : layout_of(g, v));
+      if (v != ir::kNoValue) {
+        all_static &= g.value(v).type.is_static();
+        reads[static_cast<size_t>(index)].push_back(v);
+      }
+    }
+    for (ir::ValueId v : n.outputs) {
+      out_types.push_back(&g.value(v).type);
+      all_static &= g.value(v).type.is_static();
+    }
+    backend::LayoutTag out_layout = n.op == "Reorder" ? string_attr(n, "to") : string_attr(n, backend::kLayoutAttr);
+    if (n.op == "Copy") out_layout = in_layouts.empty() ? "" : in_layouts[0];
+
+    if (n.op == "Copy") {
+      st.kind = Step::Kind::kCopy;
+      st.impl = "copy";
+    } else if (all_static && !has_graph_attr(n)) {
+      backend::KernelInit init{n, *def, in_types, out_types, constants, in_layouts, out_layout, plan.threads};
+      for (const auto* entry : devs[static_cast<size_t>(st.device)]->kernels().candidates(n.op)) {
+        Expected<std::unique_ptr<backend::Kernel>> k = entry->factory(init);
+        if (!k) {
+          Error e = k.error();
+          e.node = id;
+          e.message = ir::describe_node(n) + ": kernel " + entry->impl + ": " + e.message;
+          return e;
+        }
+        if (*k) {
+          st.kernel = std::move(*k);
+          st.kind = Step::Kind::kKernel;
+          st.impl = st.kernel->name();
+          break;
+        }
+      }
+    }
+    if (st.kind == Step::Kind::kReference) {
+      st.impl = "ref";
+      if (!def->reference) return make_error(ir::describe_node(n) + ": no kernel and no reference kernel", {}, id);
+      for (size_t i = 0; i < in_layouts.size(); ++i)
+        if (!in_layouts[i].empty())
+          return make_error(ir::describe_node(n) + ": input " + std::to_string(i) + " is in layout " + in_layouts[i] +
+                                " but no kernel for this node reads it (the layout pass should have inserted a Reorder)",
+                            {}, id);
+      if (!out_layout.empty())
+        return make_error(ir::describe_node(n) + ": asked for layout " + out_layout + " but only the reference kernel runs it", {}, id);
+      std::vector<std::string> names;
+      runtime::nested_captures(n, names);
+      std::set<std::string> seen;
+      for (const std::string& name : names) {
+        if (!seen.insert(name).second) continue;
+        auto v = g.find_value(name);
+        if (!v) return make_error(ir::describe_node(n) + ": a nested graph captures '" + name + "', which is not defined", {}, id);
+        st.captured.push_back(*v);
+        reads[static_cast<size_t>(index)].push_back(*v);
+      }
+    }
+    (st.kind == Step::Kind::kKernel ? fast : reference) += 1;
+
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      ValueSlot& s = plan.slots[static_cast<size_t>(n.outputs[i])];
+      s.device = st.device;
+      s.layout = out_layout;
+      if (!g.value(n.outputs[i]).type.is_static() || (st.kind == Step::Kind::kReference && !all_static)) {
+        s.kind = ValueSlot::Kind::kDynamic;
+        continue;
+      }
+      s.kind = ValueSlot::Kind::kArena;
+      if (st.kind == Step::Kind::kKernel)
+        s.bytes = st.kernel->output_bytes(i);
+      else if (st.kind == Step::Kind::kCopy && plan.slots[static_cast<size_t>(n.inputs[0])].kind == ValueSlot::Kind::kArena)
+        s.bytes = plan.slots[static_cast<size_t>(n.inputs[0])].bytes;
+      else
+        s.bytes = backend::plain_bytes(g.value(n.outputs[i]).type);
+    }
+    if (st.kind == Step::Kind::kCopy && plan.slots[static_cast<size_t>(n.inputs[0])].kind == ValueSlot::Kind::kDynamic)
+      plan.slots[static_cast<size_t>(n.outputs[0])].kind = ValueSlot::Kind::kDynamic;
+    if (st.kernel) st.scratch_bytes = st.kernel->scratch_bytes();
+    for (ir::ValueId v : n.inputs)
+      if (v != ir::kNoValue && g.value(v).type.is_static()) st.bytes += static_cast<int64_t>(backend::plain_bytes(g.value(v).type));
+    for (ir::ValueId v : n.outputs)
+      if (g.value(v).type.is_static()) st.bytes += static_cast<int64_t>(backend::plain_bytes(g.value(v).type));
+    plan.total_flops += st.flops;
+    plan.steps.push_back(std::move(st));
+  }
+
+  // The step DAG.
+  StepDag dag(static_cast<int>(plan.steps.size()));
+  std::vector<std::vector<int>> users(static_cast<size_t>(g.value_capacity()));
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    std::set<int> preds;
+    for (ir::ValueId v : reads[s]) {
+      users[static_cast<size_t>(v)].push_back(static_cast<int>(s));
+      const ir::Value& val = g.value(v);
+      if (val.kind == ir::ValueKind::kNodeOutput) preds.insert(step_of[val.producer]);
+    }
+    for (int p : preds) {
+      dag.add_edge(p, static_cast<int>(s));
+      plan.steps[static_cast<size_t>(p)].succs.push_back(static_cast<int>(s));
+    }
+    plan.steps[s].num_preds = static_cast<int>(preds.size());
+  }
+  dag.finish();
+
+  // Buffers per device: arena values and scratch.
+  plan.requests.assign(plan.devices.size(), {});
+  std::set<ir::ValueId> outputs(g.outputs().begin(), g.outputs().end());
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const Step& st = plan.steps[s];
+    for (ir::ValueId v : g.node(st.node).outputs) {
+      ValueSlot& sl = plan.slots[static_cast<size_t>(v)];
+      if (sl.kind != ValueSlot::Kind::kArena) continue;
+      BufferRequest r;
+      r.bytes = sl.bytes;
+      r.def_step = static_cast<int>(s);
+      r.use_steps = users[static_cast<size_t>(v)];
+      r.pinned = outputs.count(v) > 0;
+      r.label = "%" + std::to_string(v) + (g.value(v).name.empty() ? "" : " \"" + g.value(v).name + "\"");
+      auto& reqs = plan.requests[static_cast<size_t>(sl.device)];
+      sl.request = static_cast<int>(reqs.size());
+      reqs.push_back(std::move(r));
+    }
+    if (st.scratch_bytes) {
+      BufferRequest r;
+      r.bytes = st.scratch_bytes;
+      r.def_step = static_cast<int>(s);
+      r.label = "scratch of step " + std::to_string(s);
+      auto& reqs = plan.requests[static_cast<size_t>(st.device)];
+      plan.steps[s].scratch_request = static_cast<int>(reqs.size());
+      reqs.push_back(std::move(r));
+    }
+  }
+  for (size_t d = 0; d < plan.devices.size(); ++d) {
+    TRY(MemoryPlan m, plan_memory(plan.requests[d], dag));
+    plan.memory.push_back(std::move(m));
+  }
+  for (ValueSlot& sl : plan.slots)
+    if (sl.kind == ValueSlot::Kind::kArena) sl.offset = plan.memory[static_cast<size_t>(sl.device)].offsets[static_cast<size_t>(sl.request)];
+  for (Step& st : plan.steps)
+    if (st.scratch_request >= 0)
+      st.scratch_offset = plan.memory[static_cast<size_t>(st.device)].offsets[static_cast<size_t>(st.scratch_request)];
+  (void)describe_type;
+
+  std::ostringstream summary;
+  summary << plan.steps.size() << " steps (" << fast << " fast kernels, " << reference << " reference); arena "
+          << plan.peak_bytes() << " bytes, lifetime lower bound " << plan.lower_bound_bytes();
+  ctx.finish_stage("compile", start, nodes, nullptr, summary.str());
+  return plan;
+}
+
+}  // namespace tessera::stages

@@ -1,0 +1,72 @@
+// Stage 4, compile: optimised graph -> execution plan. Chooses a kernel for every node (the
+// device's fast kernels in priority order, else the op's reference kernel), plans memory from
+// value lifetimes (one arena per device, buffers reused; see memory_plan.h), and orders the work
+// as a dependency DAG of steps for the dataflow executor.
+//
+// Values whose shapes are only known at run time (data-dependent ops such as NonZero) are kept
+// out of the arena: their producers and consumers run reference kernels and the executor holds
+// them as tensors.
+//
+// Usage:
+//   TRY(ExecutionPlan plan, compile(std::move(optimised), devices, /*threads=*/2, ctx));
+//   std::cout << plan.print();
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/backend/device.h"
+#include "engine/stages/memory_plan.h"
+#include "engine/stages/split.h"
+
+namespace tessera::stages {
+
+// Where a value lives during execution.
+struct ValueSlot {
+  enum class Kind { kNone, kInput, kParam, kArena, kDynamic };
+  Kind kind = Kind::kNone;
+  int device = 0;               // index into ExecutionPlan::devices
+  size_t offset = 0;            // arena offset (kArena)
+  size_t bytes = 0;             // buffer size in its layout (kArena)
+  backend::LayoutTag layout;    // "" plain
+  int input_index = -1;         // kInput: position among the graph inputs
+  int request = -1;             // index into the device's memory requests (kArena)
+};
+
+struct Step {
+  enum class Kind { kKernel, kReference, kCopy };
+  Kind kind = Kind::kReference;
+  ir::NodeId node = ir::kNoNode;
+  int device = 0;
+  std::string impl;                          // kernel name, "ref" or "copy"
+  std::unique_ptr<backend::Kernel> kernel;   // kKernel
+  std::vector<ir::ValueId> captured;         // values nested graphs read by name (kReference)
+  size_t scratch_offset = 0, scratch_bytes = 0;
+  int scratch_request = -1;
+  std::vector<int> succs;                    // steps that wait for this one
+  int num_preds = 0;
+  double flops = 0;
+  int64_t bytes = 0;                         // bytes read + written
+};
+
+struct ExecutionPlan {
+  ir::Graph graph;                           // the optimised graph the steps refer to
+  std::vector<std::string> devices;          // device names, index = ValueSlot::device
+  std::vector<ValueSlot> slots;              // by value id
+  std::vector<Step> steps;                   // in a topological order
+  std::vector<std::vector<BufferRequest>> requests;  // per device
+  std::vector<MemoryPlan> memory;            // per device
+  int threads = 1;
+  double total_flops = 0;
+
+  size_t peak_bytes() const;                 // sum of arena sizes
+  size_t lower_bound_bytes() const;
+  // Steps with kernel, device and buffers; then the memory plan of each device.
+  std::string print() const;
+};
+
+Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& devices, int threads,
+                                StageContext& ctx);
+
+}  // namespace tessera::stages

@@ -1,0 +1,21 @@
+// Stage 3, optimise: placed graph -> optimised graph. Runs a textual pass pipeline (see
+// engine/passes/pass_manager.h) with instrumentations that record timing, spans and snapshots.
+// The default pipeline ends with "layout", which keeps oneDNN blocked formats across consecutive
+// CPU ops and inserts Reorders at the edges (engine/cpu/layout.h).
+//
+// Usage:
+//   TRY(PlacedGraph opt, optimise(std::move(placed), kDefaultOptimisePipeline, ctx));
+#pragma once
+
+#include <string>
+
+#include "engine/stages/split.h"
+
+namespace tessera::stages {
+
+// The default pipeline of the optimise stage.
+std::string default_optimise_pipeline();
+
+Expected<PlacedGraph> optimise(PlacedGraph placed, const std::string& pipeline, StageContext& ctx);
+
+}  // namespace tessera::stages

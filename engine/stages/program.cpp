@@ -1,0 +1,297 @@
+// Stages 5 (load) and 6 (execute): see program.h.
+#include "engine/stages/program.h"
+
+#include <condition_variable>
+#include <cstring>
+#include <optional>
+#include <queue>
+#include <sstream>
+
+#include "engine/cpu/cpu_backend.h"
+#include "engine/ir/verifier.h"
+#include "engine/stages/thread_pool.h"
+
+namespace tessera::stages {
+
+struct Program::RunState {
+  std::vector<Tensor> inputs;
+  std::vector<std::optional<Tensor>> dynamic;  // by value id
+  std::vector<int> pending;
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  std::mutex mu;
+  std::condition_variable cv;
+  int completed = 0;
+  bool failed = false;
+  std::optional<Error> error;
+  const RunOptions* options = nullptr;
+};
+
+Program::Program(ExecutionPlan plan, const ops::OpRegistry& registry) : plan_(std::move(plan)), registry_(registry) {}
+Program::~Program() = default;
+
+Expected<std::unique_ptr<Program>> Program::load(ExecutionPlan plan, const backend::DeviceSet& devices,
+                                                 const ops::OpRegistry& registry, StageContext& ctx) {
+  int64_t start = observe::now_ns();
+  std::unique_ptr<Program> p(new Program(std::move(plan), registry));
+  ExecutionPlan& pl = p->plan_;
+  const ir::Graph& g = pl.graph;
+  for (const std::string& name : pl.devices) {
+    backend::Device* d = devices.find(name);
+    if (!d) return make_error("load: no device '" + name + "'");
+    p->devices_.push_back(d);
+  }
+  for (size_t d = 0; d < pl.devices.size(); ++d) {
+    size_t bytes = pl.memory[d].arena_bytes;
+    TRY(std::shared_ptr<void> arena, p->devices_[d]->allocate(bytes));
+    p->arenas_.push_back(std::move(arena));
+    if (ctx.trace) ctx.trace->on_memory({pl.devices[d], "arena", observe::now_ns(), static_cast<int64_t>(bytes)});
+  }
+  // Weights: host params are used in place; a device the host cannot address gets its own copy.
+  p->device_params_.assign(pl.devices.size(), {});
+  for (ir::ValueId v : g.params()) p->weight_bytes_ += g.param_data(v)->nbytes();
+  for (const Step& st : pl.steps) {
+    backend::Device* dev = p->devices_[static_cast<size_t>(st.device)];
+    if (dev->host_accessible()) continue;
+    auto& placed = p->device_params_[static_cast<size_t>(st.device)];
+    placed.resize(static_cast<size_t>(g.value_capacity()));
+    for (ir::ValueId v : g.node(st.node).inputs) {
+      if (v == ir::kNoValue || pl.slots[static_cast<size_t>(v)].kind != ValueSlot::Kind::kParam) continue;
+      if (placed[static_cast<size_t>(v)].numel() != 0 && placed[static_cast<size_t>(v)].shape() == g.param_data(v)->shape()) continue;
+      Tensor host = g.param_data(v)->contiguous();
+      TRY(std::shared_ptr<void> mem, dev->allocate(host.nbytes()));
+      RETURN_IF_ERROR(dev->stream().copy(mem.get(), host.raw_data(), host.nbytes()));
+      placed[static_cast<size_t>(v)] = Tensor::wrap(mem.get(), host.dtype(), host.shape(), mem);
+      p->weight_bytes_ += host.nbytes();
+    }
+    RETURN_IF_ERROR(dev->stream().synchronize());
+  }
+  int kernels = 0;
+  for (Step& st : pl.steps) {
+    if (!st.kernel) continue;
+    Status s = st.kernel->load();
+    if (!s.is_ok()) {
+      Error e = s.error();
+      e.node = st.node;
+      e.message = ir::describe_node(g.node(st.node)) + ": loading kernel " + st.impl + ": " + e.message;
+      return e;
+    }
+    ++kernels;
+  }
+  int threads = pl.threads;
+  p->pool_ = std::make_unique<ThreadPool>(threads, [threads](int) { cpu::set_intra_op_threads(threads); });
+  ctx.finish_stage("load", start, g.num_nodes(), nullptr,
+                   std::to_string(kernels) + " kernels loaded, arenas " + std::to_string(pl.peak_bytes()) +
+                       " bytes, weights " + std::to_string(p->weight_bytes_) + " bytes");
+  return p;
+}
+
+std::string Program::print() const {
+  std::ostringstream os;
+  os << "loaded program: " << plan_.steps.size() << " steps on " << plan_.threads << " threads\n";
+  for (size_t d = 0; d < plan_.devices.size(); ++d)
+    os << "  arena on " << plan_.devices[d] << ": " << plan_.memory[d].arena_bytes << " bytes (lower bound "
+       << plan_.memory[d].lower_bound_bytes << ")\n";
+  os << "  weights: " << weight_bytes_ << " bytes\n";
+  std::map<std::string, int> impls;
+  for (const Step& s : plan_.steps) ++impls[s.impl];
+  for (const auto& [impl, n] : impls) os << "  " << n << " x " << impl << "\n";
+  return os.str();
+}
+
+void* Program::address(ir::ValueId v, RunState& state) const {
+  const ValueSlot& s = plan_.slots[static_cast<size_t>(v)];
+  switch (s.kind) {
+    case ValueSlot::Kind::kArena: return static_cast<std::byte*>(arenas_[static_cast<size_t>(s.device)].get()) + s.offset;
+    case ValueSlot::Kind::kInput: return state.inputs[static_cast<size_t>(s.input_index)].raw_data();
+    case ValueSlot::Kind::kParam: return const_cast<void*>(plan_.graph.param_data(v)->raw_data());
+    case ValueSlot::Kind::kDynamic: return state.dynamic[static_cast<size_t>(v)]->raw_data();
+    case ValueSlot::Kind::kNone: return nullptr;
+  }
+  return nullptr;
+}
+
+Tensor Program::tensor_of(ir::ValueId v, RunState& state) const {
+  const ValueSlot& s = plan_.slots[static_cast<size_t>(v)];
+  switch (s.kind) {
+    case ValueSlot::Kind::kArena:
+      return Tensor::wrap(address(v, state), plan_.graph.value(v).type.dtype, plan_.graph.value(v).type.static_shape(),
+                          arenas_[static_cast<size_t>(s.device)]);
+    case ValueSlot::Kind::kInput: return state.inputs[static_cast<size_t>(s.input_index)];
+    case ValueSlot::Kind::kParam: return *plan_.graph.param_data(v);
+    case ValueSlot::Kind::kDynamic: return *state.dynamic[static_cast<size_t>(v)];
+    case ValueSlot::Kind::kNone: break;
+  }
+  return Tensor();
+}
+
+Status Program::run_step(int index, RunState& state, int worker) {
+  const Step& st = plan_.steps[static_cast<size_t>(index)];
+  const ir::Graph& g = plan_.graph;
+  const ir::Node& n = g.node(st.node);
+  int64_t t0 = state.options->trace ? observe::now_ns() : 0;
+  auto fail = [&](const Error& e) -> Status {
+    Error out = e;
+    if (out.node < 0) {
+      out.node = n.id;
+      out.message = ir::describe_node(n) + ": " + out.message;
+    }
+    return out;
+  };
+  auto device_param = [&](ir::ValueId v) -> const Tensor* {
+    const auto& placed = device_params_[static_cast<size_t>(st.device)];
+    if (static_cast<size_t>(v) < placed.size() && plan_.slots[static_cast<size_t>(v)].kind == ValueSlot::Kind::kParam &&
+        placed[static_cast<size_t>(v)].shape() == g.param_data(v)->shape() && placed[static_cast<size_t>(v)].numel() > 0)
+      return &placed[static_cast<size_t>(v)];
+    return nullptr;
+  };
+
+  if (st.kind == Step::Kind::kKernel) {
+    backend::KernelRun run;
+    run.thread = worker;
+    for (ir::ValueId v : n.inputs) {
+      if (v == ir::kNoValue) {
+        run.inputs.push_back({});
+        continue;
+      }
+      const ValueSlot& s = plan_.slots[static_cast<size_t>(v)];
+      void* p = address(v, state);
+      if (const Tensor* dp = device_param(v)) p = const_cast<void*>(dp->raw_data());
+      size_t bytes = s.kind == ValueSlot::Kind::kArena ? s.bytes : backend::plain_bytes(g.value(v).type);
+      run.inputs.push_back({p, bytes});
+    }
+    for (ir::ValueId v : n.outputs) run.outputs.push_back({address(v, state), plan_.slots[static_cast<size_t>(v)].bytes});
+    if (st.scratch_bytes)
+      run.scratch = {static_cast<std::byte*>(arenas_[static_cast<size_t>(st.device)].get()) + st.scratch_offset, st.scratch_bytes};
+    Status s = st.kernel->run(run);
+    if (!s.is_ok()) return fail(s.error());
+  } else if (st.kind == Step::Kind::kCopy) {
+    ir::ValueId in = n.inputs[0], out = n.outputs[0];
+    const ValueSlot& so = plan_.slots[static_cast<size_t>(out)];
+    if (so.kind == ValueSlot::Kind::kDynamic) {
+      state.dynamic[static_cast<size_t>(out)] = tensor_of(in, state).clone();
+    } else {
+      backend::Device* dst = devices_[static_cast<size_t>(so.device)];
+      RETURN_IF_ERROR(dst->stream().copy(address(out, state), address(in, state), so.bytes));
+      RETURN_IF_ERROR(dst->stream().synchronize());
+    }
+  } else {
+    const ops::OpDef* def = registry_.find(n.op);
+    std::vector<Tensor> held;
+    held.reserve(n.inputs.size());
+    ops::KernelContext kctx{n, *def, {}, {}, {}};
+    for (ir::ValueId v : n.inputs) {
+      if (v == ir::kNoValue) {
+        kctx.inputs.push_back(nullptr);
+        continue;
+      }
+      const Tensor* dp = device_param(v);
+      held.push_back(dp ? *dp : tensor_of(v, state));
+      kctx.inputs.push_back(&held.back());
+    }
+    runtime::NamedTensors scope;
+    if (!st.captured.empty()) {
+      for (ir::ValueId v : st.captured) scope.emplace(g.value(v).name, tensor_of(v, state));
+      kctx.run_subgraph = [this, &scope](const ir::Graph& sub, const std::vector<Tensor>& in) {
+        return runtime::run_nested_reference(sub, registry_, in, scope);
+      };
+    }
+    Status s;
+    try {
+      s = def->reference(kctx);
+    } catch (const std::bad_alloc&) {
+      s = make_error("out of memory");
+    }
+    if (!s.is_ok()) return fail(s.error());
+    if (kctx.outputs.size() < n.outputs.size())
+      return fail(make_error("kernel produced " + std::to_string(kctx.outputs.size()) + " outputs, the node has " +
+                             std::to_string(n.outputs.size())));
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      ir::ValueId v = n.outputs[i];
+      const ir::TensorType& type = g.value(v).type;
+      Tensor& t = kctx.outputs[i];
+      if (type.rank_known && !type.accepts(t.dtype(), t.shape()))
+        return fail(make_error("output " + std::to_string(i) + " is " + std::string(dtype_name(t.dtype())) +
+                               shape_to_string(t.shape()) + " but its type was inferred as " + type.to_string()));
+      const ValueSlot& so = plan_.slots[static_cast<size_t>(v)];
+      if (so.kind == ValueSlot::Kind::kArena) {
+        Tensor c = t.is_contiguous() ? t : t.contiguous();
+        if (c.nbytes() != so.bytes)
+          return fail(make_error("output " + std::to_string(i) + " has " + std::to_string(c.nbytes()) + " bytes, planned " +
+                                 std::to_string(so.bytes)));
+        std::memcpy(address(v, state), c.raw_data(), c.nbytes());
+      } else {
+        state.dynamic[static_cast<size_t>(v)] = std::move(t);
+      }
+    }
+  }
+  if (state.options->trace) {
+    observe::Span span;
+    span.kind = st.kind == Step::Kind::kCopy ? observe::Span::Kind::kCopy : observe::Span::Kind::kKernel;
+    span.name = n.name.empty() ? "#" + std::to_string(n.id) : n.name;
+    span.op = n.op;
+    span.device = plan_.devices[static_cast<size_t>(st.device)];
+    span.detail = st.impl;
+    span.node = n.id;
+    span.thread = worker;
+    span.start_ns = t0;
+    span.end_ns = observe::now_ns();
+    span.bytes = st.bytes;
+    span.flops = st.flops;
+    state.options->trace->on_span(span);
+  }
+  return Status::ok();
+}
+
+Expected<std::vector<Tensor>> Program::run(const runtime::Feeds& feeds, const RunOptions& options) {
+  std::lock_guard<std::mutex> guard(run_mutex_);
+  const ir::Graph& g = plan_.graph;
+  RunState state;
+  state.options = &options;
+  TRY(state.inputs, runtime::bind_feeds(g, feeds));
+  for (Tensor& t : state.inputs)
+    if (!t.is_contiguous()) t = t.contiguous();
+  state.dynamic.resize(static_cast<size_t>(g.value_capacity()));
+  int n = static_cast<int>(plan_.steps.size());
+  cpu::set_intra_op_threads(plan_.threads);
+
+  if (pool_->size() == 1 || n <= 1) {
+    for (int i = 0; i < n; ++i) RETURN_IF_ERROR(run_step(i, state, 0));
+  } else {
+    state.pending.resize(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      state.pending[static_cast<size_t>(i)] = plan_.steps[static_cast<size_t>(i)].num_preds;
+      if (state.pending[static_cast<size_t>(i)] == 0) state.ready.push(i);
+    }
+    pool_->run([&](int worker) {
+      for (;;) {
+        int step;
+        {
+          std::unique_lock<std::mutex> lock(state.mu);
+          state.cv.wait(lock, [&] { return state.failed || state.completed == n || !state.ready.empty(); });
+          if (state.failed || state.completed == n) return;
+          step = state.ready.top();
+          state.ready.pop();
+        }
+        Status s = run_step(step, state, worker);
+        std::lock_guard<std::mutex> lock(state.mu);
+        if (!s.is_ok()) {
+          if (!state.failed) state.error = s.error();
+          state.failed = true;
+          state.cv.notify_all();
+          return;
+        }
+        ++state.completed;
+        for (int succ : plan_.steps[static_cast<size_t>(step)].succs)
+          if (--state.pending[static_cast<size_t>(succ)] == 0) state.ready.push(succ);
+        state.cv.notify_all();
+      }
+    });
+    if (state.failed) return *state.error;
+  }
+
+  std::vector<Tensor> outs;
+  for (ir::ValueId v : g.outputs()) outs.push_back(tensor_of(v, state).clone());
+  return outs;
+}
+
+}  // namespace tessera::stages

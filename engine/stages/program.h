@@ -1,0 +1,65 @@
+// Stages 5 and 6: load (plan -> loaded program) and execute (loaded program + inputs -> outputs).
+//
+// load allocates one arena per device, places weights (host params stay where they are; devices
+// the host cannot address get their own copy), and calls Kernel::load once per kernel (oneDNN
+// primitives, prepacked weights). execute runs the step DAG on a thread pool: a step becomes
+// ready when all its producers are done, ready steps run in step order on the first free worker
+// (the calling thread is worker 0), so independent branches overlap. Kernels are deterministic
+// and the memory plan is valid for every schedule, so results do not depend on the thread count.
+//
+// Usage:
+//   TRY(std::unique_ptr<Program> prog, Program::load(std::move(plan), devices, registry, ctx));
+//   TRY(std::vector<Tensor> outs, prog->run({{"x", x}}));
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/runtime/interpreter.h"
+#include "engine/stages/compile.h"
+
+namespace tessera::stages {
+
+class ThreadPool;
+
+struct RunOptions {
+  observe::TraceSink* trace = nullptr;  // spans for every step, when set
+};
+
+class Program {
+ public:
+  static Expected<std::unique_ptr<Program>> load(ExecutionPlan plan, const backend::DeviceSet& devices,
+                                                 const ops::OpRegistry& registry, StageContext& ctx);
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  // Runs once. Feeds are checked against the graph inputs (names, dtypes, shapes). One run at a
+  // time per program (a second concurrent caller waits).
+  Expected<std::vector<Tensor>> run(const runtime::Feeds& feeds, const RunOptions& options = {});
+
+  const ExecutionPlan& plan() const { return plan_; }
+  // Arenas, placed weights, kernels by implementation.
+  std::string print() const;
+  size_t weight_bytes() const { return weight_bytes_; }
+
+ private:
+  Program(ExecutionPlan plan, const ops::OpRegistry& registry);
+  struct RunState;
+  Status run_step(int index, RunState& state, int worker);
+  void* address(ir::ValueId v, RunState& state) const;
+  Tensor tensor_of(ir::ValueId v, RunState& state) const;
+
+  ExecutionPlan plan_;
+  const ops::OpRegistry& registry_;
+  std::vector<backend::Device*> devices_;
+  std::vector<std::shared_ptr<void>> arenas_;           // per device
+  std::vector<std::vector<Tensor>> device_params_;      // per device: params copied there (by value id), else empty
+  size_t weight_bytes_ = 0;
+  std::unique_ptr<ThreadPool> pool_;
+  std::mutex run_mutex_;
+};
+
+}  // namespace tessera::stages

@@ -1,0 +1,66 @@
+// The engine's front door: a graph, compiled through the six stages for the input shapes it is
+// run with (one compiled program cached per set of shapes), then executed.
+//
+// Usage:
+//   ops::OpRegistry reg = ops::make_default_registry();
+//   SessionOptions opts;  opts.threads = 2;
+//   Session session(std::move(graph), reg, opts);
+//   TRY(std::vector<Tensor> outs, session.run({{"x", x}}));
+//   for (const StageReport& r : session.context().stages) ...   // what each stage did
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "engine/stages/optimise.h"
+#include "engine/stages/program.h"
+
+namespace tessera::stages {
+
+struct SessionOptions {
+  int threads = 1;                      // workers for the scheduler and intra-op threads per kernel
+  std::string pipeline;                 // optimise pipeline; empty: default_optimise_pipeline()
+  std::string device = kHostDevice;     // preferred device
+  bool test_device = false;             // add the CPU-side test device "cpu:test"
+  observe::TraceSink* trace = nullptr;
+  observe::SnapshotSink* snapshots = nullptr;
+};
+
+// Every artefact of one compilation, for printing (`tessera passes`, the studio's pass stepper).
+struct Compilation {
+  std::unique_ptr<StageContext> context;
+  std::string prepared, placed, optimised;  // printed artefacts (filled when keep_text)
+  std::unique_ptr<Program> program;
+};
+
+class Session {
+ public:
+  Session(ir::Graph graph, const ops::OpRegistry& registry, SessionOptions options);
+  ~Session();
+
+  // Compiles (prepare .. load) for these shapes unless a program for them exists.
+  Expected<Program*> compile(const InputShapes& shapes);
+  // Compiles for the feeds' shapes when needed, then executes.
+  Expected<std::vector<Tensor>> run(const runtime::Feeds& feeds);
+
+  // Reports of the last compilation (stages and passes).
+  const StageContext& context() const { return *last_context_; }
+  int64_t last_compile_ns() const { return last_compile_ns_; }
+  const backend::DeviceSet& devices() const { return devices_; }
+
+ private:
+  ir::Graph graph_;
+  const ops::OpRegistry& registry_;
+  SessionOptions options_;
+  backend::DeviceSet devices_;
+  std::map<InputShapes, std::unique_ptr<Program>> programs_;
+  std::unique_ptr<StageContext> last_context_;
+  int64_t last_compile_ns_ = 0;
+};
+
+// Runs the six stages' first five on `graph` and keeps every printed artefact.
+Expected<Compilation> compile_all(ir::Graph graph, const ops::OpRegistry& registry, const InputShapes& shapes,
+                                  const SessionOptions& options, const backend::DeviceSet& devices, bool keep_text);
+
+}  // namespace tessera::stages

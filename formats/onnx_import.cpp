@@ -1,0 +1,391 @@
+// ONNX model import: model checks (IR version, opsets), graphs and nested graphs, value types,
+// initializers, attribute conversion by kind, node emission with provenance, the unsupported-op
+// report and the final type inference. Per-op rewrites live in onnx_import_rules.cpp, tensor
+// decoding in onnx_import_tensor.cpp.
+#include "formats/onnx_import.h"
+
+#include <exception>
+#include <new>
+#include <set>
+
+#include "engine/ops/infer.h"
+#include "formats/file_io.h"
+#include "formats/onnx_import_internal.h"
+
+namespace tessera::formats {
+namespace onnx_internal {
+
+// ---- GraphBuilder ----
+
+Expected<ir::ValueId> GraphBuilder::resolve(const std::string& name) {
+  auto it = names_.find(name);
+  if (it != names_.end()) return it->second;
+  if (parent_ == nullptr) return make_error("'" + name + "' is not defined");
+  TRY(ir::ValueId outer, parent_->resolve(name));
+  auto type = parent_->known_type(outer);
+  ir::ValueId v = graph_.add_capture(name, type ? *type : ir::TensorType::unranked(DType::kF32));
+  if (!type) untyped_captures_.insert(v);
+  names_[name] = v;
+  return v;
+}
+
+ir::ValueId GraphBuilder::add_constant(const std::string& hint, Tensor t) {
+  return graph_.add_param(fresh_name(hint), std::move(t));
+}
+
+std::string GraphBuilder::fresh_name(const std::string& hint) {
+  for (;;) {
+    std::string name = hint + "__tessera" + std::to_string(fresh_counter_++);
+    if (!names_.count(name) && !graph_.find_value(name)) return name;
+  }
+}
+
+std::vector<ir::ValueId> GraphBuilder::add_helper_node(const std::string& op, std::vector<ir::ValueId> inputs,
+                                                       int num_outputs, ir::Attributes attrs,
+                                                       const std::string& origin) {
+  ir::NodeId id = graph_.add_node(op, std::move(inputs), num_outputs, "", std::move(attrs));
+  graph_.node(id).provenance.origin = origin;
+  return graph_.node(id).outputs;
+}
+
+std::optional<ir::TensorType> GraphBuilder::known_type(ir::ValueId v) const {
+  if (!graph_.has_value(v)) return std::nullopt;
+  const ir::Value& val = graph_.value(v);
+  switch (val.kind) {
+    case ir::ValueKind::kInput:
+    case ir::ValueKind::kParam: return val.type;
+    case ir::ValueKind::kCapture:
+      if (untyped_captures_.count(v)) return std::nullopt;
+      return val.type;
+    case ir::ValueKind::kNodeOutput: break;
+  }
+  if (graph_.has_node(val.producer)) {
+    const ir::Node& p = graph_.node(val.producer);
+    const ir::Attribute* a = p.attr("value");
+    if (p.op == "Constant" && a && a->kind() == ir::AttrKind::kTensor)
+      return ir::TensorType::of(a->t().dtype(), a->t().shape());
+  }
+  auto it = value_info_.find(val.name);
+  if (it != value_info_.end()) return it->second;
+  return std::nullopt;
+}
+
+std::optional<ir::TensorType> GraphBuilder::derived_type(ir::ValueId v) const {
+  if (auto t = known_type(v)) return t;
+  if (parent_ != nullptr) return std::nullopt;  // nested: the enclosing types are not known yet
+  ir::Graph partial = graph_;
+  partial.set_outputs({v});
+  if (!ops::infer_types(partial, registry_).is_ok()) return std::nullopt;
+  return partial.value(v).type;
+}
+
+ir::NodeId GraphBuilder::emit(const NodeImport& ni, const std::string& op, std::vector<ir::ValueId> inputs,
+                              ir::Attributes attrs) {
+  while (!inputs.empty() && inputs.back() == ir::kNoValue) inputs.pop_back();
+  size_t nout = ni.outputs.size();
+  while (nout > 1 && ni.outputs[nout - 1].empty()) --nout;
+  ir::NodeId id = graph_.add_node(op, std::move(inputs), static_cast<int>(nout), ni.proto.name(), std::move(attrs));
+  graph_.node(id).provenance.origin = ni.origin;
+  for (size_t i = 0; i < nout; ++i) {
+    const ir::ValueId v = graph_.node(id).outputs[i];
+    if (ni.outputs[i].empty()) continue;
+    graph_.value(v).name = ni.outputs[i];
+    names_[ni.outputs[i]] = v;
+  }
+  return id;
+}
+
+}  // namespace onnx_internal
+
+namespace {
+
+using namespace onnx_internal;
+
+// State shared by the model's graph and every nested graph.
+struct ImportContext {
+  const ops::OpRegistry& registry;
+  std::string base_dir;
+  int64_t opset = 0;
+  std::vector<std::string> unsupported;  // "Foo (node 'n3')"
+};
+
+Expected<ir::Graph> import_graph(const onnx::GraphProto& gp, GraphBuilder* parent, ImportContext& ctx,
+                                 const std::vector<std::optional<ir::TensorType>>& input_hints);
+
+std::string quoted_or_index(const onnx::NodeProto& np, int index) {
+  return np.name().empty() ? "#" + std::to_string(index) : "'" + np.name() + "'";
+}
+
+// TensorType of a value_info; nullopt (and no error) when it has no tensor type at all.
+Expected<std::optional<ir::TensorType>> value_type(const onnx::ValueInfoProto& vi, const std::string& what) {
+  if (!vi.has_type() || vi.type().value_case() == onnx::TypeProto::VALUE_NOT_SET) return std::optional<ir::TensorType>{};
+  const onnx::TypeProto& tp = vi.type();
+  if (tp.value_case() != onnx::TypeProto::kTensorType) {
+    const char* kind = tp.value_case() == onnx::TypeProto::kSequenceType ? "a sequence"
+                       : tp.value_case() == onnx::TypeProto::kOptionalType ? "an optional"
+                       : tp.value_case() == onnx::TypeProto::kMapType ? "a map"
+                       : tp.value_case() == onnx::TypeProto::kSparseTensorType ? "a sparse tensor"
+                                                                               : "not a tensor";
+    return make_error(what + " is " + kind + "; Tessera supports tensors only");
+  }
+  const auto& tt = tp.tensor_type();
+  if (!tt.has_elem_type() || tt.elem_type() == 0) return std::optional<ir::TensorType>{};
+  auto dt = dtype_from_onnx(tt.elem_type());
+  if (!dt) return make_error(what + " has element type " + onnx_dtype_name(tt.elem_type()) + ", which Tessera does not support");
+  if (!tt.has_shape()) return std::optional<ir::TensorType>(ir::TensorType::unranked(*dt));
+  std::vector<ir::Dim> dims;
+  for (const auto& d : tt.shape().dim()) {
+    if (d.has_dim_value()) {
+      if (d.dim_value() < 0) return make_error(what + " has negative dimension " + std::to_string(d.dim_value()));
+      dims.push_back(ir::Dim::known(d.dim_value()));
+    } else if (d.has_dim_param() && !d.dim_param().empty()) {
+      dims.push_back(ir::Dim::named(d.dim_param()));
+    } else {
+      dims.push_back(ir::Dim::unknown());
+    }
+  }
+  return std::optional<ir::TensorType>(ir::TensorType(*dt, std::move(dims)));
+}
+
+// The attribute kind, from `type` or (old writers leave it unset) from the field present.
+onnx::AttributeProto::AttributeType attribute_kind(const onnx::AttributeProto& a) {
+  using AP = onnx::AttributeProto;
+  if (a.type() != AP::UNDEFINED) return a.type();
+  if (a.has_f()) return AP::FLOAT;
+  if (a.has_i()) return AP::INT;
+  if (a.has_s()) return AP::STRING;
+  if (a.has_t()) return AP::TENSOR;
+  if (a.has_g()) return AP::GRAPH;
+  if (a.floats_size()) return AP::FLOATS;
+  if (a.ints_size()) return AP::INTS;
+  if (a.strings_size()) return AP::STRINGS;
+  return AP::UNDEFINED;
+}
+
+// Types the nested graph's inputs should have where the ONNX body leaves them untyped.
+std::vector<std::optional<ir::TensorType>> body_hints(const NodeImport& ni, const std::string& attr) {
+  std::vector<std::optional<ir::TensorType>> hints;
+  auto type_of = [&](size_t i) -> std::optional<ir::TensorType> {
+    if (i >= ni.inputs.size() || ni.inputs[i] == ir::kNoValue) return std::nullopt;
+    return ni.builder.derived_type(ni.inputs[i]);
+  };
+  if (ni.proto.op_type() == "Loop" && attr == "body") {
+    hints.push_back(ir::TensorType(DType::kI64, {}));
+    hints.push_back(ir::TensorType(DType::kBool, {}));
+    for (size_t i = 2; i < ni.inputs.size(); ++i) hints.push_back(type_of(i));
+  } else if (ni.proto.op_type() == "Scan" && attr == "body") {
+    for (size_t i = 0; i < ni.inputs.size(); ++i) {
+      auto t = type_of(i);
+      if (t) t = ir::TensorType::unranked(t->dtype);  // scan slices drop an axis: keep the dtype only
+      hints.push_back(t);
+    }
+  }
+  return hints;
+}
+
+Expected<ir::Attribute> convert_attribute(const onnx::AttributeProto& a, NodeImport& ni, ImportContext& ctx) {
+  using AP = onnx::AttributeProto;
+  const std::string what = ni.label + ": attribute '" + a.name() + "'";
+  if (!a.ref_attr_name().empty()) return make_error(what + " refers to a function attribute, which is not supported");
+  switch (attribute_kind(a)) {
+    case AP::FLOAT: return ir::Attribute(static_cast<double>(a.f()));
+    case AP::INT: return ir::Attribute(static_cast<int64_t>(a.i()));
+    case AP::STRING: return ir::Attribute(a.s());
+    case AP::FLOATS: return ir::Attribute(std::vector<double>(a.floats().begin(), a.floats().end()));
+    case AP::INTS: return ir::Attribute(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+    case AP::STRINGS: return ir::Attribute(std::vector<std::string>(a.strings().begin(), a.strings().end()));
+    case AP::TENSOR: {
+      TRY(Tensor t, decode_tensor(a.t(), ctx.base_dir, what));
+      return ir::Attribute(std::move(t));
+    }
+    case AP::GRAPH: {
+      auto g = import_graph(a.g(), &ni.builder, ctx, body_hints(ni, a.name()));
+      if (!g) return make_error(what + ": " + g.error().message);
+      return ir::Attribute(std::move(g).value());
+    }
+    default:
+      return make_error(what + " has kind " + AP::AttributeType_Name(attribute_kind(a)) + ", which Tessera does not support");
+  }
+}
+
+// Where the registry declares a string but ONNX stores an int, the int is a TensorProto.DataType
+// (Cast's `to`, EyeLike's `dtype`, ...): translate it to the dtype's name.
+Status adapt_attributes(NodeImport& ni, const ops::OpDef& def) {
+  for (auto& [key, attr] : ni.attrs) {
+    const ops::AttrSpec* spec = def.find_attr(key);
+    if (spec == nullptr || spec->kind != ir::AttrKind::kString || attr.kind() != ir::AttrKind::kInt) continue;
+    auto dt = dtype_from_onnx(static_cast<int32_t>(attr.i()));
+    if (!dt)
+      return make_error(ni.label + ": attribute '" + key + "' names element type " +
+                        onnx_dtype_name(static_cast<int32_t>(attr.i())) + ", which Tessera does not support");
+    attr = ir::Attribute(std::string(dtype_name(*dt)));
+  }
+  return Status::ok();
+}
+
+Status import_node(const onnx::NodeProto& np, int index, GraphBuilder& b, ImportContext& ctx) {
+  const std::string label = np.op_type() + " (node " + quoted_or_index(np, index) + ")";
+  NodeImport ni{np, ctx.opset, np.op_type(), label, {}, {}, {}, b, "", false};
+  ni.origin = "onnx:" + (np.name().empty() ? np.op_type() + "#" + std::to_string(index) : np.name());
+  for (const std::string& in : np.input()) {
+    if (in.empty()) {
+      ni.inputs.push_back(ir::kNoValue);
+      continue;
+    }
+    auto v = b.resolve(in);
+    if (!v) return make_error(label + ": input " + v.error().message);
+    ni.inputs.push_back(*v);
+  }
+  ni.outputs.assign(np.output().begin(), np.output().end());
+  if (ni.outputs.empty()) return make_error(label + ": has no outputs");
+
+  const bool default_domain = np.domain().empty() || np.domain() == "ai.onnx";
+  if (!default_domain) {
+    ctx.unsupported.push_back(np.domain() + "." + label);
+    b.emit(ni, np.op_type(), ni.inputs, {});  // keeps later nodes' inputs resolvable
+    return Status::ok();
+  }
+  for (const auto& a : np.attribute()) {
+    if (ni.attrs.count(a.name())) return make_error(label + ": attribute '" + a.name() + "' is given twice");
+    TRY(ir::Attribute attr, convert_attribute(a, ni, ctx));
+    ni.attrs.emplace(a.name(), std::move(attr));
+  }
+  ni.op = renamed_op(np.op_type());
+  const ops::OpDef* def = ctx.registry.find(ni.op);
+  if (def == nullptr) {
+    ctx.unsupported.push_back(label);
+    b.emit(ni, np.op_type(), ni.inputs, {});
+    return Status::ok();
+  }
+  auto rule = node_rules().find(np.op_type());
+  if (rule != node_rules().end()) RETURN_IF_ERROR(rule->second(ni));
+  if (ni.emitted) return Status::ok();
+  def = ctx.registry.find(ni.op);
+  if (def == nullptr) {  // a rule chose an op the registry lacks
+    ctx.unsupported.push_back(label);
+    b.emit(ni, np.op_type(), ni.inputs, {});
+    return Status::ok();
+  }
+  RETURN_IF_ERROR(adapt_attributes(ni, *def));
+  b.emit(ni, ni.op, ni.inputs, std::move(ni.attrs));
+  return Status::ok();
+}
+
+Expected<ir::Graph> import_graph(const onnx::GraphProto& gp, GraphBuilder* parent, ImportContext& ctx,
+                                 const std::vector<std::optional<ir::TensorType>>& input_hints) {
+  ir::Graph graph(gp.name().empty() ? "main" : gp.name());
+  GraphBuilder b(graph, parent, ctx.base_dir, ctx.registry);
+  const std::string where = parent ? "graph '" + gp.name() + "'" : "the model's graph";
+  for (const auto& vi : gp.value_info()) {
+    auto t = value_type(vi, "value '" + vi.name() + "'");
+    if (t && *t) b.value_info()[vi.name()] = **t;
+  }
+  std::set<std::string> initializer_names;
+  for (const auto& init : gp.initializer()) {
+    const std::string what = "initializer '" + init.name() + "'";
+    if (init.name().empty()) return make_error(where + ": an initializer has no name");
+    if (!initializer_names.insert(init.name()).second) return make_error(where + ": two initializers are named '" + init.name() + "'");
+    TRY(Tensor t, decode_tensor(init, ctx.base_dir, what));
+    b.bind(init.name(), graph.add_param(init.name(), std::move(t)));
+  }
+  if (gp.sparse_initializer_size() > 0) return make_error(where + ": sparse initializers are not supported");
+  int input_index = 0;
+  for (const auto& vi : gp.input()) {
+    const size_t i = static_cast<size_t>(input_index++);
+    if (initializer_names.count(vi.name())) continue;  // an initializer (IR < 4 lists them as inputs)
+    const std::string what = "input '" + vi.name() + "'";
+    if (vi.name().empty()) return make_error(where + ": input " + std::to_string(i) + " has no name");
+    if (b.defines(vi.name())) return make_error(where + ": two inputs are named '" + vi.name() + "'");
+    TRY(std::optional<ir::TensorType> type, value_type(vi, what));
+    if (!type && i < input_hints.size()) type = input_hints[i];
+    if (!type) return make_error(where + ": " + what + " has no tensor type and none can be derived");
+    b.bind(vi.name(), graph.add_input(vi.name(), *type));
+  }
+  int index = 0;
+  for (const auto& np : gp.node()) {
+    Status st = import_node(np, index++, b, ctx);
+    if (!st.is_ok()) return make_error(where + ": " + st.error().message);
+  }
+  std::vector<ir::ValueId> outputs;
+  for (const auto& vi : gp.output()) {
+    auto v = b.resolve(vi.name());
+    if (!v) return make_error(where + ": output " + v.error().message);
+    outputs.push_back(*v);
+  }
+  graph.set_outputs(std::move(outputs));
+  return graph;
+}
+
+Expected<int64_t> default_opset(const onnx::ModelProto& model) {
+  std::string listed;
+  for (const auto& op : model.opset_import()) {
+    if (op.domain().empty() || op.domain() == "ai.onnx") {
+      if (op.version() < kMinOpset || op.version() > kMaxOpset)
+        return make_error("default-domain opset " + std::to_string(op.version()) + " is not supported (Tessera imports opsets " +
+                          std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
+      return op.version();
+    }
+    listed += (listed.empty() ? "" : ", ") + op.domain() + " " + std::to_string(op.version());
+  }
+  return make_error("the model imports no default-domain opset (opset_import: " + (listed.empty() ? "empty" : listed) + ")");
+}
+
+// Adds the ONNX origin of the node an inference error names.
+Error with_origin(const ir::Graph& g, Error e) {
+  if (e.node >= 0 && g.has_node(e.node) && !g.node(e.node).provenance.origin.empty())
+    e.message += " [" + g.node(e.node).provenance.origin + "]";
+  return e;
+}
+
+Expected<ir::Graph> import_model(const std::string& bytes, const std::string& where, const std::string& base_dir,
+                                 const ops::OpRegistry& registry, const OnnxImportOptions& options) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) return make_error("not a valid ONNX model (truncated or corrupt protobuf)", where);
+  // IR version 3 introduced opset_import; ONNX 1.12 writes up to 8.
+  constexpr int64_t kMinIr = 3, kMaxIr = 8;
+  if (model.ir_version() < kMinIr || model.ir_version() > kMaxIr)
+    return make_error("ir_version " + std::to_string(model.ir_version()) + " is not supported (Tessera reads " +
+                          std::to_string(kMinIr) + " to " + std::to_string(kMaxIr) + ")", where);
+  if (!model.has_graph()) return make_error("the model has no graph", where);
+  auto opset = default_opset(model);
+  if (!opset) return make_error(opset.error().message, where);
+  ImportContext ctx{registry, base_dir, *opset, {}};
+  auto graph = import_graph(model.graph(), nullptr, ctx, {});
+  if (!graph) return make_error(graph.error().message, where);
+  if (!ctx.unsupported.empty()) {
+    std::string list;
+    for (const std::string& s : ctx.unsupported) list += (list.empty() ? "" : ", ") + s;
+    return make_error("unsupported ops: " + list, where);
+  }
+  if (options.infer_types) {
+    Status st = ops::infer_types(*graph, registry);
+    if (!st.is_ok()) {
+      Error e = with_origin(*graph, st.error());
+      e.where = where;
+      return e;
+    }
+  }
+  return graph;
+}
+
+}  // namespace
+
+Expected<ir::Graph> import_onnx_bytes(const std::string& bytes, const std::string& name_for_errors,
+                                      const std::string& base_dir, const ops::OpRegistry& registry,
+                                      const OnnxImportOptions& options) {
+  try {
+    return import_model(bytes, name_for_errors, base_dir, registry, options);
+  } catch (const std::bad_alloc&) {
+    return make_error("out of memory while importing the model", name_for_errors);
+  } catch (const std::exception& e) {
+    return make_error(std::string("import failed: ") + e.what(), name_for_errors);
+  }
+}
+
+Expected<ir::Graph> import_onnx_file(const std::string& path, const ops::OpRegistry& registry,
+                                     const OnnxImportOptions& options) {
+  TRY(std::string bytes, read_file(path));
+  return import_onnx_bytes(bytes, path, parent_dir(path), registry, options);
+}
+
+}  // namespace tessera::formats

@@ -1,0 +1,266 @@
+// Per-op import rules: where an older opset (7..16) differs from opset 17, or where Tessera's IR
+// differs from ONNX, the node is rewritten here into the registry's form. Everything else is
+// imported generically (attributes copied by kind), so new ops need no rule.
+//
+//   Slice < 10           starts/ends/axes attributes -> i64 inputs
+//   Squeeze, Unsqueeze < 13, ReduceSum < 13, Split < 13 (split), TopK < 10 (k), Reshape < 5 (shape)
+//                        attribute -> i64 input
+//   Pad < 11             pads/value attributes -> inputs (value in the data's element type)
+//   Clip < 11            min/max attributes -> inputs (in the data's element type)
+//   Dropout < 12         ratio attribute -> f32 input; is_test dropped
+//   BatchNormalization < 9  spatial=1 dropped (spatial=0 refused); training outputs < 14 refused
+//   Upsample             -> Resize (scales attribute < 9 -> input; asymmetric, floor rounding)
+//   Resize 10            (X, scales) -> (X, roi absent, scales), asymmetric coordinates
+//   Softmax, LogSoftmax, Hardmax < 13   the 2-D coercion at `axis` -> Flatten, op, Reshape
+//   Scatter              -> ScatterElements
+//   Constant             value_float(s)/value_int(s) -> a `value` tensor (so it folds)
+//   Scan < 9             refused (batched form)
+#include <cmath>
+
+#include "formats/onnx_import_internal.h"
+
+namespace tessera::formats::onnx_internal {
+namespace {
+
+std::optional<ir::Attribute> take(NodeImport& ni, const std::string& name) {
+  auto it = ni.attrs.find(name);
+  if (it == ni.attrs.end()) return std::nullopt;
+  ir::Attribute a = std::move(it->second);
+  ni.attrs.erase(it);
+  return a;
+}
+
+void set_input(NodeImport& ni, size_t i, ir::ValueId v) {
+  if (ni.inputs.size() <= i) ni.inputs.resize(i + 1, ir::kNoValue);
+  ni.inputs[i] = v;
+}
+
+std::string hint(const NodeImport& ni, const std::string& what) {
+  return (ni.proto.name().empty() ? ni.proto.op_type() : ni.proto.name()) + "." + what;
+}
+
+ir::ValueId i64_param(NodeImport& ni, const std::string& what, const std::vector<int64_t>& v) {
+  return ni.builder.add_constant(hint(ni, what), Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
+}
+
+Expected<std::vector<int64_t>> ints_attr(const NodeImport& ni, const ir::Attribute& a, const std::string& name) {
+  if (a.kind() == ir::AttrKind::kInts) return a.ints();
+  if (a.kind() == ir::AttrKind::kInt) return std::vector<int64_t>{a.i()};
+  return make_error(ni.label + ": attribute '" + name + "' must be ints");
+}
+
+Expected<double> float_attr(const NodeImport& ni, const ir::Attribute& a, const std::string& name) {
+  if (a.kind() == ir::AttrKind::kFloat) return a.f();
+  if (a.kind() == ir::AttrKind::kInt) return static_cast<double>(a.i());
+  return make_error(ni.label + ": attribute '" + name + "' must be a float");
+}
+
+// Moves an ints attribute to input `index` as an i64 1-D param (nothing when absent).
+Status attr_to_i64_input(NodeImport& ni, const std::string& name, size_t index, bool required = false) {
+  auto a = take(ni, name);
+  if (!a) {
+    if (required) return make_error(ni.label + ": required attribute '" + name + "' is missing");
+    return Status::ok();
+  }
+  TRY(std::vector<int64_t> v, ints_attr(ni, *a, name));
+  set_input(ni, index, i64_param(ni, name, v));
+  return Status::ok();
+}
+
+// The element type of input `i` when it can be known at import time (f32 otherwise: the old
+// opsets these rules serve only accept float data for the affected inputs).
+DType data_dtype(const NodeImport& ni, size_t i) {
+  if (i < ni.inputs.size() && ni.inputs[i] != ir::kNoValue)
+    if (auto t = ni.builder.derived_type(ni.inputs[i])) return t->dtype;
+  return DType::kF32;
+}
+
+ir::ValueId scalar_param(NodeImport& ni, const std::string& what, DType dt, double v) {
+  return ni.builder.add_constant(hint(ni, what), Tensor::from_doubles(dt, {}, {v}));
+}
+
+Status slice_rule(NodeImport& ni) {
+  if (ni.opset >= 10) return Status::ok();
+  RETURN_IF_ERROR(attr_to_i64_input(ni, "starts", 1, true));
+  RETURN_IF_ERROR(attr_to_i64_input(ni, "ends", 2, true));
+  return attr_to_i64_input(ni, "axes", 3);
+}
+
+Status axes_to_input_before_13(NodeImport& ni) {
+  if (ni.opset >= 13) return Status::ok();
+  return attr_to_i64_input(ni, "axes", 1);
+}
+
+Status split_rule(NodeImport& ni) {
+  if (ni.opset >= 13) return Status::ok();
+  return attr_to_i64_input(ni, "split", 1);
+}
+
+Status reshape_rule(NodeImport& ni) {
+  if (ni.opset >= 5) return Status::ok();
+  return attr_to_i64_input(ni, "shape", 1, true);
+}
+
+Status topk_rule(NodeImport& ni) {
+  if (ni.opset >= 10) return Status::ok();
+  return attr_to_i64_input(ni, "k", 1, true);
+}
+
+Status pad_rule(NodeImport& ni) {
+  if (ni.opset >= 11) return Status::ok();
+  RETURN_IF_ERROR(attr_to_i64_input(ni, "pads", 1, true));
+  if (auto value = take(ni, "value")) {
+    TRY(double v, float_attr(ni, *value, "value"));
+    if (v != 0) set_input(ni, 2, scalar_param(ni, "constant_value", data_dtype(ni, 0), v));
+  }
+  return Status::ok();
+}
+
+Status clip_rule(NodeImport& ni) {
+  if (ni.opset >= 11) return Status::ok();
+  const DType dt = data_dtype(ni, 0);
+  for (auto [name, index] : {std::pair<const char*, size_t>{"min", 1}, {"max", 2}}) {
+    if (auto a = take(ni, name)) {
+      TRY(double v, float_attr(ni, *a, name));
+      set_input(ni, index, scalar_param(ni, name, dt, v));
+    }
+  }
+  return Status::ok();
+}
+
+Status dropout_rule(NodeImport& ni) {
+  if (ni.opset >= 12) return Status::ok();
+  take(ni, "is_test");
+  if (auto a = take(ni, "ratio")) {
+    TRY(double v, float_attr(ni, *a, "ratio"));
+    set_input(ni, 1, ni.builder.add_constant(hint(ni, "ratio"), Tensor::scalar<float>(static_cast<float>(v))));
+  }
+  return Status::ok();
+}
+
+Status batchnorm_rule(NodeImport& ni) {
+  if (ni.opset < 9) {
+    if (auto s = take(ni, "spatial"); s && s->kind() == ir::AttrKind::kInt && s->i() == 0)
+      return make_error(ni.label + ": spatial=0 (per-activation statistics, opset < 9) is not supported");
+  }
+  if (ni.opset < 14) {
+    for (size_t i = 1; i < ni.outputs.size(); ++i)
+      if (!ni.outputs[i].empty())
+        return make_error(ni.label + ": training-mode outputs of BatchNormalization before opset 14 are not supported");
+  }
+  take(ni, "is_test");
+  take(ni, "consumed_inputs");
+  return Status::ok();
+}
+
+// Upsample-7/9 and Resize-10 -> Resize-17 with asymmetric coordinates (their definition).
+Status old_resize(NodeImport& ni, bool scales_from_attr) {
+  ir::ValueId x = ni.inputs.empty() ? ir::kNoValue : ni.inputs[0];
+  ir::ValueId scales = ni.inputs.size() > 1 ? ni.inputs[1] : ir::kNoValue;
+  if (scales_from_attr) {
+    auto a = take(ni, "scales");
+    if (!a || a->kind() != ir::AttrKind::kFloats)
+      return make_error(ni.label + ": required attribute 'scales' (floats) is missing");
+    std::vector<float> v(a->floats().begin(), a->floats().end());
+    scales = ni.builder.add_constant(hint(ni, "scales"), Tensor::from_vector<float>({static_cast<int64_t>(v.size())}, v));
+  }
+  std::string mode = "nearest";
+  if (auto m = take(ni, "mode"); m && m->kind() == ir::AttrKind::kString) mode = m->s();
+  if (mode == "bilinear" || mode == "trilinear") mode = "linear";
+  ni.inputs = {x, ir::kNoValue, scales};
+  ni.attrs.insert_or_assign("mode", ir::Attribute(mode));
+  ni.attrs.insert_or_assign("coordinate_transformation_mode", ir::Attribute("asymmetric"));
+  if (mode == "nearest") ni.attrs.insert_or_assign("nearest_mode", ir::Attribute("floor"));
+  return Status::ok();
+}
+
+Status upsample_rule(NodeImport& ni) { return old_resize(ni, ni.opset < 9); }
+
+Status resize_rule(NodeImport& ni) {
+  if (ni.opset >= 11) return Status::ok();
+  return old_resize(ni, false);
+}
+
+// Softmax-1/11 (and LogSoftmax, Hardmax): the input is coerced to 2-D at `axis` (default 1) and
+// normalised over the second dim. Same as opset 13 when axis is the last dim; otherwise
+// Reshape(op(Flatten(x, axis), axis=1), Shape(x)).
+Status softmax_rule(NodeImport& ni) {
+  if (ni.opset >= 13) return Status::ok();
+  int64_t axis = 1;
+  if (auto a = take(ni, "axis"); a && a->kind() == ir::AttrKind::kInt) axis = a->i();
+  if (ni.inputs.empty() || ni.inputs[0] == ir::kNoValue) return make_error(ni.label + ": input 0 is missing");
+  const ir::ValueId x = ni.inputs[0];
+  if (auto t = ni.builder.derived_type(x); t && t->rank_known) {
+    const int64_t r = t->rank();
+    if (axis == r - 1 || axis == -1) {
+      ni.attrs.insert_or_assign("axis", ir::Attribute(int64_t{-1}));
+      return Status::ok();
+    }
+  }
+  const ir::ValueId flat = ni.builder.add_helper_node("Flatten", {x}, 1, {{"axis", axis}}, ni.origin)[0];
+  const ir::ValueId y2 = ni.builder.add_helper_node(ni.op, {flat}, 1, {{"axis", int64_t{1}}}, ni.origin)[0];
+  const ir::ValueId shape = ni.builder.add_helper_node("Shape", {x}, 1, {}, ni.origin)[0];
+  ni.builder.emit(ni, "Reshape", {y2, shape}, {});
+  ni.emitted = true;
+  return Status::ok();
+}
+
+Status scan_rule(NodeImport& ni) {
+  if (ni.opset < 9)
+    return make_error(ni.label + ": Scan before opset 9 (batch axis, sequence_lens) is not supported");
+  return Status::ok();
+}
+
+Status constant_rule(NodeImport& ni) {
+  for (const char* name : {"sparse_value", "value_string", "value_strings"})
+    if (ni.attrs.count(name)) return make_error(ni.label + ": attribute '" + name + "' is not supported (no sparse or string tensors)");
+  if (auto a = take(ni, "value_float")) {
+    TRY(double v, float_attr(ni, *a, "value_float"));
+    ni.attrs.insert_or_assign("value", ir::Attribute(Tensor::scalar<float>(static_cast<float>(v))));
+  } else if (auto a = take(ni, "value_floats")) {
+    if (a->kind() != ir::AttrKind::kFloats) return make_error(ni.label + ": attribute 'value_floats' must be floats");
+    std::vector<float> v(a->floats().begin(), a->floats().end());
+    ni.attrs.insert_or_assign("value", ir::Attribute(Tensor::from_vector<float>({static_cast<int64_t>(v.size())}, v)));
+  } else if (auto a = take(ni, "value_int")) {
+    if (a->kind() != ir::AttrKind::kInt) return make_error(ni.label + ": attribute 'value_int' must be an int");
+    ni.attrs.insert_or_assign("value", ir::Attribute(Tensor::scalar<int64_t>(a->i())));
+  } else if (auto a = take(ni, "value_ints")) {
+    TRY(std::vector<int64_t> v, ints_attr(ni, *a, "value_ints"));
+    ni.attrs.insert_or_assign("value", ir::Attribute(Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v)));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+const std::map<std::string, NodeRule>& node_rules() {
+  static const std::map<std::string, NodeRule> kRules = {
+      {"Slice", slice_rule},
+      {"Squeeze", axes_to_input_before_13},
+      {"Unsqueeze", axes_to_input_before_13},
+      {"ReduceSum", axes_to_input_before_13},
+      {"Split", split_rule},
+      {"Reshape", reshape_rule},
+      {"TopK", topk_rule},
+      {"Pad", pad_rule},
+      {"Clip", clip_rule},
+      {"Dropout", dropout_rule},
+      {"BatchNormalization", batchnorm_rule},
+      {"Upsample", upsample_rule},
+      {"Resize", resize_rule},
+      {"Softmax", softmax_rule},
+      {"LogSoftmax", softmax_rule},
+      {"Hardmax", softmax_rule},
+      {"Scan", scan_rule},
+      {"Constant", constant_rule},
+  };
+  return kRules;
+}
+
+std::string renamed_op(const std::string& onnx_op) {
+  if (onnx_op == "Upsample") return "Resize";
+  if (onnx_op == "Scatter") return "ScatterElements";
+  return onnx_op;
+}
+
+}  // namespace tessera::formats::onnx_internal

@@ -1,0 +1,178 @@
+// oneDNN Conv / FusedConv kernels against the reference Conv (and Add + activation for the fused
+// form): odd shapes, strides, pads, auto_pad, groups, depthwise, dilations, blocked layouts.
+#include "tests/engine/cpu_test_util.h"
+
+namespace tessera::cpu_test {
+namespace {
+
+struct ConvSpec {
+  Shape x, w;
+  ir::Attributes attrs;
+  bool bias = true;
+};
+
+void check_conv(const ConvSpec& s, bool w_constant = true, std::string in_layout = "",
+                std::string out_layout = "") {
+  const Tensor x = random_f32(s.x, 1), w = random_f32(s.w, 2), b = random_f32({s.w[0]}, 3);
+  Case c{"Conv",      {&x, &w, s.bias ? &b : nullptr},
+         s.attrs,     {false, w_constant, true},
+         {in_layout}, out_layout};
+  KernelResult got = run_cpu(c);
+  ASSERT_EQ(got.impl, "onednn:conv");
+  const std::vector<Tensor> want = reference("Conv", {&x, &w, s.bias ? &b : nullptr}, s.attrs);
+  expect_close(got.outputs[0], want[0]);
+}
+
+TEST(CpuConv, Basic3x3Pad1) {
+  check_conv({{2, 3, 8, 8}, {8, 3, 3, 3}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}});
+}
+
+TEST(CpuConv, OddImageStride2NoBias) {
+  check_conv({{1, 3, 7, 5},
+              {5, 3, 3, 3},
+              {{"strides", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}},
+              false});
+}
+
+TEST(CpuConv, AsymmetricPadsAndBatch3) {
+  check_conv({{3, 4, 9, 6}, {6, 4, 2, 3}, {{"pads", std::vector<int64_t>{0, 1, 2, 0}}}});
+}
+
+TEST(CpuConv, Groups) {
+  check_conv({{2, 6, 7, 7},
+              {9, 2, 3, 3},
+              {{"group", int64_t{3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}});
+}
+
+TEST(CpuConv, Depthwise) {
+  check_conv({{1, 16, 10, 9},
+              {16, 1, 3, 3},
+              {{"group", int64_t{16}}, {"strides", std::vector<int64_t>{2, 1}}}});
+}
+
+TEST(CpuConv, Dilated) {
+  check_conv({{1, 5, 11, 11}, {7, 5, 3, 3}, {{"dilations", std::vector<int64_t>{2, 2}}}});
+}
+
+TEST(CpuConv, SameUpperAndLower) {
+  check_conv({{1, 3, 7, 6},
+              {4, 3, 4, 3},
+              {{"auto_pad", "SAME_UPPER"}, {"strides", std::vector<int64_t>{2, 2}}}});
+  check_conv({{1, 3, 7, 6}, {4, 3, 4, 3}, {{"auto_pad", "SAME_LOWER"}}});
+  check_conv({{1, 3, 7, 6}, {4, 3, 2, 2}, {{"auto_pad", "VALID"}}});
+}
+
+TEST(CpuConv, OneByOneAndConv1dAnd3d) {
+  check_conv({{2, 32, 5, 5}, {16, 32, 1, 1}, {}});
+  check_conv({{2, 4, 13}, {3, 4, 3}, {{"pads", std::vector<int64_t>{1, 2}}}});
+  check_conv({{1, 2, 4, 5, 6}, {3, 2, 2, 2, 2}, {}});
+}
+
+TEST(CpuConv, NonConstantWeights) {
+  check_conv({{2, 3, 8, 8}, {8, 3, 3, 3}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}},
+             /*w_constant=*/false);
+}
+
+TEST(CpuConv, BlockedOutputThenReorderBack) {
+  // Conv writes nChw16c; the Reorder kernel brings it back to plain.
+  const Tensor x = random_f32({2, 3, 9, 7}, 4), w = random_f32({32, 3, 3, 3}, 5),
+               b = random_f32({32}, 6);
+  const ir::Attributes attrs{{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  Case conv{"Conv", {&x, &w, &b}, attrs, {false, true, true}, {""}, "nChw16c"};
+  KernelResult blocked = run_cpu(conv);  // unpacked by hand in the harness
+  ASSERT_EQ(blocked.impl, "onednn:conv");
+  const std::vector<Tensor> want = reference("Conv", {&x, &w, &b}, attrs);
+  expect_close(blocked.outputs[0], want[0]);
+  // The same bytes through the Reorder kernel: in nChw16c, out plain.
+  Case back{"Reorder", {&blocked.outputs[0]}, {{"to", ""}}, {false}, {"nChw16c"}, ""};
+  KernelResult plain = run_cpu(back);
+  ASSERT_EQ(plain.impl, "onednn:reorder");
+  expect_close(plain.outputs[0], want[0]);
+  // The hand unpacking and the Reorder kernel agree exactly.
+  EXPECT_TRUE(plain.outputs[0].equals(blocked.outputs[0]));
+}
+
+TEST(CpuConv, BlockedInputAndOutput) {
+  check_conv({{1, 16, 6, 6}, {8, 16, 3, 3}, {}}, true, "nChw16c", "nChw8c");
+  check_conv({{2, 8, 5, 7}, {24, 8, 3, 3}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}}, true,
+             "nChw8c", "nChw8c");
+  check_conv({{2, 32, 5, 7}, {16, 32, 1, 1}, {}}, true, "nChw16c", "");
+}
+
+// ---- FusedConv --------------------------------------------------------------------------------
+
+Tensor activate(const Tensor& y, const std::string& act, double alpha, double beta) {
+  if (act.empty()) return y;
+  if (act == "Clip") {
+    const Tensor lo = Tensor::scalar<float>(static_cast<float>(alpha)),
+                 hi = Tensor::scalar<float>(static_cast<float>(beta));
+    return reference("Clip", {&y, &lo, &hi})[0];
+  }
+  ir::Attributes a;
+  if (act == "LeakyRelu") a.insert_or_assign("alpha", alpha);
+  if (act == "HardSwish" && !ops_registry().find("HardSwish")) {  // x * clamp(x / 6 + 0.5, 0, 1)
+    Tensor out = y.clone();
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      const float v = y.data<float>()[i];
+      out.data<float>()[i] = v * std::min(1.f, std::max(0.f, v / 6.f + 0.5f));
+    }
+    return out;
+  }
+  return reference(act, {&y}, a)[0];
+}
+
+void check_fused_conv(const std::string& act, bool residual, std::string z_layout = "",
+                      std::string out_layout = "") {
+  SCOPED_TRACE("activation " + act + (residual ? " with Z" : ""));
+  const Tensor x = random_f32({2, 8, 7, 5}, 7), w = random_f32({16, 8, 3, 3}, 8),
+               b = random_f32({16}, 9);
+  const double alpha = act == "Clip" ? -0.5 : 0.2, beta = act == "Clip" ? 0.7 : 0.0;
+  const ir::Attributes conv_attrs{{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  const Tensor y = reference("Conv", {&x, &w, &b}, conv_attrs)[0];
+  const Tensor z = random_f32(y.shape(), 10);
+  ir::Attributes attrs = conv_attrs;
+  attrs.insert_or_assign("activation", act);
+  attrs.insert_or_assign("activation_alpha", alpha);
+  attrs.insert_or_assign("activation_beta", beta);
+  Case c{"FusedConv",
+         {&x, &w, &b, residual ? &z : nullptr},
+         attrs,
+         {false, true, true, false},
+         {"", "", "", z_layout},
+         out_layout};
+  KernelResult got = run_cpu(c);
+  ASSERT_EQ(got.impl, "onednn:fused_conv");
+  const Tensor sum = residual ? reference("Add", {&y, &z})[0] : y;
+  expect_close(got.outputs[0], activate(sum, act, alpha, beta));
+}
+
+TEST(CpuFusedConv, EveryActivation) {
+  for (const char* act :
+       {"", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Gelu", "HardSwish"}) {
+    check_fused_conv(act, false);
+    check_fused_conv(act, true);
+  }
+}
+
+TEST(CpuFusedConv, ResidualInBlockedLayouts) {
+  check_fused_conv("Relu", true, "nChw16c", "nChw16c");
+  check_fused_conv("Relu", true, "", "nChw8c");
+  check_fused_conv("", true, "nChw8c", "");
+}
+
+TEST(CpuFusedConv, F64Declines) {
+  const Tensor x = random_f32({1, 3, 5, 5}, 1).cast(DType::kF64),
+               w = random_f32({4, 3, 3, 3}, 2).cast(DType::kF64);
+  Case c{"FusedConv", {&x, &w}, {{"activation", "Relu"}}, {false, true}, {}, ""};
+  EXPECT_EQ(run_cpu(c).impl, "");
+}
+
+TEST(CpuConv, NonF32Declines) {
+  const Tensor x = random_f32({1, 3, 5, 5}, 1).cast(DType::kF64),
+               w = random_f32({4, 3, 3, 3}, 2).cast(DType::kF64);
+  Case c{"Conv", {&x, &w}, {}, {false, true}, {}, ""};
+  EXPECT_EQ(run_cpu(c).impl, "");
+}
+
+}  // namespace
+}  // namespace tessera::cpu_test

@@ -1,0 +1,133 @@
+// The vectorised CPU kernels against the reference kernels: copies, Transpose, Gather, Where,
+// Cast, Erf, Pow; blocked layouts are refused with an error.
+#include "tests/engine/cpu_test_util.h"
+
+namespace tessera::cpu_test {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+Tensor i64(Shape s, std::vector<int64_t> v) {
+  return Tensor::from_vector<int64_t>(std::move(s), v);
+}
+Tensor iota_i64(Shape s) {
+  Tensor t(DType::kI64, std::move(s));
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<int64_t>()[i] = i;
+  return t;
+}
+
+void check(const std::string& op, const std::vector<const Tensor*>& in, const ir::Attributes& attrs,
+           const std::vector<bool>& constant, const std::string& impl) {
+  SCOPED_TRACE(op);
+  KernelResult got = run_cpu({op, in, attrs, constant, {}, ""});
+  ASSERT_EQ(got.impl, impl);
+  const Tensor want = reference(op, in, attrs)[0];
+  if (want.dtype() == DType::kF32)
+    expect_close(got.outputs[0], want, 1e-6, 1e-6);
+  else
+    EXPECT_TRUE(got.outputs[0].equals(want))
+        << got.outputs[0].summary() << " vs " << want.summary();
+}
+
+TEST(CpuVec, Copies) {
+  const Tensor x = random_f32({2, 3, 4}, 1);
+  const Tensor shape = i64({2}, {4, 6}), axes = i64({1}, {1});
+  check("Reshape", {&x, &shape}, {}, {false, true}, "cpu.vec:copy");
+  check("Flatten", {&x}, {{"axis", int64_t{2}}}, {false}, "cpu.vec:copy");
+  check("Identity", {&x}, {}, {false}, "cpu.vec:copy");
+  check("Unsqueeze", {&x, &axes}, {}, {false, true}, "cpu.vec:copy");
+  const Tensor y = random_f32({2, 1, 4}, 2);
+  check("Squeeze", {&y, &axes}, {}, {false, true}, "cpu.vec:copy");
+}
+
+TEST(CpuVec, Transpose) {
+  const Tensor x = random_f32({3, 37, 45}, 3);
+  check("Transpose", {&x}, {}, {false}, "cpu.vec:transpose");
+  check("Transpose", {&x}, {{"perm", Ints{0, 2, 1}}}, {false}, "cpu.vec:transpose");
+  check("Transpose", {&x}, {{"perm", Ints{1, 0, 2}}}, {false}, "cpu.vec:transpose");
+  const Tensor big = random_f32({2, 3, 70, 66}, 4);
+  check("Transpose", {&big}, {{"perm", Ints{0, 2, 3, 1}}}, {false}, "cpu.vec:transpose");
+  const Tensor ints = iota_i64({5, 7});
+  check("Transpose", {&ints}, {}, {false}, "cpu.vec:transpose");
+}
+
+TEST(CpuVec, GatherRows) {
+  const Tensor table = random_f32({10, 6}, 5);
+  const Tensor idx = i64({2, 3}, {0, 9, -1, 4, 4, -10});
+  check("Gather", {&table, &idx}, {}, {true, false}, "cpu.vec:gather");
+  const Tensor idx32 = Tensor::from_vector<int32_t>({4}, {3, 1, 0, 2});
+  check("Gather", {&table, &idx32}, {}, {false, false}, "cpu.vec:gather");
+}
+
+TEST(CpuVec, GatherOutOfRangeIsARunError) {
+  const Tensor table = random_f32({10, 6}, 5);
+  int64_t bad[2] = {3, 10};
+  ir::Graph g("t");
+  const ir::ValueId t = g.add_input("t", ir::TensorType::of(DType::kF32, {10, 6}));
+  const ir::ValueId i = g.add_input("i", ir::TensorType::of(DType::kI64, {2}));
+  const ir::NodeId id = g.add_node("Gather", {t, i}, 1, "g");
+  ASSERT_TRUE(ops::infer_types(g, ops_registry()).is_ok());
+  const ir::TensorType& out = g.value(g.node(id).outputs[0]).type;
+  backend::KernelInit init{g.node(id),
+                           *ops_registry().find("Gather"),
+                           {&g.value(t).type, &g.value(i).type},
+                           {&out},
+                           {nullptr, nullptr},
+                           {"", ""},
+                           "",
+                           1};
+  auto k = kernels().candidates("Gather")[0]->factory(init);
+  ASSERT_TRUE(k.has_value() && *k);
+  std::vector<float> y(12);
+  backend::KernelRun run;
+  run.inputs = {{const_cast<void*>(table.raw_data()), table.nbytes()}, {bad, sizeof bad}};
+  run.outputs = {{y.data(), y.size() * 4}};
+  const Status st = (*k)->run(run);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.error().message.find("10"), std::string::npos) << st.to_string();
+}
+
+TEST(CpuVec, Where) {
+  const Tensor c = Tensor::from_bools({2, 3}, {true, false, true, false, false, true});
+  const Tensor x = random_f32({2, 3}, 6), y = random_f32({2, 3}, 7), row = random_f32({3}, 8);
+  check("Where", {&c, &x, &y}, {}, {false, false, false}, "cpu.vec:where");
+  check("Where", {&c, &row, &y}, {}, {false, false, false}, "cpu.vec:where");
+  const Tensor col = Tensor::from_bools({2, 1}, {true, false});
+  check("Where", {&col, &x, &row}, {}, {false, false, false}, "cpu.vec:where");
+}
+
+TEST(CpuVec, CastErfPow) {
+  const Tensor x = Tensor::from_vector<float>({6}, {-2.7f, -0.5f, 0.f, 0.9f, 3.5f, NAN});
+  check("Cast", {&x}, {{"to", "i64"}}, {false}, "cpu.vec:cast");
+  const Tensor n = i64({4}, {-3, 0, 7, 1 << 20});
+  check("Cast", {&n}, {{"to", "f32"}}, {false}, "cpu.vec:cast");
+  const Tensor e = random_f32({5, 9}, 9, -3, 3);
+  check("Erf", {&e}, {}, {false}, "cpu.vec:erf");
+  const Tensor pos = random_f32({5, 9}, 10, 0.1f, 3);
+  for (float p : {2.f, 3.f, 0.5f, 1.7f}) {
+    const Tensor exponent = Tensor::scalar<float>(p);
+    check("Pow", {&pos, &exponent}, {}, {false, true}, "cpu.vec:pow");
+  }
+}
+
+TEST(CpuVec, BlockedLayoutIsAnError) {
+  const Tensor x = random_f32({1, 16, 2, 2}, 11);
+  ir::Graph g("t");
+  const ir::ValueId v = g.add_input("x", ir::TensorType::of(DType::kF32, x.shape()));
+  const ir::NodeId id = g.add_node("Identity", {v}, 1, "id");
+  g.set_outputs(g.node(id).outputs);
+  ASSERT_TRUE(ops::infer_types(g, ops_registry()).is_ok());
+  backend::KernelInit init{g.node(id),
+                           *ops_registry().find("Identity"),
+                           {&g.value(v).type},
+                           {&g.value(g.node(id).outputs[0]).type},
+                           {nullptr},
+                           {"nChw16c"},
+                           "",
+                           1};
+  auto k = kernels().candidates("Identity")[0]->factory(init);
+  EXPECT_FALSE(k.has_value());
+}
+
+}  // namespace
+}  // namespace tessera::cpu_test

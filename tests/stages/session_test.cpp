@@ -1,0 +1,197 @@
+// End-to-end tests of the six stages through Session: results equal the reference executor on
+// real samples and on hand-written graphs (branches, control flow, a second device), for 1 and 2
+// threads, and bad feeds are refused with the input named.
+#include "engine/stages/session.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "engine/ir/text.h"
+#include "engine/ops/infer.h"
+#include "formats/graph_file.h"
+
+namespace tessera::stages {
+namespace {
+
+const ops::OpRegistry& registry() {
+  static const ops::OpRegistry r = ops::make_default_registry();
+  return r;
+}
+
+Tensor random_tensor(Shape shape, uint32_t seed) {
+  Tensor t(DType::kF32, std::move(shape));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = d(rng);
+  return t;
+}
+
+void expect_close(const Tensor& got, const Tensor& want, double rtol = 1e-4, double atol = 1e-5) {
+  ASSERT_EQ(got.dtype(), want.dtype());
+  ASSERT_EQ(got.shape(), want.shape());
+  double scale = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::fabs(want.get(i)));
+  for (int64_t i = 0; i < want.numel(); ++i)
+    ASSERT_NEAR(got.get(i), want.get(i), atol + rtol * scale) << "element " << i;
+}
+
+ir::Graph parse(const std::string& text) {
+  auto g = ir::parse_graph(text);
+  EXPECT_TRUE(g.has_value()) << g.error().to_string();
+  return std::move(*g);
+}
+
+TEST(Session, LeNetMatchesReferenceForOneAndTwoThreads) {
+  auto g = formats::load_graph_file(std::string(TESSERA_SOURCE_DIR) + "/samples/lenet.json");
+  ASSERT_TRUE(g.has_value()) << g.error().to_string();
+  Tensor x = random_tensor({5, 1, 28, 28}, 1);
+  auto want = runtime::run_reference(*g, registry(), {{"x", x}});
+  ASSERT_TRUE(want.has_value()) << want.error().to_string();
+  std::vector<Tensor> first;
+  for (int threads : {1, 2}) {
+    SessionOptions o;
+    o.threads = threads;
+    Session s(*g, registry(), o);
+    auto got = s.run({{"x", x}});
+    ASSERT_TRUE(got.has_value()) << got.error().to_string();
+    expect_close((*got)[0], (*want)[0]);
+    if (first.empty())
+      first = *got;
+    else
+      EXPECT_TRUE((*got)[0].equals(first[0])) << "results differ between 1 and 2 threads";
+    // The optimiser fused the convolutions and the plan reuses memory.
+    Program* p = *s.compile({{"x", {5, 1, 28, 28}}});
+    EXPECT_LE(p->plan().peak_bytes(), p->plan().memory[0].total_bytes);
+    EXPECT_GE(p->plan().peak_bytes(), p->plan().lower_bound_bytes());
+  }
+}
+
+TEST(Session, RecompilesForNewShapesAndRefusesBadFeeds) {
+  auto g = formats::load_graph_file(std::string(TESSERA_SOURCE_DIR) + "/samples/mlp.json");
+  ASSERT_TRUE(g.has_value()) << g.error().to_string();
+  std::string input = g->value(g->inputs()[0]).name;
+  Session s(*g, registry(), {});
+  for (int64_t n : {1, 7}) {
+    Tensor x = random_tensor({n, 1, 28, 28}, 3);
+    auto got = s.run({{input, x}});
+    ASSERT_TRUE(got.has_value()) << got.error().to_string();
+    auto want = runtime::run_reference(*g, registry(), {{input, x}});
+    expect_close((*got)[0], (*want)[0]);
+  }
+  auto bad = s.run({{input, random_tensor({2, 1, 28, 27}, 1)}});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find(input), std::string::npos) << bad.error().message;
+  auto missing = s.run({{"nope", random_tensor({2, 1, 28, 28}, 1)}});
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_NE(missing.error().message.find("nope"), std::string::npos);
+}
+
+constexpr const char* kBranches = R"(graph "branches" {
+  input %0 "x" : f32[4, 8]
+  param %1 "w1" : f32[8, 8] = tensor<f32[8, 8]> [1.0, 0.5, 0.25, 0.0, -0.25, -0.5, -1.0, 2.0, 1.0, 0.5, 0.25, 0.0, -0.25, -0.5, -1.0, 2.0, 1.0, 0.5, 0.25, 0.0, -0.25, -0.5, -1.0, 2.0, 1.0, 0.5, 0.25, 0.0, -0.25, -0.5, -1.0, 2.0, 1.0, 0.5, 0.25, 0.0, -0.25, -0.5, -1.0, 2.0, 1.0, 0.5, 0.25, 0.0, -0.25, -0.5, -1.0, 2.0, 1.0, 0.5, 0.25, 0.0, -0.25, -0.5, -1.0, 2.0, 1.0, 0.5, 0.25, 0.0, -0.25, -0.5, -1.0, 2.0]
+  #0 "left" = MatMul(%0, %1) -> (%2 : f32[4, 8])
+  #1 "l2" = Relu(%2) -> (%3 : f32[4, 8])
+  #2 "right" = Sigmoid(%0) -> (%4 : f32[4, 8])
+  #3 "r2" = Tanh(%4) -> (%5 : f32[4, 8])
+  #4 "join" = Add(%3, %5) -> (%6 "y" : f32[4, 8])
+  #5 "also" = Exp(%4) -> (%7 "z" : f32[4, 8])
+  output %6, %7
+})";
+
+TEST(Session, IndependentBranchesGiveTheSameResultsOnAnyThreadCount) {
+  ir::Graph g = parse(kBranches);
+  Tensor x = random_tensor({4, 8}, 5);
+  auto want = runtime::run_reference(g, registry(), {{"x", x}});
+  ASSERT_TRUE(want.has_value());
+  for (int threads : {1, 2, 3}) {
+    SessionOptions o;
+    o.threads = threads;
+    Session s(g, registry(), o);
+    for (int rep = 0; rep < 20; ++rep) {
+      auto got = s.run({{"x", x}});
+      ASSERT_TRUE(got.has_value()) << got.error().to_string();
+      ASSERT_EQ(got->size(), 2u);
+      expect_close((*got)[0], (*want)[0]);
+      expect_close((*got)[1], (*want)[1]);
+    }
+  }
+}
+
+TEST(Session, SplitsAcrossTheTestDeviceWithCopies) {
+  // Sigmoid/Tanh/Exp/Add/MatMul run on the test device (it is cheaper), Relu... too; a Softmax
+  // cannot and stays on the CPU with a recorded reason.
+  std::string text = kBranches;
+  text.replace(text.find("#1 \"l2\" = Relu"), std::string("#1 \"l2\" = Relu").size(), "#1 \"l2\" = Softmax");
+  ir::Graph g = parse(text);
+  StageContext ctx(registry());
+  backend::DeviceSet devices = backend::DeviceSet::standard(true);
+  auto prepared = prepare(g, {}, ctx);
+  ASSERT_TRUE(prepared.has_value()) << prepared.error().to_string();
+  auto placed = split(std::move(*prepared), devices, "cpu", ctx);
+  ASSERT_TRUE(placed.has_value()) << placed.error().to_string();
+  EXPECT_EQ(placed->device(1), "cpu");  // Softmax
+  EXPECT_EQ(placed->device(0), "cpu:test");
+  EXPECT_GT(placed->copies, 0);
+  bool softmax_has_no_fallback_entry = true;
+  for (const Placement& p : placed->fallbacks) softmax_has_no_fallback_entry &= p.node != 1;
+  EXPECT_TRUE(softmax_has_no_fallback_entry);
+  int copies = 0;
+  for (ir::NodeId id : placed->graph.node_ids()) copies += placed->graph.node(id).op == "Copy";
+  EXPECT_EQ(copies, placed->copies);
+  // Every edge between nodes on different devices goes through a Copy.
+  for (ir::NodeId id : placed->graph.node_ids())
+    for (ir::ValueId v : placed->graph.node(id).inputs) {
+      const ir::Value& val = placed->graph.value(v);
+      if (val.kind != ir::ValueKind::kNodeOutput || placed->graph.node(id).op == "Copy") continue;
+      EXPECT_EQ(placed->device(val.producer), placed->device(id)) << "edge %" << v;
+    }
+  EXPECT_NE(placed->print().find("cpu:test"), std::string::npos);
+
+  Tensor x = random_tensor({4, 8}, 9);
+  auto want = runtime::run_reference(g, registry(), {{"x", x}});
+  ASSERT_TRUE(want.has_value());
+  SessionOptions o;
+  o.test_device = true;
+  o.threads = 2;
+  Session s(g, registry(), o);
+  auto got = s.run({{"x", x}});
+  ASSERT_TRUE(got.has_value()) << got.error().to_string();
+  expect_close((*got)[0], (*want)[0]);
+  expect_close((*got)[1], (*want)[1]);
+  EXPECT_EQ(s.context().stages.size(), 5u);
+}
+
+TEST(Session, RunsControlFlowThroughTheReferenceFallback) {
+  ir::Graph g = parse(R"(graph "control_flow" {
+  input %0 "cond" : bool[]
+  input %1 "x" : f32[N, 3]
+  param %2 "bias" : f32[3] = tensor<f32[3]> [0.5, -1.25, 3.0]
+  #0 "pick" = If(%0) -> (%3 "y" : f32[N, 3]) {else_branch = graph "else" {
+    capture %0 "x" : f32[N, 3]
+    #0 = Neg(%0) -> (%1 : f32[N, 3])
+    output %1
+  }, then_branch = graph "then" {
+    capture %0 "x" : f32[N, 3]
+    capture %1 "bias" : f32[3]
+    #0 = Add(%0, %1) -> (%2 : f32[N, 3])
+    output %2
+  }}
+  #1 = Relu(%3) -> (%4 "out" : f32[N, 3])
+  output %4
+})");
+  Session s(g, registry(), {});
+  Tensor x = random_tensor({2, 3}, 4);
+  for (bool c : {true, false}) {
+    runtime::Feeds f{{"cond", Tensor::from_bools({}, {c})}, {"x", x}};
+    auto got = s.run(f);
+    ASSERT_TRUE(got.has_value()) << got.error().to_string();
+    auto want = runtime::run_reference(g, registry(), f);
+    expect_close((*got)[0], (*want)[0]);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::stages
