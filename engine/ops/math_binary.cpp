@@ -280,14 +280,13 @@ void register_arith(OpRegistry& reg) {
   mod.reference = mod_kernel;
   reg.add(std::move(mod));
 
-  OpDef shift = binary_def("BitShift", "math",
-                           "Shifts the bits of X by Y, element-wise, with broadcasting (unsigned "
-                           "integers; shifting by the bit width or more gives 0).",
-                           {DType::kU8}, false);
-  shift.inputs = {};
+  OpDef shift(
+      "BitShift", "math",
+      "Shifts the bits of X by Y, element-wise, with broadcasting (unsigned integers; "
+      "shifting by the bit width or more gives 0). Tessera has u8 of ONNX's u8/u16/u32/u64.");
   shift.input("X", "values to shift").input("Y", "shift amounts, same element type as X");
-  shift.outputs = {};
   shift.output("Z", "X's element type, broadcast shape of X and Y");
+  shift.allowed_types = {DType::kU8};
   shift.required_attr("direction", AttrKind::kString, "'LEFT' or 'RIGHT'");
   shift.infer = infer_bitshift;
   shift.reference = bitshift_kernel;

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "engine/cpu/cpu_backend.h"
 #include "engine/ir/verifier.h"
 #include "engine/ops/cost.h"
 #include "engine/ops/infer.h"
@@ -87,6 +88,9 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
   int64_t start = observe::now_ns();
   ExecutionPlan plan;
   plan.threads = std::max(1, threads);
+  // oneDNN fixes a primitive's thread partitioning when its descriptor is created: create them
+  // under the thread count that will load and run them (load and execute set the same).
+  cpu::set_intra_op_threads(plan.threads);
   placed.place_new_nodes();
   plan.graph = std::move(placed.graph);
   ir::Graph& g = plan.graph;
@@ -269,10 +273,41 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
       reqs.push_back(std::move(r));
     }
   }
+  // Plan over the sequential (step) order, which reuses the most memory, then add a "memory edge"
+  // from every reader of a buffer to the producer of any later buffer that shares its bytes, so
+  // the executor never lets the two overlap in time whatever the thread count. Data edges already
+  // order most pairs; memory edges only serialise branches that really share bytes.
+  StepDag sequential(static_cast<int>(plan.steps.size()));
+  for (int s = 1; s < sequential.size(); ++s) sequential.add_edge(s - 1, s);
+  sequential.finish();
+  std::set<std::pair<int, int>> edges;
+  for (size_t s = 0; s < plan.steps.size(); ++s)
+    for (int t : plan.steps[s].succs) edges.emplace(static_cast<int>(s), t);
+  int memory_edges = 0;
   for (size_t d = 0; d < plan.devices.size(); ++d) {
-    TRY(MemoryPlan m, plan_memory(plan.requests[d], dag));
+    const auto& reqs = plan.requests[d];
+    TRY(MemoryPlan m, plan_memory(reqs, sequential));
+    for (size_t i = 0; i < reqs.size(); ++i)
+      for (size_t j = 0; j < reqs.size(); ++j) {
+        if (i == j || reqs[i].pinned) continue;
+        const BufferRequest &x = reqs[i], &y = reqs[j];
+        size_t xb = m.offsets[i], xe = xb + x.bytes, yb = m.offsets[j], ye = yb + y.bytes;
+        if (!(xb < ye && yb < xe)) continue;
+        int last = x.def_step;
+        for (int u : x.use_steps) last = std::max(last, u);
+        if (last >= y.def_step) continue;  // y is the earlier one: handled as (j, i)
+        std::vector<int> from = x.use_steps;
+        from.push_back(x.def_step);
+        for (int u : from) {
+          if (u == y.def_step || dag.before(u, y.def_step) || !edges.emplace(u, y.def_step).second) continue;
+          plan.steps[static_cast<size_t>(u)].succs.push_back(y.def_step);
+          ++plan.steps[static_cast<size_t>(y.def_step)].num_preds;
+          ++memory_edges;
+        }
+      }
     plan.memory.push_back(std::move(m));
   }
+  plan.memory_edges = memory_edges;
   for (ValueSlot& sl : plan.slots)
     if (sl.kind == ValueSlot::Kind::kArena) sl.offset = plan.memory[static_cast<size_t>(sl.device)].offsets[static_cast<size_t>(sl.request)];
   for (Step& st : plan.steps)
@@ -282,7 +317,8 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
 
   std::ostringstream summary;
   summary << plan.steps.size() << " steps (" << fast << " fast kernels, " << reference << " reference); arena "
-          << plan.peak_bytes() << " bytes, lifetime lower bound " << plan.lower_bound_bytes();
+          << plan.peak_bytes() << " bytes, lifetime lower bound " << plan.lower_bound_bytes() << ", "
+          << plan.memory_edges << " memory edges";
   ctx.finish_stage("compile", start, nodes, nullptr, summary.str());
   return plan;
 }

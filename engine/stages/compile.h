@@ -59,6 +59,7 @@ struct ExecutionPlan {
   std::vector<MemoryPlan> memory;            // per device
   int threads = 1;
   double total_flops = 0;
+  int memory_edges = 0;                      // step edges added because buffers share bytes
 
   size_t peak_bytes() const;                 // sum of arena sizes
   size_t lower_bound_bytes() const;

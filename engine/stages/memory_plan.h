@@ -2,9 +2,10 @@
 // reused once their values are dead.
 //
 // Rule (the allocator's whole contract): two buffers may share bytes only if one of them is
-// completely dead before the other is written in EVERY schedule the dataflow executor may choose,
-// i.e. its producer and all its consumers are ancestors of the other's producer in the step DAG.
-// That keeps the plan valid for any thread count. Placement is greedy by size (largest first,
+// completely dead before the other is written in every schedule the given DAG allows, i.e. its
+// producer and all its consumers are ancestors of the other's producer. The compile stage passes
+// the sequential step order (most reuse) and then adds a "memory edge" to the execution DAG for
+// every pair that shares bytes, so the plan stays valid for any thread count. Placement is greedy by size (largest first,
 // lowest offset that conflicts with no placed buffer; TFLite's "greedy by size" offsets).
 // The report compares the arena's size with the lifetime lower bound: the largest total of
 // buffers simultaneously alive in the sequential (topological) order.

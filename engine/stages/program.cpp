@@ -1,7 +1,9 @@
 // Stages 5 (load) and 6 (execute): see program.h.
 #include "engine/stages/program.h"
 
+#include <atomic>
 #include <condition_variable>
+#include <thread>
 #include <cstring>
 #include <optional>
 #include <queue>
@@ -65,18 +67,32 @@ Expected<std::unique_ptr<Program>> Program::load(ExecutionPlan plan, const backe
     }
     RETURN_IF_ERROR(dev->stream().synchronize());
   }
-  int kernels = 0;
-  for (Step& st : pl.steps) {
-    if (!st.kernel) continue;
-    Status s = st.kernel->load();
-    if (!s.is_ok()) {
-      Error e = s.error();
-      e.node = st.node;
-      e.message = ir::describe_node(g.node(st.node)) + ": loading kernel " + st.impl + ": " + e.message;
+  // Kernel::load (oneDNN primitive creation, weight prepacking) on `threads` loader threads: the
+  // kernels are independent and oneDNN creation is thread-safe. Each loader uses the executor's
+  // intra-op thread count so primitives are tuned for the threads that will run them.
+  std::vector<Step*> to_load;
+  for (Step& st : pl.steps)
+    if (st.kernel) to_load.push_back(&st);
+  std::vector<Status> results(to_load.size());
+  {
+    std::atomic<size_t> next{0};
+    auto loader = [&] {
+      cpu::set_intra_op_threads(pl.threads);
+      for (size_t i; (i = next.fetch_add(1)) < to_load.size();) results[i] = to_load[i]->kernel->load();
+    };
+    std::vector<std::thread> helpers;
+    for (int t = 1; t < std::min<int>(pl.threads, static_cast<int>(to_load.size())); ++t) helpers.emplace_back(loader);
+    loader();
+    for (auto& t : helpers) t.join();
+  }
+  for (size_t i = 0; i < to_load.size(); ++i)
+    if (!results[i].is_ok()) {
+      Error e = results[i].error();
+      e.node = to_load[i]->node;
+      e.message = ir::describe_node(g.node(to_load[i]->node)) + ": loading kernel " + to_load[i]->impl + ": " + e.message;
       return e;
     }
-    ++kernels;
-  }
+  int kernels = static_cast<int>(to_load.size());
   int threads = pl.threads;
   p->pool_ = std::make_unique<ThreadPool>(threads, [threads](int) { cpu::set_intra_op_threads(threads); });
   ctx.finish_stage("load", start, g.num_nodes(), nullptr,

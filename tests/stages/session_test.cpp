@@ -52,6 +52,7 @@ TEST(Session, LeNetMatchesReferenceForOneAndTwoThreads) {
   ASSERT_TRUE(want.has_value()) << want.error().to_string();
   std::vector<Tensor> first;
   for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
     SessionOptions o;
     o.threads = threads;
     Session s(*g, registry(), o);
@@ -111,6 +112,7 @@ TEST(Session, IndependentBranchesGiveTheSameResultsOnAnyThreadCount) {
     o.threads = threads;
     Session s(g, registry(), o);
     for (int rep = 0; rep < 20; ++rep) {
+      SCOPED_TRACE("threads " + std::to_string(threads) + " rep " + std::to_string(rep));
       auto got = s.run({{"x", x}});
       ASSERT_TRUE(got.has_value()) << got.error().to_string();
       ASSERT_EQ(got->size(), 2u);

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark of Tessera against ONNX Runtime on models exported from PyTorch
+# (tests/bench/README.md). Installs what is missing, builds the `tessera` CLI, exports the models
+# once into build/models, then prints one table (tests/bench/compare.py).
+#
+# Usage: scripts/bench.sh [--threads N] [--runs R] [--rounds K] [--models a,b] [--no-build]
+#                         [--ort-only] [--torch] [--json-out FILE]
+#   --threads  threads for every engine: Tessera, ORT intra-op, PyTorch (default 2)
+#   --runs     timed runs per engine per round (default 20); --rounds interleaved rounds (default 3)
+#   --models   subset of resnet50,mobilenetv2,transformer,mlp,lenet (default: all five)
+#   --no-build use build/release/cli/tessera as it is; --ort-only skip Tessera altogether
+#   --torch    also time eager PyTorch in the same rounds (two more columns)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+threads=2 runs=20 rounds=3 models=resnet50,mobilenetv2,transformer,mlp,lenet
+build=1 extra=()
+usage() { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --threads|--runs|--rounds|--models|--json-out)
+      [ $# -ge 2 ] || { echo "bench: $1 needs a value" >&2; exit 2; }
+      case "$1" in
+        --threads) threads=$2 ;; --runs) runs=$2 ;; --rounds) rounds=$2 ;; --models) models=$2 ;;
+        --json-out) extra+=(--json-out "$2") ;;
+      esac
+      shift 2 ;;
+    --no-build) build=0; shift ;;
+    --ort-only) extra+=(--ort-only); build=0; shift ;;
+    --torch) extra+=(--torch); shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+for v in "$threads" "$runs" "$rounds"; do
+  [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "bench: --threads, --runs, --rounds take positive integers" >&2; exit 2; }
+done
+
+# 1. Debian packages (idempotent, as scripts/setup.sh). nodejs may come from another source that
+#    bundles npm (and conflicts with Debian's npm package): working commands are enough.
+missing=()
+for p in python3-torch python3-torchvision python3-numpy libopenblas0-openmp; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "bench: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || true)
+case "$blas" in
+  *openblas*) ;;
+  *) echo "bench: warning: libblas.so.3 is $blas, not OpenBLAS: PyTorch's matmuls will be slow" \
+          "(update-alternatives --config libblas.so.3-x86_64-linux-gnu)" >&2 ;;
+esac
+
+# 2. onnxruntime-node, CPU build (its install script only fetches GPU binaries, hence --ignore-scripts).
+npm_dir=build/npm
+if [ ! -f "$npm_dir/node_modules/onnxruntime-node/package.json" ]; then
+  echo "bench: installing onnxruntime-node into $npm_dir"
+  mkdir -p "$npm_dir"
+  npm install --prefix "$npm_dir" --ignore-scripts --no-audit --no-fund --loglevel=error \
+    onnxruntime-node@1.30.0 >/dev/null
+fi
+export NODE_PATH="$PWD/$npm_dir/node_modules"
+
+# 3. The tessera CLI.
+tessera=build/release/cli/tessera
+if [ "$build" -eq 1 ]; then
+  bash scripts/setup.sh   # the build's own packages (compiler, oneDNN, libonnx, ...)
+  cmake --preset release >/dev/null
+  cmake --build build/release --target tessera
+fi
+if [ "$build" -eq 0 ] && [[ " ${extra[*]-} " != *" --ort-only "* ]] && [ ! -x "$tessera" ]; then
+  echo "bench: $tessera does not exist (drop --no-build)" >&2
+  exit 2
+fi
+
+# 4. Models, inputs and PyTorch's outputs (skipped when present). Same threads and BLAS core type
+#    as the timed runs.
+export OPENBLAS_CORETYPE=SkylakeX OMP_NUM_THREADS="$threads"
+/usr/bin/python3 tests/bench/make_models.py --out build/models --models "$models" --threads "$threads"
+
+# 5. The comparison.
+/usr/bin/python3 tests/bench/compare.py --tessera "$tessera" --models-dir build/models \
+  --models "$models" --threads "$threads" --runs "$runs" --rounds "$rounds" "${extra[@]}"

@@ -1,0 +1,214 @@
+#!/usr/bin/env node
+// Times one ONNX model in ONNX Runtime (onnxruntime-node, CPU execution provider) on a .npy input and
+// prints {"median_ms", "min_ms", ...} as one JSON line; optionally writes the outputs as .npy.
+//
+// Usage: node tests/bench/ort_bench.js MODEL.onnx --input FILE.npy [--input-name NAME]
+//          [--threads N] [--runs R] [--warmup W] [--output FILE.npy] [--output-dir DIR]
+//   --input-name  defaults to the model's first input (make_models.py names it "input")
+//   --threads     intraOpNumThreads (default 2); interOpNumThreads is always 1
+//   --runs        timed runs after warm-up (default 20); --warmup untimed runs first (default 5)
+//   --output      write the first output to FILE.npy; --output-dir writes every output to
+//                 DIR/<output name>.npy, the layout `tessera run --output-dir` uses
+// onnxruntime-node is found through NODE_PATH (scripts/bench.sh points it at build/npm/node_modules)
+// or, failing that, in build/npm/node_modules next to this checkout.
+// Exit status: 0 on success, 2 on bad arguments or files, 1 when ONNX Runtime fails.
+'use strict';
+
+const fs = require('fs');
+const path = require('path');
+
+// ---- .npy reading and writing (format versions 1-3, C order, little-endian numeric dtypes) ----
+
+// descr -> [TypedArray constructor, onnxruntime tensor type]
+const kDtypes = {
+  '<f4': [Float32Array, 'float32'],
+  '<f8': [Float64Array, 'float64'],
+  '<i4': [Int32Array, 'int32'],
+  '<i8': [BigInt64Array, 'int64'],
+  '|u1': [Uint8Array, 'uint8'],
+  '|i1': [Int8Array, 'int8'],
+  '|b1': [Uint8Array, 'bool'],
+};
+
+// Returns {type, dims, data} for an .npy file; throws Error with a message naming the file.
+function readNpy(file) {
+  const buf = fs.readFileSync(file);
+  const fail = (why) => { throw new Error(`${file}: ${why}`); };
+  if (buf.length < 10 || buf.readUInt8(0) !== 0x93 || buf.toString('latin1', 1, 6) !== 'NUMPY') {
+    fail('not an .npy file (bad magic)');
+  }
+  const major = buf.readUInt8(6);
+  if (major < 1 || major > 3) fail(`unsupported .npy version ${major}`);
+  const headerLen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
+  const headerStart = major === 1 ? 10 : 12;
+  if (headerStart + headerLen > buf.length) fail('truncated header');
+  const header = buf.toString('latin1', headerStart, headerStart + headerLen);
+  const descr = /'descr'\s*:\s*'([^']+)'/.exec(header);
+  const fortran = /'fortran_order'\s*:\s*(True|False)/.exec(header);
+  const shape = /'shape'\s*:\s*\(([^)]*)\)/.exec(header);
+  if (!descr || !fortran || !shape) fail(`malformed header ${JSON.stringify(header)}`);
+  if (fortran[1] === 'True') fail('Fortran-order arrays are not supported');
+  const dtype = kDtypes[descr[1]];
+  if (!dtype) fail(`unsupported dtype ${descr[1]}`);
+  const dims = shape[1].split(',').map((s) => s.trim()).filter((s) => s.length > 0).map(Number);
+  if (dims.some((d) => !Number.isInteger(d) || d < 0)) fail(`bad shape (${shape[1]})`);
+  const count = dims.reduce((a, b) => a * b, 1);
+  const [Ctor, type] = dtype;
+  const dataStart = headerStart + headerLen;
+  if (buf.length - dataStart !== count * Ctor.BYTES_PER_ELEMENT) {
+    fail(`expected ${count * Ctor.BYTES_PER_ELEMENT} data bytes, found ${buf.length - dataStart}`);
+  }
+  // Copy into a fresh, aligned buffer (the file's data offset need not be a multiple of 8).
+  const data = new Ctor(count);
+  new Uint8Array(data.buffer).set(buf.subarray(dataStart));
+  return { type, dims, data };
+}
+
+// Writes an onnxruntime Tensor (numeric) as a version 1 .npy file.
+function writeNpy(file, tensor) {
+  const descr = Object.keys(kDtypes).find((k) => kDtypes[k][1] === tensor.type);
+  if (!descr) throw new Error(`${file}: cannot write tensor type ${tensor.type}`);
+  const dims = Array.from(tensor.dims, Number);
+  const shape = dims.length === 1 ? `(${dims[0]},)` : `(${dims.join(', ')})`;
+  let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${shape}, }`;
+  // magic (6) + version (2) + length (2) + header + '\n' must be a multiple of 64.
+  const pad = 64 - ((10 + header.length + 1) % 64);
+  header += ' '.repeat(pad % 64) + '\n';
+  const pre = Buffer.alloc(10);
+  pre.writeUInt8(0x93, 0);
+  pre.write('NUMPY', 1, 'latin1');
+  pre.writeUInt8(1, 6);
+  pre.writeUInt8(0, 7);
+  pre.writeUInt16LE(header.length, 8);
+  const data = tensor.data;
+  fs.writeFileSync(file, Buffer.concat([pre, Buffer.from(header, 'latin1'),
+    Buffer.from(data.buffer, data.byteOffset, data.byteLength)]));
+}
+
+// ---- arguments ----
+
+function parseArgs(argv) {
+  const opts = { model: null, input: null, inputName: null, threads: 2, runs: 20, warmup: 5,
+    output: null, outputDir: null };
+  const needValue = (i, flag) => {
+    if (i + 1 >= argv.length) throw new Error(`${flag} needs a value`);
+    return argv[i + 1];
+  };
+  const positiveInt = (s, flag, min) => {
+    const n = Number(s);
+    if (!Number.isInteger(n) || n < min) throw new Error(`${flag} must be an integer >= ${min}, got ${s}`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    switch (a) {
+      case '--input': opts.input = needValue(i, a); i++; break;
+      case '--input-name': opts.inputName = needValue(i, a); i++; break;
+      case '--threads': opts.threads = positiveInt(needValue(i, a), a, 1); i++; break;
+      case '--runs': opts.runs = positiveInt(needValue(i, a), a, 1); i++; break;
+      case '--warmup': opts.warmup = positiveInt(needValue(i, a), a, 0); i++; break;
+      case '--output': opts.output = needValue(i, a); i++; break;
+      case '--output-dir': opts.outputDir = needValue(i, a); i++; break;
+      case '-h': case '--help': opts.help = true; break;
+      default:
+        if (a.startsWith('-')) throw new Error(`unknown flag ${a}`);
+        if (opts.model !== null) throw new Error(`one model only (got ${opts.model} and ${a})`);
+        opts.model = a;
+    }
+  }
+  if (!opts.help && (opts.model === null || opts.input === null)) {
+    throw new Error('need MODEL.onnx and --input FILE.npy');
+  }
+  return opts;
+}
+
+function loadOrt() {
+  try {
+    return require('onnxruntime-node');
+  } catch (e) {
+    const local = path.resolve(__dirname, '..', '..', 'build', 'npm', 'node_modules', 'onnxruntime-node');
+    try {
+      return require(local);
+    } catch (e2) {
+      throw new Error('onnxruntime-node not found: set NODE_PATH to the node_modules that holds it ' +
+        '(scripts/bench.sh installs it into build/npm)');
+    }
+  }
+}
+
+function median(sorted) {
+  const n = sorted.length;
+  return n % 2 === 1 ? sorted[(n - 1) / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+async function main() {
+  let opts;
+  let ort;
+  let x;
+  try {
+    opts = parseArgs(process.argv.slice(2));
+    if (opts.help) {
+      process.stdout.write(fs.readFileSync(__filename, 'utf8').split('\n').slice(1, 14)
+        .map((l) => l.replace(/^\/\/ ?/, '')).join('\n') + '\n');
+      return 0;
+    }
+    if (!fs.existsSync(opts.model)) throw new Error(`${opts.model}: no such file`);
+    x = readNpy(opts.input);
+    ort = loadOrt();
+  } catch (e) {
+    process.stderr.write(`ort_bench: ${e.message}\n`);
+    return 2;
+  }
+
+  try {
+    const t0 = process.hrtime.bigint();
+    const session = await ort.InferenceSession.create(opts.model, {
+      executionProviders: ['cpu'],
+      graphOptimizationLevel: 'all',
+      intraOpNumThreads: opts.threads,
+      interOpNumThreads: 1,
+      executionMode: 'sequential',
+    });
+    const loadMs = Number(process.hrtime.bigint() - t0) / 1e6;
+    const inputName = opts.inputName || session.inputNames[0];
+    if (!session.inputNames.includes(inputName)) {
+      process.stderr.write(`ort_bench: the model has no input ${inputName} ` +
+        `(inputs: ${session.inputNames.join(', ')})\n`);
+      return 2;
+    }
+    const feeds = { [inputName]: new ort.Tensor(x.type, x.data, x.dims) };
+
+    let outputs = null;
+    for (let i = 0; i < opts.warmup; i++) outputs = await session.run(feeds);
+    const times = [];
+    for (let i = 0; i < opts.runs; i++) {
+      const t = process.hrtime.bigint();
+      outputs = await session.run(feeds);
+      times.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+
+    if (opts.output) writeNpy(opts.output, outputs[session.outputNames[0]]);
+    if (opts.outputDir) {
+      fs.mkdirSync(opts.outputDir, { recursive: true });
+      for (const name of session.outputNames) {
+        writeNpy(path.join(opts.outputDir, `${name}.npy`), outputs[name]);
+      }
+    }
+    const sorted = [...times].sort((a, b) => a - b);
+    const round = (v) => Math.round(v * 1000) / 1000;
+    process.stdout.write(JSON.stringify({
+      median_ms: round(median(sorted)),
+      min_ms: round(sorted[0]),
+      mean_ms: round(times.reduce((a, b) => a + b, 0) / times.length),
+      load_ms: round(loadMs),
+      runs: opts.runs,
+      threads: opts.threads,
+    }) + '\n');
+    return 0;
+  } catch (e) {
+    process.stderr.write(`ort_bench: ${opts.model}: ${e.message}\n`);
+    return 1;
+  }
+}
+
+main().then((code) => { process.exitCode = code; });
