@@ -11,6 +11,8 @@
 #include <random>
 #include <thread>
 
+#include <unistd.h>
+
 #include "engine/ir/text.h"
 #include "engine/ops/cost.h"
 #include "engine/ops/infer.h"
@@ -127,6 +129,12 @@ Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std
     }
     auto ok = checked_numel(shape, in.type.dtype);
     if (!ok) return ok.error();
+    const double bytes = static_cast<double>(*ok) * dtype_size(in.type.dtype);
+    const double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+    if (physical > 0 && bytes > physical)
+      return make_error("input '" + in.name + "' of shape " + shape_to_string(shape) + " would need " +
+                        std::to_string(static_cast<int64_t>(bytes)) + " bytes, more than this machine's memory (" +
+                        std::to_string(static_cast<int64_t>(physical)) + " bytes)");
     feeds.emplace(in.name, random_tensor(in.type.dtype, shape, rng));
     (*source)[in.name] = "random (seed " + std::to_string(seed) + ")";
   }

@@ -257,6 +257,7 @@ Status import_node(const onnx::NodeProto& np, int index, GraphBuilder& b, Import
     b.emit(ni, np.op_type(), ni.inputs, {});
     return Status::ok();
   }
+  if (ni.opset < 7) RETURN_IF_ERROR(legacy_rule(ni));
   auto rule = node_rules().find(np.op_type());
   if (rule != node_rules().end()) RETURN_IF_ERROR(rule->second(ni));
   if (ni.emitted) return Status::ok();

@@ -1,4 +1,4 @@
-// ONNX import: reads an ONNX model (binary protobuf, default-domain opsets 7..17) into a Tessera
+// ONNX import: reads an ONNX model (binary protobuf, default-domain opsets 1..17) into a Tessera
 // graph whose nodes use the op registry's opset-17 forms, and reads ONNX TensorProto files.
 //
 // Usage:

@@ -20,7 +20,7 @@
 namespace tessera::formats::onnx_internal {
 
 // Default-domain opsets the importer accepts.
-inline constexpr int64_t kMinOpset = 7;
+inline constexpr int64_t kMinOpset = 1;
 inline constexpr int64_t kMaxOpset = 17;
 
 // ONNX TensorProto.DataType -> DType; nullopt for types Tessera lacks (string, uint16, complex...).
@@ -57,6 +57,10 @@ struct NodeImport {
 using NodeRule = std::function<Status(NodeImport&)>;
 // Rules by ONNX op type.
 const std::map<std::string, NodeRule>& node_rules();
+// Runs on every default-domain node of an opset-1..6 model before its per-op rule: drops the
+// attributes that no longer mean anything (`consumed_inputs`, `is_test`) and rewrites the legacy
+// `broadcast`/`axis` binary-op broadcasting into opset-7 multidirectional broadcasting.
+Status legacy_rule(NodeImport& ni);
 // The registry name of an ONNX op that only changed name (Upsample -> Resize, Scatter -> ...).
 std::string renamed_op(const std::string& onnx_op);
 

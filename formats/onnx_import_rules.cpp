@@ -1,4 +1,4 @@
-// Per-op import rules: where an older opset (7..16) differs from opset 17, or where Tessera's IR
+// Per-op import rules: where an older opset (1..16) differs from opset 17, or where Tessera's IR
 // differs from ONNX, the node is rewritten here into the registry's form. Everything else is
 // imported generically (attributes copied by kind), so new ops need no rule.
 //
@@ -15,7 +15,11 @@
 //   Scatter              -> ScatterElements
 //   Constant             value_float(s)/value_int(s) -> a `value` tensor (so it folds)
 //   Scan < 9             refused (batched form)
+//   every op < 7         consumed_inputs / is_test dropped; binary ops' broadcast=1 + axis -> B
+//                        unsqueezed to align at axis; PRelu's 1-D slope -> per channel
+//   Gemm < 7 (broadcast dropped), Concat < 4 (axis 1 by default), Cast < 6 (string `to`)
 #include <cmath>
+#include <set>
 
 #include "formats/onnx_import_internal.h"
 
@@ -231,7 +235,82 @@ Status constant_rule(NodeImport& ni) {
   return Status::ok();
 }
 
+// Concat-1..3: `axis` was optional (default 1).
+Status concat_rule(NodeImport& ni) {
+  if (ni.opset < 4 && !ni.attrs.count("axis")) ni.attrs.insert_or_assign("axis", ir::Attribute(int64_t{1}));
+  return Status::ok();
+}
+
+// Cast-1..5: `to` was a string naming the TensorProto.DataType ("FLOAT", "INT64", ...).
+Status cast_rule(NodeImport& ni) {
+  if (ni.opset >= 6) return Status::ok();
+  auto it = ni.attrs.find("to");
+  if (it == ni.attrs.end() || it->second.kind() != ir::AttrKind::kString) return Status::ok();
+  int value = 0;
+  if (!onnx::TensorProto::DataType_Parse(it->second.s(), reinterpret_cast<onnx::TensorProto::DataType*>(&value)))
+    return make_error(ni.label + ": attribute 'to' names unknown element type '" + it->second.s() + "'");
+  it->second = ir::Attribute(static_cast<int64_t>(value));  // adapt_attributes turns it into a dtype name
+  return Status::ok();
+}
+
+// Gemm-1..6: `broadcast` only allowed C to broadcast, which opset 7 always allows.
+Status gemm_rule(NodeImport& ni) {
+  if (ni.opset < 7) take(ni, "broadcast");
+  return Status::ok();
+}
+
+// Binary ops before opset 7: with broadcast=1, B broadcasts to A; `axis` says where B's dims start
+// in A's (absent: B aligns with A's trailing dims, which multidirectional broadcasting also does).
+// B gets trailing 1-dims through an Unsqueeze so that its dims align at `axis`.
+Status legacy_broadcast(NodeImport& ni) {
+  auto broadcast = take(ni, "broadcast");
+  auto axis = take(ni, "axis");
+  if (!broadcast || broadcast->kind() != ir::AttrKind::kInt || broadcast->i() == 0 || !axis) return Status::ok();
+  if (axis->kind() != ir::AttrKind::kInt) return make_error(ni.label + ": attribute 'axis' must be an int");
+  if (ni.inputs.size() != 2 || ni.inputs[0] == ir::kNoValue || ni.inputs[1] == ir::kNoValue)
+    return make_error(ni.label + ": broadcast=1 needs two inputs");
+  auto a = ni.builder.derived_type(ni.inputs[0]);
+  auto b = ni.builder.derived_type(ni.inputs[1]);
+  if (!a || !b || !a->rank_known || !b->rank_known)
+    return make_error(ni.label + ": broadcast with 'axis' needs the ranks of both inputs at import time");
+  const int64_t ra = a->rank(), rb = b->rank();
+  const int64_t ax = axis->i() < 0 ? axis->i() + ra : axis->i();
+  const int64_t trailing = ra - ax - rb;
+  if (ax < 0 || trailing < 0)
+    return make_error(ni.label + ": axis " + std::to_string(axis->i()) + " does not fit B (rank " + std::to_string(rb) +
+                      ") into A (rank " + std::to_string(ra) + ")");
+  if (trailing == 0) return Status::ok();
+  std::vector<int64_t> axes;
+  for (int64_t i = 0; i < trailing; ++i) axes.push_back(rb + i);
+  ni.inputs[1] = ni.builder.add_helper_node("Unsqueeze", {ni.inputs[1], i64_param(ni, "axes", axes)}, 1, {}, ni.origin)[0];
+  return Status::ok();
+}
+
+// PRelu-1/6: a 1-D slope of X's channel count applies per channel (axis 1), as PyTorch exports
+// it; opset 7 broadcasts it from the right, so it gets trailing 1-dims.
+Status legacy_prelu(NodeImport& ni) {
+  if (ni.inputs.size() != 2 || ni.inputs[0] == ir::kNoValue || ni.inputs[1] == ir::kNoValue) return Status::ok();
+  auto x = ni.builder.derived_type(ni.inputs[0]);
+  auto slope = ni.builder.derived_type(ni.inputs[1]);
+  if (!x || !slope || !x->rank_known || !slope->rank_known || slope->rank() != 1 || x->rank() < 3) return Status::ok();
+  if (!slope->dims[0].is_known() || slope->dims[0].size == 1) return Status::ok();
+  std::vector<int64_t> axes;
+  for (int64_t i = 1; i < x->rank() - 1; ++i) axes.push_back(i);
+  ni.inputs[1] = ni.builder.add_helper_node("Unsqueeze", {ni.inputs[1], i64_param(ni, "axes", axes)}, 1, {}, ni.origin)[0];
+  return Status::ok();
+}
+
 }  // namespace
+
+Status legacy_rule(NodeImport& ni) {
+  take(ni, "consumed_inputs");
+  if (ni.op != "Dropout") take(ni, "is_test");
+  static const std::set<std::string> kBroadcastOps = {"Add", "Sub", "Mul", "Div", "Pow", "And", "Or",
+                                                      "Xor", "Equal", "Less", "Greater"};
+  if (kBroadcastOps.count(ni.op)) return legacy_broadcast(ni);
+  if (ni.op == "PRelu") return legacy_prelu(ni);
+  return Status::ok();
+}
 
 const std::map<std::string, NodeRule>& node_rules() {
   static const std::map<std::string, NodeRule> kRules = {
@@ -253,6 +332,9 @@ const std::map<std::string, NodeRule>& node_rules() {
       {"Hardmax", softmax_rule},
       {"Scan", scan_rule},
       {"Constant", constant_rule},
+      {"Concat", concat_rule},
+      {"Cast", cast_rule},
+      {"Gemm", gemm_rule},
   };
   return kRules;
 }

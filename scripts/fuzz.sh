@@ -11,7 +11,7 @@ cd "$root"
 if [[ ! -f $build/build.ninja ]]; then
   CC=clang CXX=clang++ cmake -S tests/fuzz -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
-cmake --build "$build" -j1
+cmake --build "$build" -j"${FUZZ_JOBS:-2}"
 mkdir -p "$build/artifacts"
 status=0
 for exe in "$build"/*_fuzz; do

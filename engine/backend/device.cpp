@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <unistd.h>
+
 #include "engine/cpu/cpu_backend.h"
 
 namespace tessera::backend {
@@ -67,6 +69,12 @@ class TestDevice : public Device {
 }  // namespace
 
 Expected<std::shared_ptr<void>> allocate_host(size_t bytes) {
+  // Refuse what the machine cannot hold before asking for it: Linux overcommits, so a too-large
+  // request would "succeed" and the process be killed when the memory is touched.
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0 && bytes > static_cast<size_t>(pages) * static_cast<size_t>(page))
+    return make_error("would need " + std::to_string(bytes) + " bytes of host memory, more than this machine's " +
+                      std::to_string(static_cast<size_t>(pages) * static_cast<size_t>(page)) + " bytes");
   size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded);
   if (!p) return make_error("out of host memory allocating " + std::to_string(bytes) + " bytes");

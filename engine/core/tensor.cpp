@@ -1,6 +1,8 @@
 // Host tensor storage, element access and conversions.
 #include "engine/core/tensor.h"
 
+#include <cstdio>
+
 #include <cmath>
 #include <cstdlib>
 #include <new>
@@ -24,9 +26,15 @@ Expected<int64_t> checked_numel(const Shape& shape, DType dtype) {
   const int64_t limit = kMaxTensorBytes / dtype_size(dtype);
   for (int64_t d : shape) {
     if (d < 0) return make_error("negative dimension " + std::to_string(d) + " in shape " + shape_to_string(shape));
-    if (d != 0 && n > limit / d)
-      return make_error("tensor of shape " + shape_to_string(shape) + " exceeds the " +
+    if (d != 0 && n > limit / d) {
+      // The size it would need, in floating point (the integer product may overflow).
+      double bytes = static_cast<double>(dtype_size(dtype));
+      for (int64_t e : shape) bytes *= static_cast<double>(e);
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.3g", bytes);
+      return make_error("tensor of shape " + shape_to_string(shape) + " would need " + buf + " bytes, over the " +
                         std::to_string(kMaxTensorBytes >> 30) + " GiB limit");
+    }
     n *= d;
   }
   return n;

@@ -187,6 +187,7 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
                             {}, id);
       if (!out_layout.empty())
         return make_error(ir::describe_node(n) + ": asked for layout " + out_layout + " but only the reference kernel runs it", {}, id);
+      st.nested = has_graph_attr(n);
       std::vector<std::string> names;
       runtime::nested_captures(n, names);
       std::set<std::string> seen;

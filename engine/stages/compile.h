@@ -42,6 +42,7 @@ struct Step {
   std::string impl;                          // kernel name, "ref" or "copy"
   std::unique_ptr<backend::Kernel> kernel;   // kKernel
   std::vector<ir::ValueId> captured;         // values nested graphs read by name (kReference)
+  bool nested = false;                       // the node has graph attributes (If, Loop, Scan)
   size_t scratch_offset = 0, scratch_bytes = 0;
   int scratch_request = -1;
   std::vector<int> succs;                    // steps that wait for this one

@@ -205,7 +205,7 @@ Status Program::run_step(int index, RunState& state, int worker) {
       kctx.inputs.push_back(&held.back());
     }
     runtime::NamedTensors scope;
-    if (!st.captured.empty()) {
+    if (st.nested) {
       for (ir::ValueId v : st.captured) scope.emplace(g.value(v).name, tensor_of(v, state));
       kctx.run_subgraph = [this, &scope](const ir::Graph& sub, const std::vector<Tensor>& in) {
         return runtime::run_nested_reference(sub, registry_, in, scope);

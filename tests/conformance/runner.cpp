@@ -23,6 +23,7 @@
 
 #include "engine/ops/op_def.h"
 #include "engine/runtime/interpreter.h"
+#include "engine/stages/session.h"
 #include "formats/onnx_import.h"
 
 namespace fs = std::filesystem;
@@ -40,7 +41,12 @@ Expected<Execute> make_engine(const std::string& name, const ops::OpRegistry& re
       return runtime::run_reference(g, registry, feeds);
     });
   if (name == "compiled")
-    return make_error("engine 'compiled' is not available yet (the six-stage engine has not landed)");
+    return Execute([&registry](const ir::Graph& g, const runtime::Feeds& feeds) {
+      stages::SessionOptions options;
+      options.threads = 1;
+      stages::Session session(g, registry, options);
+      return session.run(feeds);
+    });
   return make_error("unknown engine '" + name + "' (reference, compiled)");
 }
 

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""End-to-end checks of the six-stage commands: `tessera run` (threads), `passes`, `bench`, and bad
+input through the ONNX reader and the feed checks.
+
+Usage: check_engine_cli.py TESSERA REPO_ROOT
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+tessera, root = sys.argv[1], sys.argv[2]
+lenet = os.path.join(root, "samples", "lenet.json")
+failures = []
+
+
+def run(*args):
+    p = subprocess.run([tessera, *args], capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    x = np.random.RandomState(0).randn(3, 1, 28, 28).astype(np.float32)
+    np.save(os.path.join(tmp, "x.npy"), x)
+    outs = {}
+    for mode in (["--threads", "1"], ["--threads", "2"], ["--reference"]):
+        d = os.path.join(tmp, "out" + "".join(mode))
+        rc, out, err = run("run", lenet, "--input", "x=" + os.path.join(tmp, "x.npy"), "--output-dir", d, *mode)
+        check(rc == 0, "run %s exits 0 (%s)" % (" ".join(mode), err.strip()))
+        outs[" ".join(mode)] = np.load(os.path.join(d, "logits.npy")) if rc == 0 else None
+    if all(v is not None for v in outs.values()):
+        a, b, r = outs["--threads 1"], outs["--threads 2"], outs["--reference"]
+        check(np.array_equal(a, b), "1 and 2 threads give bit-identical outputs")
+        check(np.abs(a - r).max() <= 1e-4 * np.abs(r).max(), "six stages match the reference kernels")
+
+    rc, out, err = run("bench", lenet, "--dim", "N=8", "--runs", "3", "--warmup", "1", "--threads", "2", "--json")
+    check(rc == 0, "bench --json exits 0 (%s)" % err.strip())
+    if rc == 0:
+        j = json.loads(out.strip().splitlines()[-1])
+        check(all(k in j for k in ("median_ms", "min_ms", "compile_ms", "peak_bytes", "gflops")), "bench prints every key")
+        check(j["min_ms"] > 0 and j["median_ms"] >= j["min_ms"] and j["gflops"] > 0, "bench figures are positive and ordered")
+        check(j["peak_bytes"] >= j["lower_bound_bytes"] > 0, "arena is at least the lifetime lower bound")
+
+    dump = os.path.join(tmp, "snapshots")
+    rc, out, err = run("passes", lenet, "--dump", dump)
+    check(rc == 0, "passes exits 0 (%s)" % err.strip())
+    check("fuse" in out and "prepare" in out and "load" in out, "passes lists the stages and the fuse pass")
+    files = sorted(os.listdir(dump)) if os.path.isdir(dump) else []
+    check(any("fuse" in f for f in files) and all(f.endswith(".tir") for f in files), "passes --dump writes snapshots")
+    if files:
+        text = open(os.path.join(dump, [f for f in files if "fuse" in f][0])).read()
+        check("FusedConv" in text, "the fuse snapshot holds FusedConv nodes")
+    rc, out, err = run("passes", lenet, "--pipeline", "dce,nonsense")
+    check(rc == 1 and "nonsense" in err, "an unknown pass is named (%s)" % err.strip())
+
+    # Bad input.
+    bad = os.path.join(tmp, "truncated.onnx")
+    model = os.path.join("/usr/share/libonnx-testdata/data/node/test_conv_with_strides_padding/model.onnx")
+    if os.path.exists(model):
+        data = open(model, "rb").read()
+        open(bad, "wb").write(data[: len(data) // 2])
+        rc, out, err = run("run", bad)
+        check(rc == 1 and "truncated.onnx" in err, "a truncated ONNX file is refused naming it (%s)" % err.strip())
+        rc, out, err = run("run", model, "--input", "x=" + os.path.join(tmp, "x.npy"))
+        check(rc == 1 and "'x'" in err, "an input of the wrong shape is refused naming it (%s)" % err.strip())
+    rc, out, err = run("run", lenet, "--dim", "N=2000000000")
+    check(rc == 1 and "bytes" in err, "an absurd batch is refused before allocating, with the size (%s)" % err.strip())
+    rc, out, err = run("run", lenet, "--input", "y=" + os.path.join(tmp, "x.npy"))
+    check(rc == 1 and "'y'" in err, "an unknown input name is refused (%s)" % err.strip())
+    rc, out, err = run("bench", lenet, "--runs", "0")
+    check(rc == 2, "bench --runs 0 is a usage error")
+
+if failures:
+    print("%d check(s) failed" % len(failures))
+    sys.exit(1)
+print("all checks passed")
