@@ -30,8 +30,9 @@ void register_cpu_kernels(backend::KernelRegistry& registry);
 void set_intra_op_threads(int n);
 
 // The layout pass body. Requires inferred types. Sets node attribute backend::kLayoutAttr on
-// 4-D f32 nodes whose output stays blocked ("nChw16c" when C % 16 == 0, else "nChw8c" when
-// C % 8 == 0), removes stale ones, and inserts Reorder nodes where a blocked value meets a
+// 4-D f32 nodes whose output stays in oneDNN's layout ("nhwc": channels-last, what its AVX-512
+// brgemm convolutions pick, so conv chains never reorder; blocked nChw16c/nChw8c stay supported
+// by the kernels), removes stale ones, and inserts Reorder nodes where a blocked value meets a
 // consumer (or a graph output) that needs plain, or a plain value meets a blocked Add / Mul /
 // Concat. A node is only marked when its CPU kernel accepts the layouts (the pass asks the
 // factories). Logical value types never change. Returns whether the graph changed; running it

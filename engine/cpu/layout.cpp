@@ -26,9 +26,12 @@ namespace tessera::cpu {
 
 backend::LayoutTag blocked_tag_for(const ir::TensorType& type) {
   if (type.dtype != DType::kF32 || !type.is_static() || type.rank() != 4) return "";
+  // Channels-last: what oneDNN 2.6's brgemm convolutions on AVX-512 pick for activations
+  // (format_tag::any gives acdb), so a chain of convolutions runs without any reorder. It also
+  // needs no channel padding, so every channel count qualifies. (nChw16c made each convolution
+  // reorder its input and output: 130 reorders and 20% of ResNet-50's time.)
   const int64_t c = type.dims[1].size;
-  if (c > 0 && c % 16 == 0) return "nChw16c";
-  if (c > 0 && c % 8 == 0) return "nChw8c";
+  if (c > 0) return "nhwc";
   return "";
 }
 
@@ -140,7 +143,7 @@ class LayoutPass {
       if (!axis || axis->kind() != ir::AttrKind::kInt || (axis->i() != 1 && axis->i() != -3))
         return {};
     }
-    const int64_t block = tag == "nChw16c" ? 16 : 8;
+    const int64_t block = tag == "nChw16c" ? 16 : tag == "nChw8c" ? 8 : 1;
     bool any = false;
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       if (!g_.has_value(node.inputs[i])) return {};

@@ -18,6 +18,7 @@ import statistics
 import sys
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_models  # noqa: E402  (sets OPENBLAS_CORETYPE, then imports torch)
 

@@ -156,10 +156,10 @@ TEST(CpuLayout, ConvReluConvPoolFlattenGemm) {
   g.set_outputs({g.node(gm).outputs[0]});
   lay_out_and_check(g, {{"x", random_f32({2, 3, 8, 8}, 6)}});
 
-  EXPECT_EQ(cpu::node_layout(*find_node(g, "conv1")), "nChw16c");
-  EXPECT_EQ(cpu::node_layout(*find_node(g, "relu1")), "nChw16c");
-  EXPECT_EQ(cpu::node_layout(*find_node(g, "conv2")), "nChw8c");
-  EXPECT_EQ(cpu::node_layout(*find_node(g, "pool")), "nChw8c");
+  EXPECT_EQ(cpu::node_layout(*find_node(g, "conv1")), "nhwc");
+  EXPECT_EQ(cpu::node_layout(*find_node(g, "relu1")), "nhwc");
+  EXPECT_EQ(cpu::node_layout(*find_node(g, "conv2")), "nhwc");
+  EXPECT_EQ(cpu::node_layout(*find_node(g, "pool")), "nhwc");
   EXPECT_EQ(find_node(g, "flatten")->attr(backend::kLayoutAttr), nullptr);
   EXPECT_EQ(find_node(g, "fc")->attr(backend::kLayoutAttr), nullptr);
   // Exactly one Reorder, back to plain, between the pool and the flatten; none before conv1.
@@ -183,11 +183,11 @@ TEST(CpuLayout, ResidualAddWithPlainInputAndBlockedOutput) {
   g.set_outputs({g.node(a).outputs[0]});
   lay_out_and_check(g, {{"x", random_f32({1, 16, 6, 5}, 8)}});
 
-  EXPECT_EQ(cpu::node_layout(*find_node(g, "add")), "nChw16c");
+  EXPECT_EQ(cpu::node_layout(*find_node(g, "add")), "nhwc");
   const std::vector<const ir::Node*> rs = reorders(g);
-  ASSERT_EQ(rs.size(), 2u);  // x -> nChw16c for the Add, y -> plain for the output
+  ASSERT_EQ(rs.size(), 2u);  // x -> nhwc for the Add, y -> plain for the output
   EXPECT_EQ(find_node(g, "conv")->inputs[0], x);  // the conv reads plain x itself
-  EXPECT_EQ(cpu::value_layout(g, find_node(g, "add")->inputs[1]), "nChw16c");
+  EXPECT_EQ(cpu::value_layout(g, find_node(g, "add")->inputs[1]), "nhwc");
   EXPECT_EQ(g.value(g.outputs()[0]).name, "y");
   EXPECT_EQ(cpu::value_layout(g, g.outputs()[0]), "");
   EXPECT_EQ(g.value(find_node(g, "add")->outputs[0]).name, "y.blocked");
@@ -212,16 +212,16 @@ TEST(CpuLayout, ConcatOfBlockedBranchesAndBatchNorm) {
   g.set_outputs({g.node(gap).outputs[0], g.node(c1).outputs[0]});
   lay_out_and_check(g, {{"x", random_f32({2, 4, 5, 5}, 15)}});
   for (const char* n : {"c1", "c2", "cat", "bn", "gap"})
-    EXPECT_EQ(cpu::node_layout(*find_node(g, n)), "nChw16c") << n;
+    EXPECT_EQ(cpu::node_layout(*find_node(g, n)), "nhwc") << n;
   EXPECT_EQ(reorders(g).size(), 2u);  // both outputs back to plain
 }
 
 TEST(CpuLayout, NothingToDoLeavesGraphUnchanged) {
   ir::Graph g("small");
-  const ir::ValueId x = g.add_input("x", ir::TensorType::of(DType::kF32, {1, 3, 5, 5}));
-  const ir::NodeId c =
-      g.add_node("Conv", {x, g.add_param("w", random_f32({3, 3, 3, 3}, 16))}, 1, "conv");
-  const ir::NodeId r = g.add_node("Relu", {g.node(c).outputs[0]}, 1, "relu");  // C = 3: stays plain
+  const ir::ValueId x = g.add_input("x", ir::TensorType::of(DType::kF64, {1, 3, 5, 5}));
+  const ir::NodeId c = g.add_node(
+      "Conv", {x, g.add_param("w", random_f32({3, 3, 3, 3}, 16).cast(DType::kF64))}, 1, "conv");
+  const ir::NodeId r = g.add_node("Relu", {g.node(c).outputs[0]}, 1, "relu");  // f64: stays plain
   g.set_outputs({g.node(r).outputs[0]});
   ASSERT_TRUE(ops::infer_types(g, ops_registry()).is_ok());
   const std::string before = ir::print_graph(g);
@@ -232,9 +232,9 @@ TEST(CpuLayout, NothingToDoLeavesGraphUnchanged) {
 }
 
 TEST(CpuLayout, BlockedTagFor) {
-  EXPECT_EQ(cpu::blocked_tag_for(ir::TensorType::of(DType::kF32, {1, 32, 3, 3})), "nChw16c");
-  EXPECT_EQ(cpu::blocked_tag_for(ir::TensorType::of(DType::kF32, {1, 24, 3, 3})), "nChw8c");
-  EXPECT_EQ(cpu::blocked_tag_for(ir::TensorType::of(DType::kF32, {1, 12, 3, 3})), "");
+  EXPECT_EQ(cpu::blocked_tag_for(ir::TensorType::of(DType::kF32, {1, 32, 3, 3})), "nhwc");
+  EXPECT_EQ(cpu::blocked_tag_for(ir::TensorType::of(DType::kF32, {1, 24, 3, 3})), "nhwc");
+  EXPECT_EQ(cpu::blocked_tag_for(ir::TensorType::of(DType::kF32, {1, 3, 3, 3})), "nhwc");  // channels-last needs no padding
   EXPECT_EQ(cpu::blocked_tag_for(ir::TensorType::of(DType::kF64, {1, 16, 3, 3})), "");
   EXPECT_EQ(cpu::blocked_tag_for(ir::TensorType::of(DType::kF32, {16, 16})), "");
 }

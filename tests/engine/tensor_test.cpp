@@ -31,7 +31,7 @@ TEST(Tensor, ScalarAndEmpty) {
 TEST(Tensor, CreateRejectsHugeAndNegativeShapes) {
   auto huge = Tensor::create(DType::kF32, {1 << 20, 1 << 20, 1 << 20});
   ASSERT_FALSE(huge.has_value());
-  EXPECT_NE(huge.error().message.find("exceeds"), std::string::npos);
+  EXPECT_NE(huge.error().message.find("would need 4.61e+18 bytes"), std::string::npos);
   auto neg = Tensor::create(DType::kF32, {2, -1});
   ASSERT_FALSE(neg.has_value());
   EXPECT_NE(neg.error().message.find("negative"), std::string::npos);

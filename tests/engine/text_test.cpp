@@ -108,7 +108,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadText{"graph \"g\" { input %0 \"x : f32[2] }", "unterminated string"},
                       BadText{"graph \"g\" { #0 = Relu(%1) -> (%1 : f32[2]) {a = [1, 2.0]} }", "mixes element kinds"},
                       BadText{"graph \"g\" { input %99999999999 \"x\" : f32[2] }", "too large"},
-                      BadText{"graph \"g\" { param %0 \"w\" : f32[100000000000, 100000000000] = tensor<f32[100000000000, 100000000000]> [] }", "exceeds"},
+                      BadText{"graph \"g\" { param %0 \"w\" : f32[100000000000, 100000000000] = tensor<f32[100000000000, 100000000000]> [] }", "GiB limit"},
                       BadText{"graph \"g\" { } trailing", "after the graph"}));
 
 }  // namespace

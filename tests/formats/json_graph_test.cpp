@@ -496,7 +496,7 @@ TEST(JsonGraphErrors, ParamData) {
                "g.json:/params/0/npz", "the graph has no \"weights_file\"");
   // A huge declared type with a short data array is rejected without allocating it.
   EXPECT_ERROR(load_error(doc(R"("params": [{"name": "w", "type": "f32[1000000, 1000000]", "data": [1]}])")),
-               "g.json:/params/0/data", "exceeds");
+               "g.json:/params/0/data", "GiB limit");
 }
 
 TEST(JsonGraphErrors, SideFile) {
