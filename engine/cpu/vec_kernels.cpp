@@ -1,9 +1,11 @@
 // Vectorised C++ kernels (plain loops the compiler vectorises at -O3, OpenMP across rows): the
-// memcpy ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity), Transpose (tiled), Gather on axis 0
+// memcpy ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity), Transpose (tiled), Slice (as a
+// strided transpose), Gather on axis 0
 // (embedding rows), Where, Cast f32 <-> i64, Erf, and Pow with a scalar constant exponent.
 // Plain layouts only; anything else declines.
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -139,6 +141,69 @@ Expected<KernelPtr> make_transpose(const KernelInit& init) {
       default:
         transpose(static_cast<const uint64_t*>(in), static_cast<uint64_t*>(out), out_dims,
                   in_strides);
+    }
+    return Status::ok();
+  });
+}
+
+// ---- Slice (constant starts/axes/steps) -------------------------------------------------------
+
+// The i-th element of an i32/i64 constant; nullopt for other dtypes.
+std::optional<int64_t> int_at(const Tensor& t, int64_t i) {
+  if (t.dtype() == DType::kI64) return t.data<int64_t>()[i];
+  if (t.dtype() == DType::kI32) return t.data<int32_t>()[i];
+  return std::nullopt;
+}
+
+// A slice is a strided view: out[o] = in[offset + sum_d idx_d * stride_d * step_d], which is the
+// transpose loop above with the slice's start folded into the base pointer (negative steps give
+// negative strides). The output shape comes from inference; only starts and steps are needed.
+Expected<KernelPtr> make_slice(const KernelInit& init) {
+  const std::string impl = "cpu.vec:slice";
+  if (!plain_static(init) || init.in_types.size() < 3 || init.out_types.size() != 1)
+    return decline(init, impl, "needs plain static types");
+  for (size_t i = 1; i < init.in_types.size(); ++i)
+    if (init.in_types[i] && !init.constants[i]) return decline(init, impl, "starts/ends/axes/steps not constant");
+  const Shape x = init.in_types[0]->static_shape();
+  const int rank = static_cast<int>(x.size());
+  const Tensor& starts = *init.constants[1];
+  const int64_t n = starts.numel();
+  const Tensor* axes = init.in_types.size() > 3 ? init.constants[3] : nullptr;
+  const Tensor* steps = init.in_types.size() > 4 ? init.constants[4] : nullptr;
+  std::vector<int64_t> start(static_cast<size_t>(rank), 0), step(static_cast<size_t>(rank), 1);
+  for (int64_t k = 0; k < n; ++k) {
+    auto a = axes ? int_at(*axes, k) : std::optional<int64_t>(k);
+    auto s = int_at(starts, k);
+    auto st = steps ? int_at(*steps, k) : std::optional<int64_t>(1);
+    if (!a || !s || !st || *st == 0) return decline(init, impl, "starts/axes/steps");
+    int64_t ax = *a < 0 ? *a + rank : *a;
+    if (ax < 0 || ax >= rank) return decline(init, impl, "axis");
+    const int64_t dim = x[static_cast<size_t>(ax)];
+    int64_t b = *s < 0 ? *s + dim : *s;
+    b = *st > 0 ? std::clamp<int64_t>(b, 0, dim) : std::clamp<int64_t>(b, 0, dim - 1);
+    start[static_cast<size_t>(ax)] = b;
+    step[static_cast<size_t>(ax)] = *st;
+  }
+  const std::vector<int64_t> xs = contiguous_strides(x);
+  const Shape y = init.out_types[0]->static_shape();
+  int64_t offset = 0, count = 1;
+  std::vector<int64_t> out_dims{1}, in_strides{0};  // a leading 1 keeps rank >= 2
+  for (int d = 0; d < rank; ++d) {
+    offset += start[static_cast<size_t>(d)] * xs[static_cast<size_t>(d)];
+    out_dims.push_back(y[static_cast<size_t>(d)]);
+    in_strides.push_back(xs[static_cast<size_t>(d)] * step[static_cast<size_t>(d)]);
+    count *= y[static_cast<size_t>(d)];
+  }
+  const int size = dtype_size(init.in_types[0]->dtype);
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    if (count == 0) return Status::ok();
+    const char* in = static_cast<const char*>(run.inputs[0].data) + offset * size;
+    void* out = run.outputs[0].data;
+    switch (size) {
+      case 1: transpose(reinterpret_cast<const uint8_t*>(in), static_cast<uint8_t*>(out), out_dims, in_strides); break;
+      case 2: transpose(reinterpret_cast<const uint16_t*>(in), static_cast<uint16_t*>(out), out_dims, in_strides); break;
+      case 4: transpose(reinterpret_cast<const uint32_t*>(in), static_cast<uint32_t*>(out), out_dims, in_strides); break;
+      default: transpose(reinterpret_cast<const uint64_t*>(in), static_cast<uint64_t*>(out), out_dims, in_strides);
     }
     return Status::ok();
   });
@@ -343,6 +408,7 @@ void register_vec_kernels(KernelRegistry& registry) {
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
     registry.add(op, "cpu.vec:copy", kVecPriority, make_copy);
   registry.add("Transpose", "cpu.vec:transpose", kVecPriority, make_transpose);
+  registry.add("Slice", "cpu.vec:slice", kVecPriority, make_slice);
   registry.add("Gather", "cpu.vec:gather", kVecPriority, make_gather);
   registry.add("Where", "cpu.vec:where", kVecPriority, make_where);
   registry.add("Cast", "cpu.vec:cast", kVecPriority, make_cast);

@@ -3,7 +3,7 @@
 // Algorithm: visit nodes in topological order. A node folds when
 //   - it is Shape and its input's type is static: the result comes from the type alone, or
 //   - every present operand is a compile-time constant (a param or a Constant node's value), it
-//     has at least one operand, no graph attribute, is not random (Dropout with training_mode,
+//     has at least one operand (or is a Constant node, which becomes a param), no graph attribute, is not random (Dropout with training_mode,
 //     Random*) and is not a placement op (Copy, Reorder: they exist for devices and layouts);
 // and its inferred result size does not exceed the limit. The node's reference kernel computes
 // the outputs, each becomes a new param (named after the value it replaces), and the node is
@@ -97,8 +97,9 @@ class ConstantFoldPass : public Pass {
 
  private:
   static bool foldable(const ir::Graph& g, const ir::Node& n) {
-    if (n.op == "Constant" || n.op == "Copy" || n.op == "Reorder") return false;
+    if (n.op == "Copy" || n.op == "Reorder") return false;
     if (is_impure(n) || has_graph_attribute(n)) return false;
+    if (n.op == "Constant") return true;  // becomes a param: kernels then see it at compile time
     bool any = false;
     for (ir::ValueId v : n.inputs) {
       if (v == ir::kNoValue) continue;

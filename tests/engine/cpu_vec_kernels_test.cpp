@@ -51,6 +51,26 @@ TEST(CpuVec, Transpose) {
   check("Transpose", {&ints}, {}, {false}, "cpu.vec:transpose");
 }
 
+TEST(CpuVec, Slice) {
+  const Tensor x = random_f32({4, 37, 45}, 6);
+  const std::vector<bool> c5 = {false, true, true, true, true};
+  // Last axis, as a transformer's fused QKV projection is split.
+  Tensor s1 = i64({1}, {15}), e1 = i64({1}, {30}), a1 = i64({1}, {-1}), st1 = i64({1}, {1});
+  check("Slice", {&x, &s1, &e1, &a1, &st1}, {}, c5, "cpu.vec:slice");
+  // Several axes, negative start, step 2, clamped end.
+  Tensor s2 = i64({2}, {-30, 1}), e2 = i64({2}, {1000, 4}), a2 = i64({2}, {1, 0}), st2 = i64({2}, {2, 1});
+  check("Slice", {&x, &s2, &e2, &a2, &st2}, {}, c5, "cpu.vec:slice");
+  // Negative step (reversal) and an empty result.
+  Tensor s3 = i64({1}, {40}), e3 = i64({1}, {2}), a3 = i64({1}, {2}), st3 = i64({1}, {-3});
+  check("Slice", {&x, &s3, &e3, &a3, &st3}, {}, c5, "cpu.vec:slice");
+  Tensor s4 = i64({1}, {5}), e4 = i64({1}, {5});
+  check("Slice", {&x, &s4, &e4}, {}, {false, true, true}, "cpu.vec:slice");
+  // int32 indices, i64 data.
+  const Tensor ints = iota_i64({6, 5});
+  Tensor s5 = Tensor::from_vector<int32_t>({1}, {1}), e5 = Tensor::from_vector<int32_t>({1}, {-1});
+  check("Slice", {&ints, &s5, &e5}, {}, {false, true, true}, "cpu.vec:slice");
+}
+
 TEST(CpuVec, GatherRows) {
   const Tensor table = random_f32({10, 6}, 5);
   const Tensor idx = i64({2, 3}, {0, 9, -1, 4, 4, -10});
