@@ -183,7 +183,7 @@ inline KernelResult run_cpu(const Case& c) {
       res.outputs.push_back(from_blocked(out_store[i].data(), t.static_shape(), b));
     } else {
       Tensor o(t.dtype, t.static_shape());
-      std::memcpy(o.raw_data(), out_store[i].data(), o.nbytes());
+      if (o.nbytes()) std::memcpy(o.raw_data(), out_store[i].data(), o.nbytes());
       res.outputs.push_back(o);
     }
   }
