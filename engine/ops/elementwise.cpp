@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/ops/helpers.h"
+#include "engine/ops/math_internal.h"
 #include "engine/ops/op_def.h"
 
 namespace tessera::ops {
@@ -80,15 +81,6 @@ Expected<Shape> broadcast_inputs(const KernelContext& ctx,
     out = std::move(*s);
   }
   return out;
-}
-
-// Kernels may run on graphs whose types were never inferred, so they check the dtype themselves.
-Status check_kernel_type(const KernelContext& ctx, DType dt) {
-  const std::vector<DType>& allowed = ctx.def.allowed_types;
-  if (allowed.empty() || std::find(allowed.begin(), allowed.end(), dt) != allowed.end())
-    return Status::ok();
-  return node_error(ctx.node, "element type " + std::string(dtype_name(dt)) +
-                                  " is not supported by " + ctx.def.name);
 }
 
 Status check_same_kernel_dtype(const KernelContext& ctx, const Tensor& a, const Tensor& b,
@@ -190,29 +182,7 @@ T sigmoid(T x) {
 // ---------------------------------------------------------------------------------------------
 // Kernel skeletons
 
-// Y = f(X) element-wise. Float-only unless kInts; f16/bf16 compute in f32.
-template <bool kInts, class F>
-Status map_unary(KernelContext& ctx, F f) {
-  const Tensor x0 = ctx.in(0).contiguous();
-  RETURN_IF_ERROR(check_kernel_type(ctx, x0.dtype()));
-  const Tensor x = widen(x0);
-  TRY(Tensor y, Tensor::create(x.dtype(), x.shape()));
-  auto body = [&](auto tag) -> Status {
-    using T = decltype(tag);
-    const T* px = x.data<T>();
-    T* py = y.data<T>();
-    const int64_t n = x.numel();
-    for (int64_t i = 0; i < n; ++i) py[i] = static_cast<T>(f(px[i]));
-    return Status::ok();
-  };
-  if constexpr (kInts) {
-    RETURN_IF_ERROR(dispatch_numeric(x.dtype(), ctx.node, body));
-  } else {
-    RETURN_IF_ERROR(dispatch_float(x.dtype(), ctx.node, body));
-  }
-  ctx.outputs = {narrow(y, x0.dtype())};
-  return Status::ok();
-}
+// map_unary and check_kernel_type are shared with the math family (math_internal.h).
 
 template <bool kInts, class F>
 KernelFn unary_kernel(F f) {
