@@ -91,12 +91,6 @@ Status check_same_kernel_dtype(const KernelContext& ctx, const Tensor& a, const 
                                   std::string(dtype_name(a.dtype())));
 }
 
-// dispatch_numeric plus bool (as uint8_t holding 0 or 1).
-template <class F>
-Status dispatch_all(DType dt, const ir::Node& node, F&& f) {
-  if (dt == DType::kBool) return f(uint8_t{});
-  return dispatch_numeric(dt, node, std::forward<F>(f));
-}
 
 // ---------------------------------------------------------------------------------------------
 // Scalar rules
@@ -113,22 +107,6 @@ T wrap_neg(T v) {
     return -v;
 }
 
-// Float to integer: NaN -> 0, truncation toward zero, saturation at the type's range (C++ leaves
-// out-of-range conversions undefined; ONNX leaves them unspecified).
-template <class T, class S>
-T saturate_cast(S v) {
-  if constexpr (std::is_integral_v<T> && std::is_floating_point_v<S>) {
-    if (std::isnan(v)) return T{0};
-    const long double x = std::trunc(static_cast<long double>(v));
-    if (x <= static_cast<long double>(std::numeric_limits<T>::lowest()))
-      return std::numeric_limits<T>::lowest();
-    if (x >= static_cast<long double>(std::numeric_limits<T>::max()))
-      return std::numeric_limits<T>::max();
-    return static_cast<T>(x);
-  } else {
-    return static_cast<T>(v);
-  }
-}
 
 enum class Arith { kAdd, kSub, kMul, kDiv };
 
@@ -350,15 +328,9 @@ Expected<DType> cast_target(const ir::Node& node, const AttrReader& attrs) {
   return *to;
 }
 
-// Cast(input) to attribute `to`: floats to integers truncate toward zero (NaN -> 0, saturating
-// out of range); integers wrap; anything to bool is x != 0 (NaN -> true); bool is 0 or 1.
-Status cast_kernel(KernelContext& ctx) {
-  const Tensor x0 = ctx.in(0).contiguous();
-  TRY(const DType to, cast_target(ctx.node, ctx.attrs()));
-  if (x0.dtype() == to) {
-    ctx.outputs = {x0.clone()};
-    return Status::ok();
-  }
+}  // namespace
+
+Status convert_into_output(KernelContext& ctx, const Tensor& x0, DType to) {
   const Tensor x = widen(x0);
   const DType compute = (to == DType::kF16 || to == DType::kBF16) ? DType::kF32 : to;
   TRY(Tensor y, Tensor::create(compute, x.shape()));
@@ -376,6 +348,20 @@ Status cast_kernel(KernelContext& ctx) {
   }));
   ctx.outputs = {narrow(y, to)};
   return Status::ok();
+}
+
+namespace {
+
+// Cast(input) to attribute `to`: floats to integers truncate toward zero (NaN -> 0, saturating
+// out of range); integers wrap; anything to bool is x != 0 (NaN -> true); bool is 0 or 1.
+Status cast_kernel(KernelContext& ctx) {
+  const Tensor x0 = ctx.in(0).contiguous();
+  TRY(const DType to, cast_target(ctx.node, ctx.attrs()));
+  if (x0.dtype() == to) {
+    ctx.outputs = {x0.clone()};
+    return Status::ok();
+  }
+  return convert_into_output(ctx, x0, to);
 }
 
 // ---------------------------------------------------------------------------------------------

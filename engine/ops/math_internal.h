@@ -57,6 +57,11 @@ inline std::vector<TensorType> one_type(TensorType t) {
 }
 
 // dispatch_numeric plus bool (as uint8_t holding 0 or 1).
+// Converts x0 to `to` by Cast's rules (floats to integers truncate toward zero, NaN -> 0,
+// saturating; integers wrap; anything to bool is x != 0) into ctx.outputs (elementwise.cpp;
+// shared by Cast and CastLike).
+Status convert_into_output(KernelContext& ctx, const Tensor& x0, DType to);
+
 template <class F>
 Status dispatch_all(DType dt, const ir::Node& node, F&& f) {
   if (dt == DType::kBool) return f(uint8_t{});

@@ -240,23 +240,7 @@ Status castlike_kernel(KernelContext& ctx) {
     ctx.outputs = {x0.clone()};
     return Status::ok();
   }
-  const Tensor x = widen(x0);
-  const DType compute = (to == DType::kF16 || to == DType::kBF16) ? DType::kF32 : to;
-  TRY(Tensor y, Tensor::create(compute, x.shape()));
-  const bool to_bool = to == DType::kBool;
-  RETURN_IF_ERROR(dispatch_all(x.dtype(), ctx.node, [&](auto src_tag) -> Status {
-    using S = decltype(src_tag);
-    const S* px = x.data<S>();
-    return dispatch_all(compute, ctx.node, [&](auto dst_tag) -> Status {
-      using D = decltype(dst_tag);
-      D* py = y.data<D>();
-      for (int64_t i = 0; i < x.numel(); ++i)
-        py[i] = to_bool ? static_cast<D>(px[i] != S{0}) : saturate_cast<D>(px[i]);
-      return Status::ok();
-    });
-  }));
-  ctx.outputs = {narrow(y, to)};
-  return Status::ok();
+  return convert_into_output(ctx, x0, to);
 }
 
 Expected<std::vector<TensorType>> infer_castlike(const InferContext& ctx) {
