@@ -77,6 +77,19 @@ NodeId Graph::add_node(std::string op, std::vector<ValueId> inputs, int num_outp
   return nodes_.back().id;
 }
 
+ValueId Graph::add_node_output(NodeId id, std::string name) {
+  Value v;
+  v.id = value_capacity();
+  v.name = std::move(name);
+  v.kind = ValueKind::kNodeOutput;
+  v.producer = id;
+  v.producer_output = static_cast<int>(nodes_[static_cast<size_t>(id)].outputs.size());
+  v.type = TensorType::unranked(DType::kF32);
+  values_.push_back(std::move(v));
+  nodes_[static_cast<size_t>(id)].outputs.push_back(values_.back().id);
+  return values_.back().id;
+}
+
 Status Graph::define_value(ValueId id, Value v) {
   if (id < 0) return make_error("negative value id %" + std::to_string(id));
   while (value_capacity() <= id) {

@@ -152,6 +152,8 @@ class Graph {
   NodeId add_node(std::string op, std::vector<ValueId> inputs, int num_outputs,
                   std::string name = {}, Attributes attrs = {});
   void set_outputs(std::vector<ValueId> outputs) { outputs_ = std::move(outputs); }
+  // Appends a fresh output value to an existing node (autodiff adds saved-state outputs to Loop).
+  ValueId add_node_output(NodeId id, std::string name = {});
 
   // Low-level construction with explicit ids (the text parser). Creates tombstones for gaps;
   // fails when the id is already defined.

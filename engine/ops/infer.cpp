@@ -104,6 +104,25 @@ const Tensor* constant_value(const ir::Graph& graph, ir::ValueId v) {
   return nullptr;
 }
 
+Status infer_node(ir::Graph& graph, ir::NodeId id, const OpRegistry& registry) {
+  ir::Node& n = graph.node(id);
+  RETURN_IF_ERROR(check_node(n, registry));
+  const OpDef* def = registry.find(n.op);
+  if (!def->infer) return at_node(n, "op " + n.op + " has no type inference");
+  InferContext ctx{n, *def, {}, {}};
+  for (ir::ValueId v : n.inputs) {
+    ctx.inputs.push_back(v == ir::kNoValue ? nullptr : &graph.value(v).type);
+    ctx.constants.push_back(v == ir::kNoValue ? nullptr : constant_value(graph, v));
+  }
+  auto types = def->infer(ctx);
+  if (!types) return attach_node(n, types.error());
+  if (types->size() < n.outputs.size())
+    return at_node(n, "type inference produced " + std::to_string(types->size()) + " types for " +
+                          std::to_string(n.outputs.size()) + " outputs");
+  for (size_t i = 0; i < n.outputs.size(); ++i) graph.value(n.outputs[i]).type = (*types)[i];
+  return Status::ok();
+}
+
 namespace {
 
 Status infer_graph(ir::Graph& graph, const OpRegistry& registry, const Scope& outer) {

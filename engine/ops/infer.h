@@ -24,6 +24,10 @@ Status check_node(const ir::Node& node, const OpRegistry& registry);
 Status check_graph(const ir::Graph& graph, const OpRegistry& registry);
 Status infer_types(ir::Graph& graph, const OpRegistry& registry, const Scope& outer = {});
 
+// Infers the output types of one node from its inputs' current types (a node without graph
+// attributes; autodiff uses it to type each gradient node as it emits it). Errors name the node.
+Status infer_node(ir::Graph& graph, ir::NodeId id, const OpRegistry& registry);
+
 // Compile-time value of v when known: a param, or the output of a Constant node.
 const Tensor* constant_value(const ir::Graph& graph, ir::ValueId v);
 

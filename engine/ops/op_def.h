@@ -96,7 +96,7 @@ struct KernelContext {
 using InferFn = std::function<Expected<std::vector<TensorType>>(const InferContext&)>;
 using KernelFn = std::function<Status(KernelContext&)>;
 
-// Filled by autodiff (training issue): emits the gradient subgraph of one node.
+// Emits the gradient subgraph of one node (engine/autodiff/gradient.h defines the context).
 struct GradientContext;
 using GradientFn = std::function<Status(GradientContext&)>;
 
@@ -150,6 +150,7 @@ class OpRegistry {
   // Adds a definition; a second definition of the same name is a programmer error (asserts).
   void add(OpDef def);
   const OpDef* find(const std::string& name) const;
+  OpDef* find_mutable(const std::string& name);  // for attaching gradient rules after registration
   std::vector<const OpDef*> all() const;  // sorted by name
 
  private:
@@ -169,6 +170,11 @@ void register_index_ops(OpRegistry& registry);        // index_ops.cpp: more dat
 void register_loss_ops(OpRegistry& registry);         // loss_ops.cpp: losses and nn extras
 void register_fused_ops(OpRegistry& registry);        // fused.cpp: fused forms made by the optimiser
 void register_runtime_ops(OpRegistry& registry);      // runtime_ops.cpp: Copy (between devices), Reorder (layouts)
+void register_grad_ops(OpRegistry& registry);         // grad_ops.cpp: backward kernels autodiff emits (ConvGrad*, pool, norm)
+void register_train_ops(OpRegistry& registry);        // train_ops.cpp: SumToShape, optimizer updates
+// Attaches gradient rules (OpDef::gradient) or reasons (no_gradient_reason) to every op; defined in
+// engine/autodiff/gradients.cpp. make_default_registry calls it after registering every op.
+void register_gradients(OpRegistry& registry);
 // A registry holding every op.
 OpRegistry make_default_registry();
 

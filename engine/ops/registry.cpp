@@ -43,6 +43,12 @@ const OpDef* OpRegistry::find(const std::string& name) const {
   return nullptr;
 }
 
+OpDef* OpRegistry::find_mutable(const std::string& name) {
+  for (auto& d : defs_)
+    if (d->name == name) return d.get();
+  return nullptr;
+}
+
 std::vector<const OpDef*> OpRegistry::all() const {
   std::vector<const OpDef*> out;
   for (const auto& d : defs_) out.push_back(d.get());
@@ -61,6 +67,9 @@ void register_all_ops(OpRegistry& registry) {
   register_loss_ops(registry);
   register_fused_ops(registry);
   register_runtime_ops(registry);
+  register_grad_ops(registry);
+  register_train_ops(registry);
+  register_gradients(registry);
 }
 
 OpRegistry make_default_registry() {
