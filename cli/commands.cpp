@@ -184,6 +184,10 @@ int run_run(const RunOptions& o) {
   const ops::OpRegistry reg = ops::make_default_registry();
   auto g = load_typed(o.file, reg);
   if (!g) return fail(g.error());
+  if (!o.checkpoint.empty()) {
+    Status st = apply_checkpoint(*g, o.checkpoint);
+    if (!st.is_ok()) return fail(st.error());
+  }
 
   std::map<std::string, std::string> source;  // input name -> where its value came from
   auto fed = make_feeds(*g, o.inputs, o.dims, o.seed, &source);

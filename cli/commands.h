@@ -28,8 +28,24 @@ struct RunOptions {
   int threads = 0;          // 0: one per hardware thread
   bool reference = false;   // the reference executor instead of the six stages
   bool json = false;
+  std::string checkpoint;   // load the params from a training checkpoint first
 };
 int run_run(const RunOptions& o);
+
+struct TrainOptions {
+  std::string file, data, test_data;
+  int64_t epochs = 1, batch = 64, checkpoint_every = 0, max_steps = 0;
+  double lr = 0.01, momentum = -1, weight_decay = -1;  // -1: the optimizer's default
+  bool nesterov = false;
+  std::string optimizer = "sgd", loss = "softmax-cross-entropy", output, schedule = "constant";
+  uint64_t seed = 0;
+  int threads = 0, workers = 1;
+  std::string checkpoint_dir, resume, save;
+  bool json = false, no_eval = false;
+};
+int run_train(const TrainOptions& o);
+// Loads a checkpoint's tensors into the graph's params of the same names (train_command.cpp).
+Status apply_checkpoint(ir::Graph& g, const std::string& path);
 
 struct PassesOptions {
   std::string file;

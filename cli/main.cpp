@@ -27,6 +27,33 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--threads,-t", run.threads, "Threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
   run_cmd->add_flag("--reference", run.reference, "Use the reference executor instead of the six stages");
   run_cmd->add_flag("--json", run.json, "Print the output summary as JSON");
+  run_cmd->add_option("--checkpoint", run.checkpoint, "Load the params from a training checkpoint (.tsc) first");
+
+  TrainOptions train;
+  CLI::App* train_cmd = app.add_subcommand("train", "Train a graph on a dataset (autodiff + optimizer through the six stages)");
+  train_cmd->add_option("FILE", train.file, "Graph file (.json, .tir or .onnx)")->required();
+  train_cmd->add_option("--data", train.data, "Dataset: MNIST-style IDX folder, folder of class folders, .csv or .npz")->required();
+  train_cmd->add_option("--test-data", train.test_data, "Test split (default: the test split of --data, when it has one)");
+  train_cmd->add_option("--epochs", train.epochs, "Epochs (default 1)")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  train_cmd->add_option("--batch", train.batch, "Batch size (default 64)")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  train_cmd->add_option("--lr", train.lr, "Learning rate (default 0.01)")->check(CLI::PositiveNumber);
+  train_cmd->add_option("--schedule", train.schedule, "constant | step:SIZE:GAMMA | cosine[:ETA_MIN], optionally ,warmup:N");
+  train_cmd->add_option("--optimizer", train.optimizer, "sgd | momentum | adam | adamw (default sgd)");
+  train_cmd->add_option("--momentum", train.momentum, "SGD momentum (default 0; 0.9 for --optimizer momentum)")->check(CLI::Range(0.0, 1.0));
+  train_cmd->add_flag("--nesterov", train.nesterov, "Nesterov momentum");
+  train_cmd->add_option("--weight-decay", train.weight_decay, "Weight decay (default 0; 0.01 for adamw)")->check(CLI::Range(0.0, 1.0));
+  train_cmd->add_option("--loss", train.loss, "softmax-cross-entropy | mse | bce-with-logits | output (the graph's output is the loss)");
+  train_cmd->add_option("--output", train.output, "The graph value the loss is computed from (default: the first output)");
+  train_cmd->add_option("--seed", train.seed, "Seed of the data order (default 0)");
+  train_cmd->add_option("--threads,-t", train.threads, "Threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
+  train_cmd->add_option("--workers", train.workers, "Data loader threads (default 1; 0: in the training thread)")->check(CLI::Range(0, 64));
+  train_cmd->add_option("--checkpoint-dir", train.checkpoint_dir, "Write checkpoints there (each epoch, and every --checkpoint-every steps)");
+  train_cmd->add_option("--checkpoint-every", train.checkpoint_every, "Steps between checkpoints (default: epoch ends only)")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  train_cmd->add_option("--max-steps", train.max_steps, "Stop after this many steps in all")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  train_cmd->add_option("--resume", train.resume, "Continue from a checkpoint, bit for bit");
+  train_cmd->add_option("--save", train.save, "Write the trained graph (weights included) to this file");
+  train_cmd->add_flag("--no-eval", train.no_eval, "Skip the evaluation on the test split");
+  train_cmd->add_flag("--json", train.json, "Print {test_accuracy, train_loss, images_per_s, epochs} as the last line");
 
   PassesOptions passes;
   CLI::App* passes_cmd = app.add_subcommand(
@@ -69,5 +96,6 @@ int main(int argc, char** argv) {
   if (*print_cmd) return run_print(print_file);
   if (*passes_cmd) return run_passes(passes);
   if (*bench_cmd) return run_bench(bench);
+  if (*train_cmd) return run_train(train);
   return 2;
 }

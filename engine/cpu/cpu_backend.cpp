@@ -9,6 +9,9 @@
 
 namespace tessera::cpu {
 
+// onednn_grad.cpp: the backward ops' kernels (declared here until onednn_util.h lists it).
+void register_onednn_grad(KernelRegistry& registry, const ContextPtr& ctx);
+
 void register_cpu_kernels(backend::KernelRegistry& registry) {
   std::shared_ptr<OneDnnContext> ctx;
   Status st = guarded("oneDNN CPU engine", [&] {
@@ -19,6 +22,7 @@ void register_cpu_kernels(backend::KernelRegistry& registry) {
     register_onednn_matmul(registry, ctx);
     register_onednn_nn(registry, ctx);
     register_onednn_eltwise(registry, ctx);
+    register_onednn_grad(registry, ctx);
   }
   register_vec_kernels(registry);
 }

@@ -52,7 +52,11 @@ class CsvSource final : public Source {
  public:
   CsvSource(std::string path, int64_t rows, int64_t cols, std::vector<float> x,
             std::vector<int64_t> labels)
-      : path_(std::move(path)), rows_(rows), cols_(cols), x_(std::move(x)), labels_(std::move(labels)) {}
+      : path_(std::move(path)),
+        rows_(rows),
+        cols_(cols),
+        x_(std::move(x)),
+        labels_(std::move(labels)) {}
   int64_t size() const override { return rows_; }
   std::vector<FieldSpec> fields() const override {
     return {{"x", DType::kF32, {cols_}}, {"labels", DType::kI64, {}}};
@@ -82,7 +86,8 @@ class CsvSource final : public Source {
 
 }  // namespace
 
-Expected<std::shared_ptr<const Source>> open_csv(const std::string& path, const CsvOptions& options) {
+Expected<std::shared_ptr<const Source>> open_csv(const std::string& path,
+                                                 const CsvOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error("cannot open CSV file", path);
   std::ostringstream ss;
@@ -140,8 +145,8 @@ Expected<std::shared_ptr<const Source>> open_csv(const std::string& path, const 
       found = true;
     }
     if (!found) {
-      return make_error("no column named '" + want + "'" + (header ? "" : " (the file has no header)"),
-                        path);
+      return make_error(
+          "no column named '" + want + "'" + (header ? "" : " (the file has no header)"), path);
     }
   }
 
@@ -153,9 +158,9 @@ Expected<std::shared_ptr<const Source>> open_csv(const std::string& path, const 
     const auto [ln, line] = lines[r];
     std::vector<Field> fields = split_line(line, options.delimiter);
     if (fields.size() != ncols) {
-      return make_error("expected " + std::to_string(ncols) + " fields, found " +
-                            std::to_string(fields.size()),
-                        at(path, ln, 1));
+      return make_error(
+          "expected " + std::to_string(ncols) + " fields, found " + std::to_string(fields.size()),
+          at(path, ln, 1));
     }
     for (size_t c = 0; c < ncols; ++c) {
       double v;

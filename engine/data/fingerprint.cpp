@@ -60,7 +60,8 @@ Status hash_edges(Hasher& h, const std::string& path, uint64_t size) {
   for (uint64_t start : starts) {
     in.seekg(static_cast<std::streamoff>(start));
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    if (static_cast<size_t>(in.gcount()) != buf.size()) return make_error("short read while fingerprinting", path);
+    if (static_cast<size_t>(in.gcount()) != buf.size())
+      return make_error("short read while fingerprinting", path);
     h.bytes(buf.data(), buf.size());
   }
   return Status::ok();

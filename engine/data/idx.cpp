@@ -26,17 +26,23 @@ std::string hex32(uint32_t v) {
   return buf;
 }
 
+// zlib's message without the "PATH: " it prefixes.
+std::string gz_message(gzFile_s* f, const std::string& path) {
+  int errnum = Z_OK;
+  const char* msg = gzerror(f, &errnum);
+  std::string m = msg ? msg : "";
+  if (m.rfind(path + ": ", 0) == 0) m.erase(0, path.size() + 2);
+  return m;
+}
+
 // Reads up to n bytes; returns the count read (fewer only at the end or on an error).
 Expected<size_t> gz_read_some(gzFile_s* f, unsigned char* dst, size_t n, const std::string& path) {
   size_t got = 0;
   while (got < n) {
     const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - got, size_t{1} << 24));
     const int r = gzread(f, dst + got, chunk);
-    if (r < 0) {
-      int errnum = 0;
-      const char* msg = gzerror(f, &errnum);
-      return make_error(std::string("read error: ") + (msg ? msg : "unknown zlib error"), path);
-    }
+    if (r < 0)
+      return make_error("corrupt or unreadable data (zlib: " + gz_message(f, path) + ")", path);
     if (r == 0) break;
     got += static_cast<size_t>(r);
   }
@@ -44,11 +50,12 @@ Expected<size_t> gz_read_some(gzFile_s* f, unsigned char* dst, size_t n, const s
 }
 
 // A zlib note for a short read ("" when zlib saw no error, e.g. a plain file that simply ends).
-std::string zlib_note(gzFile_s* f) {
+std::string zlib_note(gzFile_s* f, const std::string& path) {
   int errnum = Z_OK;
-  const char* msg = gzerror(f, &errnum);
-  if (errnum == Z_OK || msg == nullptr || *msg == 0) return "";
-  return std::string(" (zlib: ") + msg + ")";
+  gzerror(f, &errnum);
+  const std::string m = gz_message(f, path);
+  if (errnum == Z_OK || m.empty()) return "";
+  return " (zlib: " + m + ")";
 }
 
 struct IdxFile {
@@ -72,11 +79,11 @@ Expected<IdxFile> read_idx(const std::string& path, int rank, const std::string&
   TRY(size_t got, gz_read_some(f.get(), head, 4, path));
   if (got < 4) {
     return make_error("truncated header: expected 4 bytes of magic, found " + std::to_string(got) +
-                          zlib_note(f.get()),
+                          zlib_note(f.get(), path),
                       path);
   }
-  const uint32_t magic = (uint32_t{head[0]} << 24) | (uint32_t{head[1]} << 16) |
-                         (uint32_t{head[2]} << 8) | head[3];
+  const uint32_t magic =
+      (uint32_t{head[0]} << 24) | (uint32_t{head[1]} << 16) | (uint32_t{head[2]} << 8) | head[3];
   const uint32_t want = 0x00000800u | static_cast<uint32_t>(rank);
   if (magic != want) {
     std::string why = "bad magic " + hex32(magic) + ": expected " + hex32(want) + " (" + what + ")";
@@ -90,7 +97,7 @@ Expected<IdxFile> read_idx(const std::string& path, int rank, const std::string&
   TRY(got, gz_read_some(f.get(), dim_bytes.data(), dim_bytes.size(), path));
   if (got < dim_bytes.size()) {
     return make_error("truncated header: expected " + std::to_string(dim_bytes.size()) +
-                          " bytes of dims, found " + std::to_string(got) + zlib_note(f.get()),
+                          " bytes of dims, found " + std::to_string(got) + zlib_note(f.get(), path),
                       path);
   }
   for (int i = 0; i < rank; ++i) {
@@ -98,7 +105,9 @@ Expected<IdxFile> read_idx(const std::string& path, int rank, const std::string&
     out.dims.push_back((int64_t{p[0]} << 24) | (int64_t{p[1]} << 16) | (int64_t{p[2]} << 8) | p[3]);
   }
   auto numel = checked_numel(Shape(out.dims), DType::kU8);
-  if (!numel) return make_error("absurd dims " + shape_to_string(out.dims) + ": " + numel.error().message, path);
+  if (!numel)
+    return make_error("absurd dims " + shape_to_string(out.dims) + ": " + numel.error().message,
+                      path);
   const auto total = static_cast<size_t>(*numel);
   // Grow as bytes arrive; reserve at most what the file can hold (deflate expands <= 1032x).
   const bool plain = gzdirect(f.get()) == 1;
@@ -116,7 +125,7 @@ Expected<IdxFile> read_idx(const std::string& path, int rank, const std::string&
   if (have < total) {
     return make_error("truncated data: dims " + shape_to_string(out.dims) + " need " +
                           std::to_string(total) + " bytes after the header, found " +
-                          std::to_string(have) + zlib_note(f.get()),
+                          std::to_string(have) + zlib_note(f.get(), path),
                       path);
   }
   if (have > total) {
@@ -157,7 +166,7 @@ class IdxSource final : public Source {
     float* dst = x.data<float>();
     const size_t plane = static_cast<size_t>(h_ * w_);
     const unsigned char* src = pixels_.data() + static_cast<size_t>(index) * plane;
-    for (size_t i = 0; i < plane; ++i) dst[i] = static_cast<float>(src[i]) * (1.0f / 255.0f);
+    for (size_t i = 0; i < plane; ++i) dst[i] = static_cast<float>(src[i]) / 255.0f;
     out.clear();
     out.push_back(std::move(x));
     out.push_back(Tensor::scalar<int64_t>(labels_[static_cast<size_t>(index)]));
@@ -183,8 +192,8 @@ Expected<std::shared_ptr<const Source>> open_idx_pair(const std::string& images_
                           labels_path,
                       images_path);
   }
-  return std::shared_ptr<const Source>(std::make_shared<IdxSource>(
-      images_path, labels_path, std::move(images), std::move(labels)));
+  return std::shared_ptr<const Source>(
+      std::make_shared<IdxSource>(images_path, labels_path, std::move(images), std::move(labels)));
 }
 
 Expected<std::shared_ptr<const Source>> open_mnist_dir(const std::string& dir,

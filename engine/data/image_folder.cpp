@@ -25,7 +25,9 @@ std::string stb_reason() {
   return r ? r : "unknown reason";
 }
 
-std::string size_text(int64_t w, int64_t h) { return std::to_string(w) + "x" + std::to_string(h); }
+std::string size_text(int64_t w, int64_t h) {
+  return std::to_string(w) + "x" + std::to_string(h);
+}
 
 struct StbFree {
   void operator()(unsigned char* p) const { stbi_image_free(p); }
@@ -62,7 +64,8 @@ Status ImageFolderSource::get(int64_t index, Example& out) const {
   }
   const Item& item = items_[static_cast<size_t>(index)];
   int w = 0, h = 0, n = 0;
-  std::unique_ptr<unsigned char, StbFree> pixels(stbi_load(item.path.c_str(), &w, &h, &n, channels_));
+  std::unique_ptr<unsigned char, StbFree> pixels(
+      stbi_load(item.path.c_str(), &w, &h, &n, channels_));
   if (!pixels) return make_error("cannot decode image: " + stb_reason(), item.path);
   if (w != width_ || h != height_) {
     return make_error("image is " + size_text(w, h) + " but the folder's images are " +
@@ -75,7 +78,7 @@ Status ImageFolderSource::get(int64_t index, Example& out) const {
   const unsigned char* src = pixels.get();
   for (int64_t p = 0; p < plane; ++p) {
     for (int64_t c = 0; c < channels_; ++c) {
-      dst[c * plane + p] = static_cast<float>(src[p * channels_ + c]) * (1.0f / 255.0f);
+      dst[c * plane + p] = static_cast<float>(src[p * channels_ + c]) / 255.0f;
     }
   }
   out.clear();
@@ -105,7 +108,8 @@ Expected<std::shared_ptr<const ImageFolderSource>> open_image_folder(const std::
     const fs::path class_dir = fs::path(dir) / classes[label];
     std::vector<std::string> names;
     for (fs::directory_iterator it(class_dir, ec), end; !ec && it != end; it.increment(ec)) {
-      if (it->is_regular_file(ec) && is_image_name(it->path())) names.push_back(it->path().string());
+      if (it->is_regular_file(ec) && is_image_name(it->path()))
+        names.push_back(it->path().string());
     }
     if (ec) return make_error("cannot list directory: " + ec.message(), class_dir.string());
     std::sort(names.begin(), names.end());

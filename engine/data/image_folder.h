@@ -1,4 +1,4 @@
-// A folder of images sorted into one sub-folder per class, as a Source (decoded lazily by stb_image).
+// A folder of images, one sub-folder per class, as a Source (decoded lazily by stb_image).
 //
 // Usage:
 //   TRY(auto pets, data::open_image_folder("pets/train", /*channels=*/3));

@@ -23,7 +23,7 @@ struct DataLoader::Impl {
   std::shared_ptr<const Source> source;
   Transforms transforms;
   LoaderOptions opt;
-  Status config;                        // binding / option errors
+  Status config;                         // binding / option errors
   std::vector<FieldSpec> source_fields;  // what get() yields
   std::vector<FieldSpec> out_fields;     // after the transforms
 
@@ -56,16 +56,16 @@ namespace {
 Error example_error(const Error& inner, int64_t index, int64_t epoch, int64_t batch,
                     const Source& source) {
   Error e = inner;
-  e.message = "example " + std::to_string(index) + " (epoch " + std::to_string(epoch) +
-              ", batch " + std::to_string(batch) + ") of " + source.name() + ": " + inner.message;
+  e.message = "example " + std::to_string(index) + " (epoch " + std::to_string(epoch) + ", batch " +
+              std::to_string(batch) + ") of " + source.name() + ": " + inner.message;
   return e;
 }
 
 // Checks that `ex` has the fields `specs` describe; `stage` says which step produced it.
 Status check_example(const Example& ex, const std::vector<FieldSpec>& specs, const char* stage) {
   if (ex.size() != specs.size()) {
-    return make_error(std::string(stage) + " gave " + std::to_string(ex.size()) + " fields, expected " +
-                      std::to_string(specs.size()));
+    return make_error(std::string(stage) + " gave " + std::to_string(ex.size()) +
+                      " fields, expected " + std::to_string(specs.size()));
   }
   for (size_t f = 0; f < specs.size(); ++f) {
     if (ex[f].dtype() != specs[f].dtype || ex[f].shape() != specs[f].shape) {
@@ -126,7 +126,8 @@ Status DataLoader::Impl::build_into(const std::vector<int64_t>& ord, int64_t e, 
   return Status::ok();
 }
 
-Expected<Batch> DataLoader::Impl::build(const std::vector<int64_t>& ord, int64_t e, int64_t k) const {
+Expected<Batch> DataLoader::Impl::build(const std::vector<int64_t>& ord, int64_t e,
+                                        int64_t k) const {
   try {
     Batch b;
     RETURN_IF_ERROR(build_into(ord, e, k, b));
@@ -171,16 +172,18 @@ DataLoader::DataLoader(std::shared_ptr<const Source> source, Transforms transfor
     return;
   }
   if (options.batch_size < 1 || options.workers < 0 || options.prefetch < 1) {
-    m.config = make_error("data loader: need batch_size >= 1, workers >= 0, prefetch >= 1; got " +
-                              std::to_string(options.batch_size) + ", " +
-                              std::to_string(options.workers) + ", " + std::to_string(options.prefetch),
-                          m.source->name());
+    m.config =
+        make_error("data loader: need batch_size >= 1, workers >= 0, prefetch >= 1; got " +
+                       std::to_string(options.batch_size) + ", " + std::to_string(options.workers) +
+                       ", " + std::to_string(options.prefetch),
+                   m.source->name());
     return;
   }
   m.source_fields = m.source->fields();
   m.out_fields = m.source_fields;
   for (size_t i = 0; i < m.transforms.size(); ++i) {
-    Status st = m.transforms[i] ? m.transforms[i]->bind(m.out_fields) : make_error("null transform");
+    Status st =
+        m.transforms[i] ? m.transforms[i]->bind(m.out_fields) : make_error("null transform");
     if (!st.is_ok()) {
       Error e = st.error();
       e.message = "transform " + std::to_string(i) + ": " + e.message;
@@ -205,9 +208,13 @@ Expected<std::vector<FieldSpec>> DataLoader::fields() const {
   return impl_->out_fields;
 }
 
-int64_t DataLoader::batches_per_epoch() const { return impl_->batches(); }
+int64_t DataLoader::batches_per_epoch() const {
+  return impl_->batches();
+}
 
-std::vector<int64_t> DataLoader::epoch_order(int64_t epoch) const { return impl_->make_order(epoch); }
+std::vector<int64_t> DataLoader::epoch_order(int64_t epoch) const {
+  return impl_->make_order(epoch);
+}
 
 Status DataLoader::start_epoch(int64_t epoch, int64_t skip_batches) {
   Impl& m = *impl_;
@@ -235,7 +242,8 @@ Status DataLoader::start_epoch(int64_t epoch, int64_t skip_batches) {
       }
     } catch (const std::exception& ex) {  // std::system_error: no more threads
       m.started = false;
-      return make_error(std::string("cannot start data loader workers: ") + ex.what(), m.source->name());
+      return make_error(std::string("cannot start data loader workers: ") + ex.what(),
+                        m.source->name());
     }
   }
   m.work_cv.notify_all();

@@ -44,10 +44,10 @@ namespace tessera::data {
 struct LoaderOptions {
   int64_t batch_size = 32;  // >= 1
   bool shuffle = false;
-  uint64_t seed = 0;        // shuffling and random transforms
-  bool drop_last = false;   // drop a last partial batch
-  int workers = 0;          // 0: build batches in the calling thread
-  int prefetch = 2;         // >= 1: batches queued ahead of the consumer (besides those in flight)
+  uint64_t seed = 0;       // shuffling and random transforms
+  bool drop_last = false;  // drop a last partial batch
+  int workers = 0;         // 0: build batches in the calling thread
+  int prefetch = 2;        // >= 1: batches queued ahead of the consumer (besides those in flight)
 };
 
 class DataLoader {

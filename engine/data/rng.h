@@ -59,7 +59,9 @@ class Rng {
     while (r >= limit) r = next_u64();
     return r % n;
   }
-  int64_t uniform_int(int64_t n) { return static_cast<int64_t>(uniform_u64(static_cast<uint64_t>(n))); }
+  int64_t uniform_int(int64_t n) {
+    return static_cast<int64_t>(uniform_u64(static_cast<uint64_t>(n)));
+  }
   // Uniform in [0, 1) with 53 random bits.
   double uniform01() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
   // True with probability p (p <= 0: never, p >= 1: always; one draw either way).

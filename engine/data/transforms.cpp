@@ -6,7 +6,8 @@
 
 namespace tessera::data {
 
-Expected<int> Transform::resolve(const std::vector<FieldSpec>& fields, const std::string& field) const {
+Expected<int> Transform::resolve(const std::vector<FieldSpec>& fields,
+                                 const std::string& field) const {
   const int i = find_field(fields, field);
   if (i >= 0) return i;
   std::string have;
@@ -38,7 +39,8 @@ Status Normalize::bind(std::vector<FieldSpec>& fields) {
     }
   }
   for (float s : std_) {
-    if (!(s != 0.0f)) return make_error("Normalize: std must be non-zero, got " + std::to_string(s));
+    if (!(s != 0.0f))
+      return make_error("Normalize: std must be non-zero, got " + std::to_string(s));
   }
   return Status::ok();
 }

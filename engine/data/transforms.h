@@ -1,4 +1,4 @@
-// Per-example transforms applied in the loader's worker threads: normalise, crop, flip, one-hot, cast.
+// Per-example transforms run in the loader's worker threads: normalise, crop, flip, one-hot, cast.
 //
 // Usage:
 //   auto t = data::make_transforms(data::RandomCrop(28, /*padding=*/2),

@@ -1,6 +1,8 @@
 // Graph construction, editing and traversal.
 #include "engine/ir/graph.h"
 
+#include <algorithm>
+
 #include <queue>
 
 namespace tessera::ir {
@@ -88,6 +90,15 @@ ValueId Graph::add_node_output(NodeId id, std::string name) {
   values_.push_back(std::move(v));
   nodes_[static_cast<size_t>(id)].outputs.push_back(values_.back().id);
   return values_.back().id;
+}
+
+void Graph::make_input(ValueId param) {
+  Value& v = values_[static_cast<size_t>(param)];
+  if (v.kind != ValueKind::kParam) return;
+  v.kind = ValueKind::kInput;
+  params_.erase(std::find(params_.begin(), params_.end(), param));
+  param_data_.erase(param);
+  inputs_.push_back(param);
 }
 
 Status Graph::define_value(ValueId id, Value v) {

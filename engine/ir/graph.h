@@ -166,6 +166,9 @@ class Graph {
   // Rewrites every use of `from` (node inputs, graph outputs) to `to`.
   void replace_all_uses(ValueId from, ValueId to);
   void set_param_data(ValueId id, Tensor data);
+  // Turns a param into a graph input (appended to inputs), dropping its data: training feeds the
+  // current weights each step. Same id, name and type.
+  void make_input(ValueId param);
 
   // ---- access ----
   bool has_node(NodeId id) const { return id >= 0 && id < node_capacity() && nodes_[id].alive; }

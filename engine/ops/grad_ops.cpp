@@ -1,9 +1,554 @@
-// Backward ops autodiff emits for the nn family (convolution, pooling, normalisation gradients),
-// each with a reference kernel; the CPU backend adds oneDNN kernels for the hot ones.
-#include "engine/ops/helpers.h"
+// Backward ops autodiff emits for the nn family (convolution, pooling, loss and LRN gradients),
+// each with a reference kernel; the CPU backend adds oneDNN kernels for the hot ones
+// (engine/cpu/onednn_grad.cpp). DropoutGrad lives with Dropout in nn_norm.cpp (they share the
+// mask generator).
+//
+// Window geometry is explicit: the gradient rules resolve auto_pad into `pads`, and the output
+// extents come from dY, so no op here has auto_pad or ceil_mode. With input extent `in`, kernel k,
+// stride s, dilation d and pads (b, e), output position o reads input positions
+//   o * s - b + t * d,  t = 0 .. k-1   (positions outside [0, in) are padding)
+// ConvGradInput / ConvGradWeight check that dY's extents are floor((in + b + e - ext) / s) + 1
+// with ext = d * (k - 1) + 1, the forward Conv's; the pool gradients take any dY extent >= 1 (the
+// forward pool's ceil_mode gives one more window than the floor).
+//
+// Reference kernels accumulate in double and round once; f16/bf16 go through f32.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "engine/ops/nn_internal.h"
 
 namespace tessera::ops {
+namespace {
 
-void register_grad_ops(OpRegistry& registry) { (void)registry; }
+std::vector<Dim> dims_of(const Tensor& t) { return TensorType::of(t.dtype(), t.shape()).dims; }
+
+// ---- window geometry --------------------------------------------------------------------------
+
+// Explicit window attributes for `nsp` spatial axes (kernel from the attribute or the caller).
+struct GradWindow {
+  std::vector<int64_t> kernel, strides, dilations, pads;  // pads: all begins, then all ends
+};
+
+Expected<std::vector<int64_t>> axis_ints(const ir::Node& node, const AttrReader& attrs,
+                                         const std::string& name, size_t count, int64_t dflt,
+                                         int64_t min_value) {
+  std::vector<int64_t> v(count, dflt);
+  if (attrs.has(name)) v = attrs.ints(name);
+  if (v.size() != count)
+    return node_error(node, "attribute '" + name + "' has " + std::to_string(v.size()) +
+                                " values, expected " + std::to_string(count));
+  for (int64_t e : v)
+    if (e < min_value)
+      return node_error(node, "attribute '" + name + "' values must be >= " + std::to_string(min_value));
+  return v;
+}
+
+Expected<GradWindow> read_grad_window(const ir::Node& node, const AttrReader& attrs, size_t nsp,
+                                      std::vector<int64_t> kernel) {
+  GradWindow w;
+  if (kernel.empty()) {
+    TRY(kernel, axis_ints(node, attrs, "kernel_shape", nsp, 1, 1));
+  }
+  w.kernel = std::move(kernel);
+  TRY(w.strides, axis_ints(node, attrs, "strides", nsp, 1, 1));
+  TRY(w.dilations, axis_ints(node, attrs, "dilations", nsp, 1, 1));
+  TRY(w.pads, axis_ints(node, attrs, "pads", 2 * nsp, 0, 0));
+  return w;
+}
+
+// Iteration over the windows of one plane: input and output extents and the kernel taps.
+struct Plane {
+  size_t nsp = 0;
+  std::vector<int64_t> in, out, pad_b, pad_e, stride, taps;  // taps: per tap, per axis offset
+  int64_t in_size = 1, out_size = 1, num_taps = 1;
+
+  Plane(const std::vector<int64_t>& in_sp, const std::vector<int64_t>& out_sp, const GradWindow& w)
+      : nsp(in_sp.size()), in(in_sp), out(out_sp), stride(w.strides) {
+    for (size_t d = 0; d < nsp; ++d) {
+      in_size *= in[d];
+      out_size *= out[d];
+      num_taps *= w.kernel[d];
+      pad_b.push_back(w.pads[d]);
+      pad_e.push_back(w.pads[nsp + d]);
+    }
+    taps.resize(static_cast<size_t>(num_taps) * nsp);
+    for (int64_t t = 0; t < num_taps; ++t) {
+      int64_t rest = t;
+      for (size_t d = nsp; d-- > 0;) {
+        taps[t * nsp + d] = (rest % w.kernel[d]) * w.dilations[d];
+        rest /= w.kernel[d];
+      }
+    }
+  }
+  void window_base(int64_t o, std::vector<int64_t>& base) const {
+    for (size_t d = nsp; d-- > 0;) {
+      base[d] = (o % out[d]) * stride[d] - pad_b[d];
+      o /= out[d];
+    }
+  }
+  // Flat input offset of tap t at `base`, -1 in the padding; `in_padded`: inside the pads.
+  int64_t tap(const std::vector<int64_t>& base, int64_t t, bool* in_padded = nullptr) const {
+    int64_t flat = 0;
+    bool inside = true, padded = true;
+    for (size_t d = 0; d < nsp; ++d) {
+      const int64_t p = base[d] + taps[t * nsp + d];
+      inside &= p >= 0 && p < in[d];
+      padded &= p >= -pad_b[d] && p < in[d] + pad_e[d];
+      flat = flat * in[d] + p;
+    }
+    if (in_padded) *in_padded = padded;
+    return inside ? flat : -1;
+  }
+};
+
+// A shape input (i32/i64 1-D) as dims: its value when constant, else `rank` unknown dims
+// (rank from `like`).
+Expected<std::vector<Dim>> shape_input_dims(const InferContext& ctx, size_t i, int rank) {
+  const TensorType& t = *ctx.inputs[i];
+  if (t.dtype != DType::kI64 && t.dtype != DType::kI32)
+    return node_error(ctx.node, "input '" + ctx.def.inputs[i].name + "' must be an i64 shape");
+  if (const Tensor* c = ctx.constant(i)) {
+    std::vector<Dim> d;
+    for (int64_t v : to_int64s(*c)) {
+      if (v < 0) return node_error(ctx.node, "input '" + ctx.def.inputs[i].name + "' has a negative size");
+      d.push_back(Dim::known(v));
+    }
+    return d;
+  }
+  if (rank < 0) return std::vector<Dim>{};
+  return std::vector<Dim>(static_cast<size_t>(rank), Dim::unknown());
+}
+
+// Checks dY [N, M, O...] against a forward input [N, C, I...] through the window: ranks, batch,
+// and (when `exact`) each O = floor((I + b + e - ext) / s) + 1.
+Status check_window(const ir::Node& node, const std::vector<Dim>& dy, const std::vector<Dim>& x,
+                    const GradWindow& w, bool exact) {
+  if (dy.size() != x.size() || x.size() < 3)
+    return node_error(node, "dY " + dims_to_string(dy) + " and the input " + dims_to_string(x) +
+                                " must both be [N, C, spatial...]");
+  const size_t nsp = x.size() - 2;
+  if (w.kernel.size() != nsp) return node_error(node, "kernel rank does not match the spatial rank");
+  if (dy[0].is_known() && x[0].is_known() && dy[0] != x[0])
+    return node_error(node, "dY and the input disagree on the batch size");
+  for (size_t d = 0; d < nsp; ++d) {
+    const Dim &o = dy[2 + d], &i = x[2 + d];
+    if (!o.is_known() || !i.is_known()) continue;
+    const int64_t ext = w.dilations[d] * (w.kernel[d] - 1) + 1;
+    const int64_t span = i.size + w.pads[d] + w.pads[nsp + d] - ext;
+    const bool ok = exact ? span >= 0 && o.size == span / w.strides[d] + 1 : o.size >= 1;
+    if (!ok)
+      return node_error(node, "dY " + dims_to_string(dy) + " does not match the window over " +
+                                  dims_to_string(x) + " on spatial axis " + std::to_string(d));
+  }
+  return Status::ok();
+}
+
+std::vector<int64_t> spatial(const Shape& s) { return std::vector<int64_t>(s.begin() + 2, s.end()); }
+
+// ---- ConvGradInput, ConvGradWeight ------------------------------------------------------------
+
+// Shapes of one convolution gradient: dY [N, M, O...], X [N, C, I...], W [M, C / group, k...].
+Status check_conv_shapes(const ir::Node& node, const AttrReader& attrs, const std::vector<Dim>& dy,
+                         const std::vector<Dim>& x, const std::vector<Dim>& w, GradWindow* win) {
+  if (w.size() != x.size() || x.size() < 3)
+    return node_error(node, "W " + dims_to_string(w) + " must have the rank of X " + dims_to_string(x));
+  const int64_t group = attrs.i("group");
+  if (group < 1) return node_error(node, "group must be >= 1");
+  const size_t nsp = x.size() - 2;
+  std::vector<int64_t> kernel(nsp, 1);
+  bool kernel_known = true;
+  for (size_t d = 0; d < nsp; ++d) {
+    kernel_known &= w[2 + d].is_known();
+    kernel[d] = w[2 + d].is_known() ? w[2 + d].size : 1;
+  }
+  TRY(GradWindow gw, read_grad_window(node, attrs, nsp, kernel));
+  if (x[1].is_known() && w[1].is_known() && x[1].size != w[1].size * group)
+    return node_error(node, "X " + dims_to_string(x) + " has channels that W " + dims_to_string(w) +
+                                " with " + std::to_string(group) + " groups does not expect");
+  if (w[0].is_known() && (w[0].size % group != 0 || (dy[1].is_known() && dy[1] != w[0])))
+    return node_error(node, "dY " + dims_to_string(dy) + " must have one channel per filter of W " +
+                                dims_to_string(w) + " (and the filters divide into the groups)");
+  if (kernel_known) RETURN_IF_ERROR(check_window(node, dy, x, gw, /*exact=*/true));
+  if (win) *win = gw;
+  return Status::ok();
+}
+
+Expected<std::vector<TensorType>> infer_conv_grad(const InferContext& ctx, bool weight) {
+  RETURN_IF_ERROR(check_allowed_type(ctx));
+  RETURN_IF_ERROR(check_same_dtype(ctx, 0, 1));
+  const TensorType& dy = *ctx.inputs[0];
+  const TensorType& other = *ctx.inputs[1];  // W for the input gradient, X for the weights'
+  TRY(std::vector<Dim> shape, shape_input_dims(ctx, 2, dy.rank_known ? dy.rank() : -1));
+  const TensorType out = shape.empty() && !dy.rank_known ? TensorType::unranked(dy.dtype) : TensorType(dy.dtype, shape);
+  if (dy.rank_known && other.rank_known && out.rank_known) {
+    if (static_cast<int>(shape.size()) != dy.rank())
+      return node_error(ctx.node, "the requested shape must have the rank of dY " + dy.to_string());
+    if (weight)
+      RETURN_IF_ERROR(check_conv_shapes(ctx.node, ctx.attrs(), dy.dims, other.dims, shape, nullptr));
+    else
+      RETURN_IF_ERROR(check_conv_shapes(ctx.node, ctx.attrs(), dy.dims, shape, other.dims, nullptr));
+  }
+  return std::vector<TensorType>{out};
+}
+
+// dX[n, g*cg + c, at(o, t)] += W[m, c, t] * dY[n, m, o] (weight = false), or
+// dW[m, c, t] += dY[n, m, o] * X[n, g*cg + c, at(o, t)] (weight = true).
+Status conv_grad_kernel(KernelContext& ctx, bool weight) {
+  const DType dt = ctx.in(0).dtype();
+  const Tensor dy = widen(ctx.in(0)).contiguous();
+  const Tensor other = widen(ctx.in(1)).contiguous();
+  Shape out_shape;
+  for (int64_t v : to_int64s(ctx.in(2))) out_shape.push_back(v);
+  const Shape& xs = weight ? other.shape() : out_shape;
+  const Shape& ws = weight ? out_shape : other.shape();
+  GradWindow win;
+  RETURN_IF_ERROR(check_conv_shapes(ctx.node, ctx.attrs(), dims_of(dy),
+                                    TensorType::of(dt, xs).dims, TensorType::of(dt, ws).dims, &win));
+  if (out_shape.size() != dy.shape().size()) return node_error(ctx.node, "shape rank mismatch");
+  const Plane pl(spatial(xs), spatial(dy.shape()), win);
+  const int64_t n_batch = dy.dim(0), m_out = dy.dim(1), c_in = xs[1], group = ctx.attrs().i("group");
+  const int64_t cg = c_in / group, mg = m_out / group;
+  TRY(Tensor result, Tensor::create(dy.dtype(), out_shape));
+  std::vector<double> acc(static_cast<size_t>(result.numel()), 0.0);
+  RETURN_IF_ERROR(dispatch_float(dy.dtype(), ctx.node, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    const T* pdy = dy.data<T>();
+    const T* po = other.data<T>();
+    std::vector<int64_t> base(pl.nsp);
+    for (int64_t n = 0; n < n_batch; ++n)
+      for (int64_t m = 0; m < m_out; ++m) {
+        const int64_t x_off = (n * c_in + (m / mg) * cg) * pl.in_size;  // first channel of m's group
+        const int64_t w_off = m * cg * pl.num_taps;
+        const T* dym = pdy + (n * m_out + m) * pl.out_size;
+        for (int64_t o = 0; o < pl.out_size; ++o) {
+          const double g = static_cast<double>(dym[o]);
+          if (g == 0.0) continue;
+          pl.window_base(o, base);
+          for (int64_t t = 0; t < pl.num_taps; ++t) {
+            const int64_t at = pl.tap(base, t);
+            if (at < 0) continue;
+            for (int64_t c = 0; c < cg; ++c) {
+              const int64_t xi = x_off + c * pl.in_size + at, wi = w_off + c * pl.num_taps + t;
+              if (weight)
+                acc[static_cast<size_t>(wi)] += g * static_cast<double>(po[xi]);
+              else
+                acc[static_cast<size_t>(xi)] += g * static_cast<double>(po[wi]);
+            }
+          }
+        }
+      }
+    for (int64_t i = 0; i < result.numel(); ++i) result.data<T>()[i] = static_cast<T>(acc[static_cast<size_t>(i)]);
+    return Status::ok();
+  }));
+  ctx.outputs = {narrow(result, dt)};
+  return Status::ok();
+}
+
+// ---- MaxPoolGrad, AveragePoolGrad -------------------------------------------------------------
+
+Expected<std::vector<TensorType>> infer_pool_grad(const InferContext& ctx, bool max) {
+  RETURN_IF_ERROR(check_allowed_type(ctx));
+  const TensorType& dy = *ctx.inputs[0];
+  TensorType out = TensorType::unranked(dy.dtype);
+  if (max) {
+    RETURN_IF_ERROR(check_same_dtype(ctx, 0, 1));
+    out = *ctx.inputs[1];
+  } else {
+    TRY(std::vector<Dim> shape, shape_input_dims(ctx, 1, dy.rank_known ? dy.rank() : -1));
+    if (dy.rank_known || !shape.empty()) out = TensorType(dy.dtype, shape);
+  }
+  if (dy.rank_known && out.rank_known) {
+    if (dy.rank() != out.rank() || dy.rank() < 3)
+      return node_error(ctx.node, "dY " + dy.to_string() + " and the input " + out.to_string() +
+                                      " must both be [N, C, spatial...]");
+    TRY(GradWindow w, read_grad_window(ctx.node, ctx.attrs(), static_cast<size_t>(dy.rank() - 2), {}));
+    RETURN_IF_ERROR(check_window(ctx.node, dy.dims, out.dims, w, /*exact=*/false));
+    if (dy.dims[1].is_known() && out.dims[1].is_known() && dy.dims[1] != out.dims[1])
+      return node_error(ctx.node, "dY and the input disagree on the channels");
+  }
+  return std::vector<TensorType>{out};
+}
+
+// MaxPool: each dY goes to the first maximum of its window (row-major tap order, as the forward
+// kernel, PyTorch and oneDNN pick it). AveragePool: dY / count to every counted tap.
+Status pool_grad_kernel(KernelContext& ctx, bool max) {
+  const DType dt = ctx.in(0).dtype();
+  const Tensor dy = widen(ctx.in(0)).contiguous();
+  const Tensor x = max ? widen(ctx.in(1)).contiguous() : Tensor();
+  Shape xs;
+  if (max) xs = x.shape();
+  else
+    for (int64_t v : to_int64s(ctx.in(1))) xs.push_back(v);
+  if (xs.size() != dy.shape().size() || xs.size() < 3 || xs[0] != dy.dim(0) || xs[1] != dy.dim(1))
+    return node_error(ctx.node, "dY " + shape_to_string(dy.shape()) + " does not match the input " +
+                                    shape_to_string(xs));
+  TRY(GradWindow w, read_grad_window(ctx.node, ctx.attrs(), xs.size() - 2, {}));
+  RETURN_IF_ERROR(check_window(ctx.node, dims_of(dy), TensorType::of(dt, xs).dims, w, false));
+  const bool include_pad = !max && ctx.attrs().i("count_include_pad") != 0;
+  const Plane pl(spatial(xs), spatial(dy.shape()), w);
+  const int64_t planes = xs[0] * xs[1];
+  TRY(Tensor dx, Tensor::create(dy.dtype(), xs));
+  std::vector<double> acc(static_cast<size_t>(dx.numel()), 0.0);
+  RETURN_IF_ERROR(dispatch_float(dy.dtype(), ctx.node, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    std::vector<int64_t> base(pl.nsp);
+    for (int64_t p = 0; p < planes; ++p) {
+      const T* dyp = dy.data<T>() + p * pl.out_size;
+      double* ap = acc.data() + p * pl.in_size;
+      const T* xp = max ? x.data<T>() + p * pl.in_size : nullptr;
+      for (int64_t o = 0; o < pl.out_size; ++o) {
+        pl.window_base(o, base);
+        if (max) {
+          int64_t best_at = -1;
+          for (int64_t t = 0; t < pl.num_taps; ++t) {
+            const int64_t at = pl.tap(base, t);
+            if (at >= 0 && (best_at < 0 || xp[at] > xp[best_at])) best_at = at;
+          }
+          if (best_at >= 0) ap[best_at] += static_cast<double>(dyp[o]);
+          continue;
+        }
+        int64_t count = 0;
+        for (int64_t t = 0; t < pl.num_taps; ++t) {
+          bool in_padded = false;
+          const int64_t at = pl.tap(base, t, &in_padded);
+          if (at >= 0 || (include_pad && in_padded)) ++count;
+        }
+        if (count == 0) continue;
+        const double g = static_cast<double>(dyp[o]) / static_cast<double>(count);
+        for (int64_t t = 0; t < pl.num_taps; ++t) {
+          const int64_t at = pl.tap(base, t);
+          if (at >= 0) ap[at] += g;
+        }
+      }
+    }
+    for (int64_t i = 0; i < dx.numel(); ++i) dx.data<T>()[i] = static_cast<T>(acc[static_cast<size_t>(i)]);
+    return Status::ok();
+  }));
+  ctx.outputs = {narrow(dx, dt)};
+  return Status::ok();
+}
+
+// ---- NegativeLogLikelihoodLossGrad, SoftmaxCrossEntropyLossGrad -------------------------------
+
+Expected<std::vector<TensorType>> infer_loss_grad(const InferContext& ctx) {
+  RETURN_IF_ERROR(check_allowed_type(ctx));
+  RETURN_IF_ERROR(check_same_dtype(ctx, 0, 1));
+  const TensorType& x = *ctx.inputs[1];
+  const TensorType& t = *ctx.inputs[2];
+  if (t.dtype != DType::kI64 && t.dtype != DType::kI32)
+    return node_error(ctx.node, "the target must be i32 or i64, got " + t.to_string());
+  if (x.rank_known && x.rank() < 2) return node_error(ctx.node, "input must be [N, C, d1, ...]");
+  const std::string& r = ctx.attrs().s("reduction");
+  if (r != "none" && r != "sum" && r != "mean")
+    return node_error(ctx.node, "reduction must be none, sum or mean, got '" + r + "'");
+  return std::vector<TensorType>{x};
+}
+
+// For each position p with class k = target[p] (not ignore_index), c = g_p * w[k] with g_p the
+// loss gradient at p (none), or the scalar (sum), or the scalar / sum of applied weights (mean):
+//   NLL: d input[n, k, p] = -c;   SCE: d scores[n, j, p] = c * (softmax_j - [j == k]).
+Status loss_grad_kernel(KernelContext& ctx, bool softmax) {
+  const DType dt = ctx.in(1).dtype();
+  const Tensor dl = widen(ctx.in(0)).contiguous();
+  const Tensor x = widen(ctx.in(1)).contiguous();
+  const Tensor w = ctx.has_input(3) ? widen(ctx.in(3)).contiguous() : Tensor();
+  const AttrReader attrs = ctx.attrs();
+  const std::string& red = attrs.s("reduction");
+  const bool has_ignore = attrs.has("ignore_index");
+  const int64_t ignore = has_ignore ? attrs.i("ignore_index") : 0;
+  if (x.rank() < 2) return node_error(ctx.node, "input must be [N, C, d1, ...]");
+  const int64_t n = x.dim(0), c = x.dim(1), inner = x.numel() / std::max<int64_t>(1, n * c);
+  const std::vector<int64_t> tv = to_int64s(ctx.in(2).contiguous());
+  if (static_cast<int64_t>(tv.size()) != n * inner)
+    return node_error(ctx.node, "the target must be [N, d1, ...] for input " + shape_to_string(x.shape()));
+  if (ctx.has_input(3) && w.numel() != c) return node_error(ctx.node, "weights must be [C]");
+  if (red == "none" ? dl.numel() != n * inner : dl.numel() != 1)
+    return node_error(ctx.node, "the loss gradient has the wrong size for reduction " + red);
+  const std::vector<double> wv = ctx.has_input(3) ? w.to_doubles() : std::vector<double>();
+  double weight_sum = 0;
+  for (int64_t k : tv) {
+    if (has_ignore && k == ignore) continue;
+    if (k < 0 || k >= c)
+      return node_error(ctx.node, "target class " + std::to_string(k) + " is out of range for " +
+                                      std::to_string(c) + " classes");
+    weight_sum += wv.empty() ? 1.0 : wv[static_cast<size_t>(k)];
+  }
+  TRY(Tensor dx, Tensor::create(x.dtype(), x.shape()));
+  RETURN_IF_ERROR(dispatch_float(x.dtype(), ctx.node, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    T* pd = dx.data<T>();
+    std::fill(pd, pd + dx.numel(), T{0});
+    std::vector<double> e(static_cast<size_t>(c));
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t p = b * inner + i, k = tv[static_cast<size_t>(p)];
+        if (has_ignore && k == ignore) continue;
+        double g = red == "none" ? dl.get(p) : dl.get(0);
+        if (red == "mean") g /= weight_sum;
+        g *= wv.empty() ? 1.0 : wv[static_cast<size_t>(k)];
+        if (softmax) {
+          double mx = -std::numeric_limits<double>::infinity(), s = 0;
+          for (int64_t j = 0; j < c; ++j) mx = std::max(mx, static_cast<double>(px[(b * c + j) * inner + i]));
+          for (int64_t j = 0; j < c; ++j) s += e[j] = std::exp(static_cast<double>(px[(b * c + j) * inner + i]) - mx);
+          for (int64_t j = 0; j < c; ++j) pd[(b * c + j) * inner + i] = static_cast<T>(g * e[j] / s);
+        }
+        const int64_t at = (b * c + k) * inner + i;
+        pd[at] = static_cast<T>(static_cast<double>(pd[at]) - g);
+      }
+    return Status::ok();
+  }));
+  ctx.outputs = {narrow(dx, dt)};
+  return Status::ok();
+}
+
+// ---- LRNGrad ----------------------------------------------------------------------------------
+
+// y_j = x_j * D_j^-beta with D_j = bias + alpha / size * sum_{i in win(j)} x_i^2, so
+// dx_i = dy_i * D_i^-beta - 2 alpha beta / size * x_i * sum_{j : i in win(j)} dy_j x_j D_j^(-beta-1).
+Status lrn_grad_kernel(KernelContext& ctx) {
+  const DType dt = ctx.in(0).dtype();
+  const Tensor dy = widen(ctx.in(0)).contiguous();
+  const Tensor x = widen(ctx.in(1)).contiguous();
+  if (dy.shape() != x.shape() || x.rank() < 2) return node_error(ctx.node, "dY and X must be [N, C, ...] alike");
+  const AttrReader attrs = ctx.attrs();
+  const int64_t size = attrs.i("size");
+  if (size < 1) return node_error(ctx.node, "size must be >= 1");
+  const double alpha = attrs.f("alpha"), beta = attrs.f("beta"), bias = attrs.f("bias");
+  const int64_t n = x.dim(0), c = x.dim(1), inner = x.numel() / std::max<int64_t>(1, n * c);
+  const int64_t lo = (size - 1) / 2, hi = size - 1 - lo;  // win(j) = [j - lo, j + hi]
+  TRY(Tensor dx, Tensor::create(x.dtype(), x.shape()));
+  RETURN_IF_ERROR(dispatch_float(x.dtype(), ctx.node, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    std::vector<double> d(static_cast<size_t>(c)), q(static_cast<size_t>(c));
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t s = 0; s < inner; ++s) {
+        auto at = [&](int64_t ch) { return (b * c + ch) * inner + s; };
+        for (int64_t j = 0; j < c; ++j) {
+          double sq = 0;
+          for (int64_t i = std::max<int64_t>(0, j - lo); i <= std::min(c - 1, j + hi); ++i)
+            sq += static_cast<double>(x.data<T>()[at(i)]) * static_cast<double>(x.data<T>()[at(i)]);
+          d[j] = bias + alpha / static_cast<double>(size) * sq;
+          q[j] = static_cast<double>(dy.data<T>()[at(j)]) * static_cast<double>(x.data<T>()[at(j)]) *
+                 std::pow(d[j], -beta - 1);
+        }
+        for (int64_t i = 0; i < c; ++i) {
+          double sum = 0;
+          for (int64_t j = std::max<int64_t>(0, i - hi); j <= std::min(c - 1, i + lo); ++j) sum += q[j];
+          const double xi = static_cast<double>(x.data<T>()[at(i)]);
+          dx.data<T>()[at(i)] = static_cast<T>(static_cast<double>(dy.data<T>()[at(i)]) * std::pow(d[i], -beta) -
+                                               2 * alpha * beta / static_cast<double>(size) * xi * sum);
+        }
+      }
+    return Status::ok();
+  }));
+  ctx.outputs = {narrow(dx, dt)};
+  return Status::ok();
+}
+
+// ---- registration ----------------------------------------------------------------------------
+
+void window_attrs(OpDef& def, bool pool) {
+  if (pool) def.required_attr("kernel_shape", AttrKind::kInts, "window size, one per spatial axis");
+  def.attr("pads", AttrKind::kInts, std::nullopt,
+           "explicit [x1_begin, ..., x1_end, ...] as the forward op applied them; default 0")
+      .attr("strides", AttrKind::kInts, std::nullopt, "one per spatial axis; default 1")
+      .attr("dilations", AttrKind::kInts, std::nullopt, "one per spatial axis; default 1");
+}
+
+void register_conv_grad(OpRegistry& registry, bool weight) {
+  OpDef def(weight ? "ConvGradWeight" : "ConvGradInput", "grad",
+            weight ? "Gradient of Conv with respect to its filters: dW [M, C / group, k...] from dY "
+                     "[N, M, O...] and the forward input X [N, C, I...]."
+                   : "Gradient of Conv with respect to its input: dX [N, C, I...] from dY [N, M, O...] "
+                     "and the filters W [M, C / group, k...] (a transposed convolution).");
+  def.input("dY", "gradient of Conv's output [N, M, O1, ...]")
+      .input(weight ? "X" : "W", weight ? "the forward input [N, C, I1, ...]" : "filters [M, C / group, k1, ...]")
+      .input(weight ? "weight_shape" : "input_shape", "i64 1-D shape of the result")
+      .output(weight ? "dW" : "dX", weight ? "shape weight_shape" : "shape input_shape")
+      .attr("group", AttrKind::kInt, Attribute(int64_t{1}), "number of channel groups, as the forward Conv");
+  window_attrs(def, /*pool=*/false);
+  def.allowed_types = kFloatTypes;
+  def.infer = [weight](const InferContext& ctx) { return infer_conv_grad(ctx, weight); };
+  def.reference = [weight](KernelContext& ctx) { return conv_grad_kernel(ctx, weight); };
+  // As the forward Conv: 2 * |dY| * (C / group) * prod(kernel).
+  def.flops = [weight](const InferContext& ctx, const std::vector<TensorType>& out) {
+    const TensorType& dy = *ctx.inputs[0];
+    const TensorType& w = weight ? out[0] : *ctx.inputs[1];
+    if (!w.is_static() || dy.static_numel() < 0) return 0.0;
+    double per = 1;
+    for (int i = 1; i < w.rank(); ++i) per *= static_cast<double>(w.dims[i].size);
+    return 2.0 * static_cast<double>(dy.static_numel()) * per;
+  };
+  registry.add(std::move(def));
+}
+
+void register_pool_grad(OpRegistry& registry, bool max) {
+  OpDef def(max ? "MaxPoolGrad" : "AveragePoolGrad", "grad",
+            max ? "Gradient of MaxPool: each dY element goes to the first maximum of its window in X."
+                : "Gradient of AveragePool: each dY element is shared out over its window, divided "
+                  "by the forward's count (count_include_pad as the forward).");
+  def.input("dY", "gradient of the pool's output [N, C, O1, ...]");
+  if (max)
+    def.input("X", "the forward input [N, C, I1, ...]");
+  else
+    def.input("input_shape", "i64 1-D shape of the forward input");
+  def.output("dX", "shape of the forward input");
+  window_attrs(def, /*pool=*/true);
+  if (!max) def.attr("count_include_pad", AttrKind::kInt, Attribute(int64_t{0}), "as the forward AveragePool");
+  def.allowed_types = kFloatTypes;
+  def.infer = [max](const InferContext& ctx) { return infer_pool_grad(ctx, max); };
+  def.reference = [max](KernelContext& ctx) { return pool_grad_kernel(ctx, max); };
+  registry.add(std::move(def));
+}
+
+void register_loss_grad(OpRegistry& registry, bool softmax) {
+  OpDef def(softmax ? "SoftmaxCrossEntropyLossGrad" : "NegativeLogLikelihoodLossGrad", "grad",
+            softmax ? "Gradient of SoftmaxCrossEntropyLoss with respect to the scores: "
+                      "g * w[k] * (softmax(scores, 1) - onehot(k)) per position."
+                    : "Gradient of NegativeLogLikelihoodLoss with respect to its input: -g * w[k] at "
+                      "the target class of each position, 0 elsewhere.");
+  def.input("dloss", "gradient of the loss (its shape: [N, d1, ...] for none, else a scalar)")
+      .input(softmax ? "scores" : "input", "the forward input [N, C, d1, ...]")
+      .input("target", "i32/i64 classes [N, d1, ...]")
+      .input("weights", "class weights [C]", /*optional=*/true)
+      .output("dX", "shape of the forward input")
+      .attr("ignore_index", AttrKind::kInt, std::nullopt, "as the forward op")
+      .attr("reduction", AttrKind::kString, Attribute("mean"), "as the forward op");
+  def.allowed_types = kFloatTypes;
+  def.infer = infer_loss_grad;
+  def.reference = [softmax](KernelContext& ctx) { return loss_grad_kernel(ctx, softmax); };
+  registry.add(std::move(def));
+}
+
+void register_lrn_grad(OpRegistry& registry) {
+  OpDef def("LRNGrad", "grad", "Gradient of LRN with respect to X (attributes as the forward op).");
+  def.input("dY", "gradient of LRN's output").input("X", "the forward input [N, C, ...]").output("dX", "shape of X");
+  def.required_attr("size", AttrKind::kInt, "as the forward LRN")
+      .attr("alpha", AttrKind::kFloat, Attribute(1e-4), "as the forward LRN")
+      .attr("beta", AttrKind::kFloat, Attribute(0.75), "as the forward LRN")
+      .attr("bias", AttrKind::kFloat, Attribute(1.0), "as the forward LRN");
+  def.allowed_types = kFloatTypes;
+  def.infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+    RETURN_IF_ERROR(check_allowed_type(ctx));
+    RETURN_IF_ERROR(check_same_dtype(ctx, 0, 1));
+    return std::vector<TensorType>{*ctx.inputs[1]};
+  };
+  def.reference = lrn_grad_kernel;
+  registry.add(std::move(def));
+}
+
+}  // namespace
+
+void register_grad_ops(OpRegistry& registry) {
+  register_conv_grad(registry, /*weight=*/false);
+  register_conv_grad(registry, /*weight=*/true);
+  register_pool_grad(registry, /*max=*/true);
+  register_pool_grad(registry, /*max=*/false);
+  register_loss_grad(registry, /*softmax=*/true);
+  register_loss_grad(registry, /*softmax=*/false);
+  register_lrn_grad(registry);
+}
 
 }  // namespace tessera::ops

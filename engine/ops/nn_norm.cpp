@@ -1,6 +1,8 @@
-// Normalisation and regularisation: BatchNormalization (inference), LayerNormalization, Dropout.
+// Normalisation and regularisation: BatchNormalization (inference and training), LayerNormalization,
+// Dropout and DropoutGrad (they share the mask generator).
+#include <algorithm>
 #include <cmath>
-#include <random>
+#include <vector>
 
 #include "engine/ops/nn_internal.h"
 
@@ -59,11 +61,13 @@ Expected<std::vector<TensorType>> infer_batchnorm(const InferContext& ctx) {
   return out;
 }
 
-// y = scale * (x - mean) / sqrt(var + epsilon) + B, per channel (axis 1).
+// y = scale * (x - mean) / sqrt(var + epsilon) + B, per channel (axis 1). Inference uses
+// input_mean / input_var; training_mode=1 uses the batch's mean and population variance (over N
+// and the spatial axes) and returns running_mean = input_mean * momentum + mean * (1 - momentum),
+// running_var likewise with the variance (as ONNX).
 Status batchnorm_kernel(KernelContext& ctx) {
   const AttrReader attrs = ctx.attrs();
-  if (attrs.i("training_mode") != 0)
-    return node_error(ctx.node, "training_mode=1 is not supported yet (inference only)");
+  const bool training = attrs.i("training_mode") != 0;
   const DType dt = ctx.in(0).dtype();
   const Tensor x = widen(ctx.in(0)).contiguous();
   std::vector<std::vector<Dim>> pdims;
@@ -71,16 +75,35 @@ Status batchnorm_kernel(KernelContext& ctx) {
   TRY(Dim c,
       batchnorm_channels(ctx.node, dims_of(x), {&pdims[0], &pdims[1], &pdims[2], &pdims[3]}));
   const double eps = attrs.f("epsilon");
-  // Per channel: y = x * a + b.
   const std::vector<double> scale = ctx.in(1).to_doubles(), bias = ctx.in(2).to_doubles();
-  const std::vector<double> mean = ctx.in(3).to_doubles(), var = ctx.in(4).to_doubles();
-  std::vector<double> a(static_cast<size_t>(c.size)), b(static_cast<size_t>(c.size));
-  for (size_t ch = 0; ch < a.size(); ++ch) {
-    a[ch] = scale[ch] / std::sqrt(var[ch] + eps);
-    b[ch] = bias[ch] - mean[ch] * a[ch];
+  std::vector<double> mean = ctx.in(3).to_doubles(), var = ctx.in(4).to_doubles();
+  const size_t nc = static_cast<size_t>(c.size);
+  const int64_t spatial = x.dim(0) * c.size == 0 ? 0 : x.numel() / (x.dim(0) * c.size);
+  std::vector<double> batch_mean(nc, 0.0), batch_var(nc, 0.0);
+  if (training) {
+    const double count = static_cast<double>(x.dim(0) * spatial);
+    for (int64_t n = 0; n < x.dim(0); ++n)
+      for (size_t ch = 0; ch < nc; ++ch)
+        for (int64_t i = 0; i < spatial; ++i)
+          batch_mean[ch] += x.get((n * c.size + static_cast<int64_t>(ch)) * spatial + i);
+    for (double& m : batch_mean) m /= count;
+    for (int64_t n = 0; n < x.dim(0); ++n)
+      for (size_t ch = 0; ch < nc; ++ch)
+        for (int64_t i = 0; i < spatial; ++i) {
+          const double d = x.get((n * c.size + static_cast<int64_t>(ch)) * spatial + i) - batch_mean[ch];
+          batch_var[ch] += d * d;
+        }
+    for (double& v : batch_var) v /= count;
+  }
+  const std::vector<double>& use_mean = training ? batch_mean : mean;
+  const std::vector<double>& use_var = training ? batch_var : var;
+  // Per channel: y = x * a + b.
+  std::vector<double> a(nc), b(nc);
+  for (size_t ch = 0; ch < nc; ++ch) {
+    a[ch] = scale[ch] / std::sqrt(use_var[ch] + eps);
+    b[ch] = bias[ch] - use_mean[ch] * a[ch];
   }
   TRY(Tensor y, Tensor::create(x.dtype(), x.shape()));
-  const int64_t spatial = x.dim(0) * c.size == 0 ? 0 : x.numel() / (x.dim(0) * c.size);
   RETURN_IF_ERROR(dispatch_float(x.dtype(), ctx.node, [&](auto tag) -> Status {
     using T = decltype(tag);
     const T* px = x.data<T>();
@@ -94,6 +117,15 @@ Status batchnorm_kernel(KernelContext& ctx) {
     return Status::ok();
   }));
   ctx.outputs = {narrow(y, dt)};
+  const double momentum = attrs.f("momentum");
+  for (size_t k = 1; k < ctx.node.outputs.size(); ++k) {  // running_mean, running_var
+    const std::vector<double>& old = k == 1 ? mean : var;
+    const std::vector<double>& now = k == 1 ? batch_mean : batch_var;
+    TRY(Tensor r, Tensor::create(ctx.in(2 + k).dtype(), {c.size}));
+    for (size_t ch = 0; ch < nc; ++ch)
+      r.set(static_cast<int64_t>(ch), old[ch] * momentum + now[ch] * (1.0 - momentum));
+    ctx.outputs.push_back(r);
+  }
   return Status::ok();
 }
 
@@ -221,6 +253,13 @@ Status check_scalar(const ir::Node& node, const TensorType& t, const std::string
   return Status::ok();
 }
 
+Status check_rng_offset(const InferContext& ctx, size_t i) {
+  if (!ctx.has_input(i)) return Status::ok();
+  if (ctx.inputs[i]->dtype != DType::kI64)
+    return node_error(ctx.node, "input 'rng_offset' must be i64, got " + ctx.inputs[i]->to_string());
+  return check_scalar(ctx.node, *ctx.inputs[i], "rng_offset");
+}
+
 Expected<std::vector<TensorType>> infer_dropout(const InferContext& ctx) {
   RETURN_IF_ERROR(check_allowed_type(ctx));
   RETURN_IF_ERROR(check_float_input(ctx, 1));
@@ -231,6 +270,7 @@ Expected<std::vector<TensorType>> infer_dropout(const InferContext& ctx) {
                         "input 'training_mode' must be bool, got " + ctx.inputs[2]->to_string());
     RETURN_IF_ERROR(check_scalar(ctx.node, *ctx.inputs[2], "training_mode"));
   }
+  RETURN_IF_ERROR(check_rng_offset(ctx, 3));
   const TensorType& x = *ctx.inputs[0];
   std::vector<TensorType> out{x};
   if (ctx.node.outputs.size() > 1) {
@@ -241,51 +281,94 @@ Expected<std::vector<TensorType>> infer_dropout(const InferContext& ctx) {
   return out;
 }
 
-// Inference (training_mode absent or false, or ratio 0): a copy of the data and an all-true mask.
-// Training: element i is kept when u_i >= ratio and scaled by 1 / (1 - ratio), where u_i is the
-// i-th draw of mt19937_64 seeded with `seed` (0 when absent), taken as (draw >> 11) * 2^-53. The
-// reference kernel is stateless, so a node draws the same mask on every run.
-Status dropout_kernel(KernelContext& ctx) {
+uint64_t splitmix64(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// The dropout mask, a pure function of (seed, rng_offset, element index), so it does not depend
+// on threads or on how the work is split:
+//   key = splitmix64(seed ^ splitmix64(rng_offset)),  u_i = (splitmix64(key + i) >> 11) * 2^-53,
+//   kept_i = u_i >= ratio.
+struct DropoutMask {
+  bool training = false;
+  double ratio = 0.5;
+  uint64_t key = 0;
+  bool kept(int64_t i) const {
+    return static_cast<double>(splitmix64(key + static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53 >= ratio;
+  }
+};
+
+// Reads ratio (input r), training_mode (input t) and rng_offset (input o) of Dropout or DropoutGrad.
+Expected<DropoutMask> dropout_mask(const KernelContext& ctx, size_t r, size_t t, size_t o) {
+  DropoutMask m;
+  m.ratio = ctx.has_input(r) ? ctx.in(r).get(0) : 0.5;
+  m.training = ctx.has_input(t) && ctx.in(t).get(0) != 0 && m.ratio != 0;
+  if (m.training && !(m.ratio >= 0 && m.ratio < 1))
+    return node_error(ctx.node, "ratio must be in [0, 1) in training mode, got " + std::to_string(m.ratio));
+  const AttrReader attrs = ctx.attrs();
+  const uint64_t seed = static_cast<uint64_t>(attrs.has("seed") ? attrs.i("seed") : 0);
+  const uint64_t offset = ctx.has_input(o) ? static_cast<uint64_t>(ctx.in(o).get(0)) : 0;
+  m.key = splitmix64(seed ^ splitmix64(offset));
+  return m;
+}
+
+// out = x * kept / (1 - ratio) in training, else x; `mask` (optional) receives kept.
+Status apply_dropout(KernelContext& ctx, const DropoutMask& m, Tensor* mask) {
   const DType dt = ctx.in(0).dtype();
   const Tensor x = widen(ctx.in(0)).contiguous();
-  const double ratio = ctx.has_input(1) ? ctx.in(1).get(0) : 0.5;
-  const bool training = ctx.has_input(2) && ctx.in(2).get(0) != 0;
   TRY(Tensor y, Tensor::create(x.dtype(), x.shape()));
-  TRY(Tensor mask, Tensor::create(DType::kBool, x.shape()));
-  uint8_t* pm = mask.data<uint8_t>();
-  if (!training || ratio == 0) {
+  uint8_t* pm = mask ? mask->data<uint8_t>() : nullptr;
+  if (!m.training) {
     y = x.clone();
-    std::fill(pm, pm + mask.numel(), uint8_t{1});
+    if (pm) std::fill(pm, pm + mask->numel(), uint8_t{1});
   } else {
-    if (!(ratio >= 0 && ratio < 1))
-      return node_error(ctx.node,
-                        "ratio must be in [0, 1) in training mode, got " + std::to_string(ratio));
-    const AttrReader attrs = ctx.attrs();
-    std::mt19937_64 gen(static_cast<uint64_t>(attrs.has("seed") ? attrs.i("seed") : 0));
-    for (int64_t i = 0; i < mask.numel(); ++i)
-      pm[i] = static_cast<double>(gen() >> 11) * 0x1.0p-53 >= ratio ? 1 : 0;
-    const double scale = 1.0 / (1.0 - ratio);
+    const double scale = 1.0 / (1.0 - m.ratio);
     RETURN_IF_ERROR(dispatch_float(x.dtype(), ctx.node, [&](auto tag) -> Status {
       using T = decltype(tag);
       const T* px = x.data<T>();
       T* py = y.data<T>();
-      for (int64_t i = 0; i < x.numel(); ++i)
-        py[i] = pm[i] ? static_cast<T>(static_cast<double>(px[i]) * scale) : T{0};
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const bool keep = m.kept(i);
+        if (pm) pm[i] = keep ? 1 : 0;
+        py[i] = keep ? static_cast<T>(static_cast<double>(px[i]) * scale) : T{0};
+      }
       return Status::ok();
     }));
   }
   ctx.outputs = {narrow(y, dt)};
-  if (ctx.node.outputs.size() > 1) ctx.outputs.push_back(mask);
   return Status::ok();
+}
+
+Status dropout_kernel(KernelContext& ctx) {
+  TRY(DropoutMask m, dropout_mask(ctx, 1, 2, 3));
+  const bool want_mask = ctx.node.outputs.size() > 1;
+  TRY(Tensor mask, Tensor::create(DType::kBool, want_mask ? ctx.in(0).shape() : Shape{0}));
+  RETURN_IF_ERROR(apply_dropout(ctx, m, want_mask ? &mask : nullptr));
+  if (want_mask) ctx.outputs.push_back(mask);
+  return Status::ok();
+}
+
+Expected<std::vector<TensorType>> infer_dropout_grad(const InferContext& ctx) {
+  RETURN_IF_ERROR(check_allowed_type(ctx));
+  RETURN_IF_ERROR(check_float_input(ctx, 1));
+  if (ctx.has_input(1)) RETURN_IF_ERROR(check_scalar(ctx.node, *ctx.inputs[1], "ratio"));
+  if (ctx.has_input(2) && ctx.inputs[2]->dtype != DType::kBool)
+    return node_error(ctx.node, "input 'training_mode' must be bool");
+  RETURN_IF_ERROR(check_rng_offset(ctx, 3));
+  return std::vector<TensorType>{*ctx.inputs[0]};
 }
 
 // ---- registration ----------------------------------------------------------------------------
 
 void register_batchnorm(OpRegistry& registry) {
   OpDef def("BatchNormalization", "normalization",
-            "Per-channel normalisation with running statistics (inference): Y = scale * (X - "
-            "input_mean) / sqrt(input_var + epsilon) + B, channels on axis 1. training_mode=1 is "
-            "not supported yet.");
+            "Per-channel normalisation, channels on axis 1: Y = scale * (X - mean) / sqrt(var + "
+            "epsilon) + B. Inference uses input_mean / input_var; training_mode=1 uses the batch "
+            "mean and population variance over every axis but 1, and returns running_mean = "
+            "input_mean * momentum + mean * (1 - momentum) and running_var likewise.");
   def.input("X", "[N, C, D1, ...]")
       .input("scale", "[C]")
       .input("B", "[C]")
@@ -298,7 +381,7 @@ void register_batchnorm(OpRegistry& registry) {
       .attr("momentum", AttrKind::kFloat, Attribute(0.9),
             "running statistics update factor (training)")
       .attr("training_mode", AttrKind::kInt, Attribute(0),
-            "1: use batch statistics (not supported yet)");
+            "1: normalise with batch statistics and update the running ones");
   def.allowed_types = kFloatTypes;
   def.infer = infer_batchnorm;
   def.reference = batchnorm_kernel;
@@ -329,12 +412,17 @@ void register_layernorm(OpRegistry& registry) {
 void register_dropout(OpRegistry& registry) {
   OpDef def(
       "Dropout", "nn",
-      "Identity unless training_mode is true; then zeroes each element with probability "
-      "`ratio` and scales the rest by 1 / (1 - ratio). The mask comes from a generator seeded "
-      "by `seed` (0 when absent), so it is deterministic.");
+      "Identity unless training_mode is true; then zeroes each element with probability `ratio` "
+      "and scales the rest by 1 / (1 - ratio). The mask is a counter-based hash, independent of "
+      "threads: key = splitmix64(seed ^ splitmix64(rng_offset)), element i is kept when "
+      "(splitmix64(key + i) >> 11) * 2^-53 >= ratio. Tessera extension: the optional input "
+      "rng_offset (i64 scalar, default 0) varies the mask from step to step (a trainer feeds the "
+      "step number); the seed alone gives the same mask on every run.");
   def.input("data", "any shape")
       .input("ratio", "scalar drop probability in [0, 1); default 0.5", /*optional=*/true)
       .input("training_mode", "bool scalar; default false", /*optional=*/true)
+      .input("rng_offset", "i64 scalar mixed into the mask hash (Tessera extension); default 0",
+             /*optional=*/true)
       .output("output", "same shape as data")
       .output("mask", "bool, true where data was kept", /*optional=*/true)
       .attr("seed", AttrKind::kInt, std::nullopt, "random seed; 0 when absent");
@@ -342,6 +430,23 @@ void register_dropout(OpRegistry& registry) {
   def.infer = infer_dropout;
   def.reference = dropout_kernel;
   registry.add(std::move(def));
+
+  OpDef grad("DropoutGrad", "grad",
+             "Gradient of Dropout: dY * kept / (1 - ratio) in training mode (the mask regenerated "
+             "from seed and rng_offset exactly as the forward Dropout), dY otherwise.");
+  grad.input("dY", "gradient of Dropout's output")
+      .input("ratio", "as the forward Dropout", /*optional=*/true)
+      .input("training_mode", "as the forward Dropout", /*optional=*/true)
+      .input("rng_offset", "as the forward Dropout", /*optional=*/true)
+      .output("dX", "shape of dY")
+      .attr("seed", AttrKind::kInt, std::nullopt, "as the forward Dropout");
+  grad.allowed_types = kFloatTypes;
+  grad.infer = infer_dropout_grad;
+  grad.reference = [](KernelContext& ctx) -> Status {
+    TRY(DropoutMask m, dropout_mask(ctx, 1, 2, 3));
+    return apply_dropout(ctx, m, nullptr);
+  };
+  registry.add(std::move(grad));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Stage 1, prepare (see prepare.h).
 #include "engine/stages/prepare.h"
 
+#include "engine/autodiff/training_step.h"
 #include "engine/ir/hash.h"
 #include "engine/ir/text.h"
 #include "engine/ir/verifier.h"
@@ -11,6 +12,24 @@
 
 namespace tessera::stages {
 namespace {
+
+// Sends a snapshot of `g` after a pass that changed it (when a snapshot sink is attached).
+void record_snapshot(StageContext& ctx, const std::string& stage, const std::string& pass, const ir::Graph& g,
+                     int64_t duration_ns, int nodes_before) {
+  if (!ctx.snapshots) return;
+  observe::Snapshot snap;
+  snap.stage = stage;
+  snap.pass = pass;
+  snap.index = ctx.next_snapshot++;
+  snap.ir_text = ir::print_graph(g);
+  snap.hash = ir::structural_hash(g);
+  snap.duration_ns = duration_ns;
+  snap.nodes_before = nodes_before;
+  snap.nodes_after = g.num_nodes();
+  for (ir::NodeId id : g.node_ids())
+    if (!g.node(id).provenance.from.empty()) snap.provenance.emplace_back(id, g.node(id).provenance.from);
+  ctx.snapshots->on_snapshot(snap);
+}
 
 // Feeds pass timings, spans and snapshots into the StageContext.
 class StageInstrumentation : public passes::PassInstrumentation {
@@ -31,20 +50,7 @@ class StageInstrumentation : public passes::PassInstrumentation {
       s.end_ns = start_ + duration_ns;
       ctx_.trace->on_span(s);
     }
-    if (ctx_.snapshots && changed) {
-      observe::Snapshot snap;
-      snap.stage = stage_;
-      snap.pass = pass.name();
-      snap.index = ctx_.next_snapshot++;
-      snap.ir_text = ir::print_graph(g);
-      snap.hash = ir::structural_hash(g);
-      snap.duration_ns = duration_ns;
-      snap.nodes_before = nodes_before_;
-      snap.nodes_after = g.num_nodes();
-      for (ir::NodeId id : g.node_ids())
-        if (!g.node(id).provenance.from.empty()) snap.provenance.emplace_back(id, g.node(id).provenance.from);
-      ctx_.snapshots->on_snapshot(snap);
-    }
+    if (changed) record_snapshot(ctx_, stage_, pass.name(), g, duration_ns, nodes_before_);
     return Status::ok();
   }
 
@@ -113,8 +119,27 @@ Expected<PreparedGraph> prepare(ir::Graph graph, const InputShapes& shapes, Stag
   int64_t start = observe::now_ns();
   int before = graph.num_nodes();
   RETURN_IF_ERROR(ops::check_graph(graph, ctx.registry));
-  RETURN_IF_ERROR(bind_shapes(graph, shapes));
+  if (ctx.training) {
+    // The caller feeds the training step, whose extra inputs (labels, lr, state...) the forward
+    // graph does not have yet: bind only the forward graph's inputs here.
+    InputShapes forward_shapes;
+    for (ir::ValueId v : graph.inputs())
+      if (auto it = shapes.find(graph.value(v).name); it != shapes.end()) forward_shapes.insert(*it);
+    RETURN_IF_ERROR(bind_shapes(graph, forward_shapes));
+  } else {
+    RETURN_IF_ERROR(bind_shapes(graph, shapes));
+  }
   RETURN_IF_ERROR(ops::infer_types(graph, ctx.registry));
+  if (ctx.training) {
+    // Autodiff runs before constant folding: folding would turn weight-only subgraphs (a
+    // transposed weight) into new constants and cut them off from training.
+    int64_t t0 = observe::now_ns();
+    int nodes = graph.num_nodes();
+    TRY(graph, autodiff::build_training_step(graph, *ctx.training, ctx.registry));
+    int64_t t1 = observe::now_ns();
+    ctx.passes.push_back({"prepare", "autodiff", t1 - t0, true, nodes, graph.num_nodes()});
+    record_snapshot(ctx, "prepare", "autodiff", graph, t1 - t0, nodes);
+  }
   TRY(bool folded, run_pipeline(graph, "constant-fold,dce", "prepare", ctx));
   int dynamic = 0;
   for (ir::NodeId id : graph.node_ids())

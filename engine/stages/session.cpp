@@ -10,6 +10,7 @@ Expected<Compilation> compile_all(ir::Graph graph, const ops::OpRegistry& regist
   StageContext& ctx = *c.context;
   ctx.trace = options.trace;
   ctx.snapshots = options.snapshots;
+  ctx.training = options.training;
   TRY(PreparedGraph prepared, prepare(std::move(graph), shapes, ctx));
   if (keep_text) c.prepared = prepared.print();
   TRY(PlacedGraph placed, split(std::move(prepared), devices, options.device, ctx));

@@ -25,6 +25,7 @@ struct SessionOptions {
   bool test_device = false;             // add the CPU-side test device "cpu:test"
   observe::TraceSink* trace = nullptr;
   observe::SnapshotSink* snapshots = nullptr;
+  const autodiff::TrainingSpec* training = nullptr;  // compile the training step of the graph
 };
 
 // Every artefact of one compilation, for printing (`tessera passes`, the studio's pass stepper).

@@ -14,6 +14,10 @@
 #include "engine/observe/sinks.h"
 #include "engine/ops/op_def.h"
 
+namespace tessera::autodiff {
+struct TrainingSpec;
+}
+
 namespace tessera::stages {
 
 struct StageReport {
@@ -35,6 +39,8 @@ struct StageContext {
   const ops::OpRegistry& registry;
   observe::TraceSink* trace = nullptr;        // optional
   observe::SnapshotSink* snapshots = nullptr;  // optional
+  // When set, prepare builds the training step (autodiff/training_step.h) from the typed graph.
+  const autodiff::TrainingSpec* training = nullptr;
   int next_snapshot = 0;
   std::vector<StageReport> stages;
   std::vector<PassReport> passes;

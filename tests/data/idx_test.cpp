@@ -56,7 +56,8 @@ TEST(Idx, PlainAndGzippedGiveTheSameExamples) {
     EXPECT_EQ(fields[1].name, "labels");
     EXPECT_EQ(fields[1].dtype, DType::kI64);
     expect_example(**src, 0, {0.f, 1 / 255.f, 2 / 255.f, 3 / 255.f, 4 / 255.f, 5 / 255.f}, 7);
-    expect_example(**src, 2, {20 / 255.f, 21 / 255.f, 22 / 255.f, 23 / 255.f, 24 / 255.f, 1.f}, 200);
+    expect_example(**src, 2, {20 / 255.f, 21 / 255.f, 22 / 255.f, 23 / 255.f, 24 / 255.f, 1.f},
+                   200);
     Example ex;
     Status st = (*src)->get(3, ex);
     ASSERT_FALSE(st.is_ok());
@@ -107,7 +108,8 @@ TEST(Idx, BadMagic) {
   auto src = open_idx_pair(dir + "/img", dir + "/lab");
   ASSERT_FALSE(src);
   EXPECT_EQ(src.error().where, dir + "/img");
-  EXPECT_NE(src.error().message.find("bad magic 0x00000801: expected 0x00000803"), std::string::npos)
+  EXPECT_NE(src.error().message.find("bad magic 0x00000801: expected 0x00000803"),
+            std::string::npos)
       << src.error().message;
 
   std::string png = "\x89PNG\r\n\x1a\n";
@@ -119,14 +121,16 @@ TEST(Idx, BadMagic) {
 
 TEST(Idx, TruncatedAndTrailingData) {
   const std::string dir = fresh_dir("idx_truncated");
-  std::vector<uint8_t> short_pixels(pixels().begin(), pixels().begin() + 10);
+  const std::vector<uint8_t> all = pixels();
+  const std::vector<uint8_t> short_pixels(all.begin(), all.begin() + 10);
   write_bytes(dir + "/img", idx_bytes({3, 2, 3}, short_pixels));
   write_gz(dir + "/img.gz", idx_bytes({3, 2, 3}, short_pixels));
   write_bytes(dir + "/lab", idx_bytes({3}, kLabels));
   for (const char* name : {"/img", "/img.gz"}) {
     auto src = open_idx_pair(dir + name, dir + "/lab");
     ASSERT_FALSE(src);
-    EXPECT_NE(src.error().message.find("need 18 bytes after the header, found 10"), std::string::npos)
+    EXPECT_NE(src.error().message.find("need 18 bytes after the header, found 10"),
+              std::string::npos)
         << src.error().message;
   }
   // A gzip stream cut in the middle.
@@ -140,6 +144,15 @@ TEST(Idx, TruncatedAndTrailingData) {
   auto cut = open_idx_pair(dir + "/cut.gz", dir + "/lab");
   ASSERT_FALSE(cut);
   EXPECT_NE(cut.error().message.find("truncated"), std::string::npos) << cut.error().message;
+  EXPECT_NE(cut.error().message.find("(zlib: unexpected end of file)"), std::string::npos)
+      << cut.error().message;
+  // A corrupted deflate stream (the CRC no longer matches, or the stream is invalid).
+  std::string corrupt = gz;
+  corrupt[corrupt.size() - 10] = static_cast<char>(corrupt[corrupt.size() - 10] ^ 0x55);
+  write_bytes(dir + "/corrupt.gz", corrupt);
+  auto bad = open_idx_pair(dir + "/corrupt.gz", dir + "/lab");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("zlib"), std::string::npos) << bad.error().message;
 
   // Header cut short.
   write_bytes(dir + "/head", idx_bytes({3, 2, 3}, {}).substr(0, 9));

@@ -1,0 +1,214 @@
+// `tessera train`: trains a graph on a dataset through the six stages (engine/train/trainer.h),
+// with a progress line, evaluation after each epoch, checkpoints and resume.
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "engine/data/csv.h"
+#include "engine/data/fingerprint.h"
+#include "engine/data/idx.h"
+#include "engine/data/image_folder.h"
+#include "engine/train/trainer.h"
+#include "formats/data_npy.h"
+#include "formats/graph_file.h"
+
+namespace tessera::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using SourcePtr = std::shared_ptr<const data::Source>;
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_sigint(int) { g_stop.store(true); }
+
+bool has_mnist_files(const fs::path& dir, const std::string& prefix) {
+  for (const char* suffix : {"-images-idx3-ubyte", "-images-idx3-ubyte.gz"})
+    if (fs::exists(dir / (prefix + suffix))) return true;
+  return false;
+}
+
+// One split from a path: an MNIST-style IDX folder, a folder of class folders, a .csv or a .npz.
+Expected<SourcePtr> open_split(const std::string& path, const std::string& split, int channels) {
+  std::error_code ec;
+  fs::path p(path);
+  if (!fs::exists(p, ec)) return make_error("no such file or directory", path);
+  if (fs::is_directory(p, ec)) {
+    const std::string prefix = split == "train" ? "train" : "t10k";
+    if (has_mnist_files(p, prefix)) return data::open_mnist_dir(path, split);
+    if (fs::is_directory(p / split, ec)) {
+      TRY(auto s, data::open_image_folder((p / split).string(), channels));
+      return SourcePtr(s);
+    }
+    if (split == "test") return SourcePtr();  // a plain class folder: no test split
+    TRY(auto s, data::open_image_folder(path, channels));
+    return SourcePtr(s);
+  }
+  const std::string ext = p.extension().string();
+  if (ext == ".csv") {
+    if (split == "test") return SourcePtr();
+    return data::open_csv(path);
+  }
+  if (ext == ".npz") {
+    if (split == "train") return formats::open_npz_source(path, "x", "labels");
+    // The test split of an .npz is optional: x_test / labels_test.
+    auto t = formats::open_npz_source(path, "x_test", "labels_test");
+    return t ? *t : SourcePtr();
+  }
+  return make_error("cannot tell what dataset this is: expected a folder with MNIST IDX files "
+                    "(train-images-idx3-ubyte[.gz] ...), a folder of class folders (DIR/train/<class>/*.png), "
+                    "a .csv or a .npz file",
+                    path);
+}
+
+std::string clock_text(double seconds) {
+  if (!(seconds >= 0) || seconds > 1e7) return "--:--";
+  long s = static_cast<long>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
+  else std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
+  return buf;
+}
+
+}  // namespace
+
+int run_train(const TrainOptions& o) {
+  const ops::OpRegistry reg = ops::make_default_registry();
+  auto graph = formats::load_graph_file(o.file);
+  if (!graph) return fail(graph.error());
+
+  train::TrainConfig cfg;
+  auto loss = autodiff::parse_loss(o.loss);
+  if (!loss) return fail(loss.error().within("--loss"));
+  cfg.spec.loss = *loss;
+  cfg.spec.output = o.output;
+  auto opt = autodiff::parse_optimizer(o.optimizer);
+  if (!opt) return fail(opt.error().within("--optimizer"));
+  cfg.spec.optimizer.kind = *opt;
+  cfg.spec.optimizer.momentum = o.momentum >= 0 ? o.momentum : (o.optimizer == "momentum" ? 0.9 : 0.0);
+  cfg.spec.optimizer.nesterov = o.nesterov;
+  cfg.spec.optimizer.weight_decay = o.weight_decay >= 0 ? o.weight_decay : (*opt == autodiff::OptimizerKind::kAdamW ? 0.01 : 0.0);
+  if (cfg.spec.optimizer.kind != autodiff::OptimizerKind::kSgd && cfg.spec.optimizer.momentum != 0.0)
+    return fail(make_error("--momentum applies to sgd/momentum, not " + o.optimizer));
+  cfg.epochs = o.epochs;
+  cfg.lr = o.lr;
+  cfg.schedule = o.schedule;
+  cfg.threads = o.threads > 0 ? o.threads : default_threads();
+  cfg.seed = o.seed;
+  cfg.batch_size = o.batch;
+  cfg.checkpoint_dir = o.checkpoint_dir;
+  cfg.checkpoint_every = o.checkpoint_every;
+  cfg.max_steps = o.max_steps;
+
+  // The graph's input decides the image channels of an image folder.
+  int channels = 1;
+  if (!graph->inputs().empty()) {
+    const ir::TensorType& t = graph->value(graph->inputs()[0]).type;
+    if (t.rank() == 4 && t.dims[1].is_known()) channels = static_cast<int>(t.dims[1].size);
+  }
+  auto train_src = open_split(o.data, "train", channels);
+  if (!train_src) return fail(train_src.error());
+  Expected<SourcePtr> test_src = SourcePtr();
+  if (!o.test_data.empty()) test_src = open_split(o.test_data, "test", channels);
+  else if (!o.no_eval) test_src = open_split(o.data, "test", channels);
+  if (!test_src) return fail(test_src.error());
+
+  data::LoaderOptions lo;
+  lo.batch_size = o.batch;
+  lo.shuffle = true;
+  lo.seed = o.seed;
+  lo.workers = o.workers;
+  data::DataLoader train_loader(*train_src, {}, lo);
+  data::LoaderOptions to = lo;
+  to.shuffle = false;
+  to.batch_size = std::max<int64_t>(o.batch, 256);
+  std::unique_ptr<data::DataLoader> test_loader;
+  if (*test_src) test_loader = std::make_unique<data::DataLoader>(*test_src, data::Transforms{}, to);
+
+  train::Trainer trainer(*graph, reg, cfg);
+  if (!o.resume.empty()) {
+    Status st = trainer.resume(o.resume);
+    if (!st.is_ok()) return fail(st.error());
+  }
+  const bool tty = isatty(2);
+  std::cerr << "training '" << graph->name() << "' (" << o.file << ") on " << (*train_src)->name() << ": "
+            << (*train_src)->size() << " examples" << (test_loader ? ", test " + std::to_string((*test_src)->size()) : std::string())
+            << "; " << o.optimizer << " lr " << o.lr << (cfg.spec.optimizer.momentum ? " momentum " + std::to_string(cfg.spec.optimizer.momentum).substr(0, 4) : "")
+            << ", batch " << o.batch << ", " << cfg.threads << " thread(s), seed " << o.seed
+            << (o.resume.empty() ? "" : ", resumed at step " + std::to_string(trainer.global_step())) << "\n";
+  std::signal(SIGINT, on_sigint);
+  train::TrainCallbacks cb;
+  cb.stop = &g_stop;
+  int64_t last_print = -1;
+  cb.on_step = [&](const train::StepInfo& s) {
+    const bool last = s.batch == s.batches;
+    if (!tty && !last && s.batch / std::max<int64_t>(1, s.batches / 10) == last_print) return;
+    last_print = s.batch / std::max<int64_t>(1, s.batches / 10);
+    const int width = 24;
+    const int filled = static_cast<int>(width * s.batch / std::max<int64_t>(1, s.batches));
+    std::string bar(static_cast<size_t>(filled), '=');
+    if (filled < width) bar += '>';
+    bar.resize(width, ' ');
+    char line[256];
+    std::snprintf(line, sizeof line, "epoch %lld/%lld [%s] %lld/%lld  loss %.4f  acc %5.1f%%  %.0f img/s  ETA %s",
+                  static_cast<long long>(s.epoch + 1), static_cast<long long>(o.epochs), bar.c_str(),
+                  static_cast<long long>(s.batch), static_cast<long long>(s.batches), s.loss, 100 * s.accuracy,
+                  s.images_per_s, clock_text(s.eta_s).c_str());
+    std::cerr << (tty ? "\r" : "") << line << (tty ? "\033[K" : "\n") << std::flush;
+  };
+  cb.on_epoch = [&](const train::EpochInfo& e) {
+    if (tty) std::cerr << "\n";
+    std::fprintf(stderr, "epoch %lld: train loss %.4f acc %.2f%%", static_cast<long long>(e.epoch + 1), e.train_loss,
+                 100 * e.train_accuracy);
+    if (e.test_accuracy >= 0) std::fprintf(stderr, ", test loss %.4f acc %.2f%%", e.test_loss, 100 * e.test_accuracy);
+    std::fprintf(stderr, ", %.0f img/s, %.1f s\n", e.images_per_s, e.seconds);
+  };
+  cb.on_checkpoint = [&](const std::string& path) {
+    if (tty) std::cerr << "\r\033[K";
+    std::cerr << "checkpoint " << path << "\n";
+  };
+  auto result = trainer.fit(train_loader, test_loader.get(), cb);
+  std::signal(SIGINT, SIG_DFL);
+  if (tty) std::cerr << "\n";
+  if (!result) return fail(result.error().within(o.file));
+  if (result->stopped && g_stop.load()) std::cerr << "stopped by the user at step " << result->steps << "\n";
+  if (!o.save.empty()) {
+    Status st = formats::save_graph_file(trainer.trained_graph(), o.save);
+    if (!st.is_ok()) return fail(st.error());
+    std::cerr << "trained graph written to " << o.save << "\n";
+  }
+  if (o.json) {
+    nlohmann::json j = {{"test_accuracy", result->test_accuracy}, {"train_loss", result->train_loss},
+                        {"images_per_s", result->images_per_s}, {"epochs", result->epochs.size()},
+                        {"steps", result->steps}, {"checkpoint", result->last_checkpoint}};
+    std::cout << j.dump() << std::endl;
+  }
+  return 0;
+}
+
+// Loads a checkpoint's weights into a graph's params (`tessera run --checkpoint`).
+Status apply_checkpoint(ir::Graph& g, const std::string& path) {
+  TRY(train::Checkpoint c, train::read_checkpoint(path));
+  int applied = 0;
+  for (ir::ValueId p : std::vector<ir::ValueId>(g.params())) {
+    const Tensor* t = c.find(g.value(p).name);
+    if (!t) continue;
+    const Tensor* old = g.param_data(p);
+    if (old && (old->dtype() != t->dtype() || old->shape() != t->shape()))
+      return make_error("checkpoint tensor '" + g.value(p).name + "' is " + std::string(dtype_name(t->dtype())) +
+                            shape_to_string(t->shape()) + ", the graph's param is " + std::string(dtype_name(old->dtype())) +
+                            shape_to_string(old->shape()), path);
+    g.set_param_data(p, t->clone());
+    ++applied;
+  }
+  if (applied == 0) return make_error("no tensor of the checkpoint matches a param of graph '" + g.name() + "'", path);
+  return Status::ok();
+}
+
+}  // namespace tessera::cli

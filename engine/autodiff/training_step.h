@@ -1,0 +1,77 @@
+// The training step as one graph: forward (in training mode) + loss + reverse-mode gradients +
+// optimizer updates. The prepare stage builds it when a TrainingSpec is given, so split, optimise,
+// compile, load and execute treat a training step like any other graph.
+//
+// Interface of the step graph (names are stable, so the trainer feeds and reads by name):
+//   inputs:  the forward graph's data inputs; "labels" (unless the loss is a graph output);
+//            "lr" (f32 scalar); "step" (f32 scalar, the 1-based update number, Adam's t);
+//            "rng_offset" (i64 scalar, Dropout's per-step stream);
+//            every state slot (state_slots(): each trained weight under its own name, and the
+//            optimizer's buffers "<weight>/momentum", "<weight>/adam_m", "<weight>/adam_v", and
+//            BatchNormalization running statistics under their param names).
+//   outputs: "loss" (f32 scalar), the forward graph's outputs, then the new value of every state
+//            slot in state_slots() order.
+//
+//   TrainingSpec spec;  spec.optimizer.kind = OptimizerKind::kSgd;  spec.optimizer.momentum = 0.9;
+//   TRY(std::vector<StateSlot> slots, state_slots(forward, spec));        // initial values
+//   TRY(ir::Graph step, build_training_step(typed_forward, spec, registry));
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/ir/graph.h"
+#include "engine/ops/op_def.h"
+
+namespace tessera::autodiff {
+
+enum class LossKind { kSoftmaxCrossEntropy, kMeanSquaredError, kBinaryCrossEntropyWithLogits, kGraphOutput };
+enum class OptimizerKind { kSgd, kAdam, kAdamW };
+
+struct OptimizerSpec {
+  OptimizerKind kind = OptimizerKind::kSgd;
+  double momentum = 0.0;      // SGD
+  bool nesterov = false;      // SGD
+  double weight_decay = 0.0;  // all
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // Adam, AdamW
+};
+
+struct TrainingSpec {
+  LossKind loss = LossKind::kSoftmaxCrossEntropy;
+  // The forward output the loss is computed from (or, for kGraphOutput, the loss itself);
+  // empty: the first output.
+  std::string output;
+  OptimizerSpec optimizer;
+  std::vector<std::string> frozen;  // params not to train
+};
+
+struct StateSlot {
+  std::string name;     // graph input name of the step graph
+  Tensor initial;       // value before the first step (the weight, or zeros for buffers)
+  bool is_weight = false;
+};
+
+// Parses "softmax-cross-entropy" | "mse" | "bce-with-logits" | "output" and
+// "sgd" | "momentum" | "adam" | "adamw" (momentum = SGD with momentum 0.9 unless set).
+Expected<LossKind> parse_loss(const std::string& name);
+Expected<OptimizerKind> parse_optimizer(const std::string& name);
+const char* loss_name(LossKind k);
+const char* optimizer_name(OptimizerKind k);
+
+// Trained weights: the float params of `forward` that are not frozen and not BatchNormalization
+// running statistics (those are updated by the op itself in training mode).
+std::vector<std::string> trainable_params(const ir::Graph& forward, const TrainingSpec& spec);
+// Every state slot in order, with initial values taken from `forward`'s params.
+Expected<std::vector<StateSlot>> state_slots(const ir::Graph& forward, const TrainingSpec& spec);
+
+// `forward` must be typed (ops::infer_types, shapes bound). Errors: no output to train from, a
+// loss output that is not a scalar, labels whose type does not fit the loss, a forward op on the
+// gradient path without a gradient rule (named).
+Expected<ir::Graph> build_training_step(const ir::Graph& forward, const TrainingSpec& spec,
+                                        const ops::OpRegistry& registry);
+
+// The forward graph with every trainable weight (and BatchNormalization statistic) turned into a
+// graph input of the same name, for evaluation with the current state.
+ir::Graph evaluation_graph(const ir::Graph& forward, const TrainingSpec& spec);
+
+}  // namespace tessera::autodiff

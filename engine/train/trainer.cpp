@@ -1,0 +1,361 @@
+// The training loop (see trainer.h).
+#include "engine/train/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <sys/stat.h>
+
+#include "engine/ir/hash.h"
+#include "engine/ir/verifier.h"
+#include "engine/ops/infer.h"
+#include "engine/runtime/interpreter.h"
+#include "engine/stages/session.h"
+#include "engine/train/schedule.h"
+
+namespace tessera::train {
+
+struct Trainer::Sessions {
+  std::unique_ptr<stages::Session> step, eval;
+};
+
+namespace {
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Row-wise argmax of [N, C] scores (f32 or f64) against i64 labels: the number of hits.
+int64_t count_correct(const Tensor& scores, const Tensor& labels) {
+  if (scores.shape().size() != 2 || labels.numel() != scores.shape()[0]) return 0;
+  Tensor s = scores.contiguous();
+  const int64_t n = s.shape()[0], c = s.shape()[1];
+  int64_t hits = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t best = 0;
+    double bv = s.get(i * c);
+    for (int64_t j = 1; j < c; ++j)
+      if (s.get(i * c + j) > bv) bv = s.get(i * c + j), best = j;
+    hits += best == static_cast<int64_t>(labels.get(i));
+  }
+  return hits;
+}
+
+// Mean softmax cross-entropy of [N, C] scores against labels (host side, for evaluation).
+double cross_entropy_sum(const Tensor& scores, const Tensor& labels) {
+  Tensor s = scores.contiguous();
+  const int64_t n = s.shape()[0], c = s.shape()[1];
+  double total = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double m = -INFINITY;
+    for (int64_t j = 0; j < c; ++j) m = std::max(m, s.get(i * c + j));
+    double z = 0;
+    for (int64_t j = 0; j < c; ++j) z += std::exp(s.get(i * c + j) - m);
+    total += m + std::log(z) - s.get(i * c + static_cast<int64_t>(labels.get(i)));
+  }
+  return total;
+}
+
+bool all_finite(const Tensor& t) {
+  if (!is_float(t.dtype())) return true;
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (!std::isfinite(t.get(i))) return false;
+  return true;
+}
+
+}  // namespace
+
+Trainer::Trainer(ir::Graph forward, const ops::OpRegistry& registry, TrainConfig config)
+    : forward_(std::move(forward)), registry_(registry), config_(std::move(config)) {
+  init_status_ = init();
+}
+
+Trainer::~Trainer() = default;
+
+Status Trainer::init() {
+  RETURN_IF_ERROR(ops::infer_types(forward_, registry_));
+  TRY(state_, autodiff::state_slots(forward_, config_.spec));
+  if (state_.empty()) return make_error("the graph has no floating-point params to train");
+  sessions_ = std::make_unique<Sessions>();
+  stages::SessionOptions so;
+  so.threads = config_.threads;
+  so.trace = config_.trace;
+  so.training = &config_.spec;
+  sessions_->step = std::make_unique<stages::Session>(forward_, registry_, so);
+  stages::SessionOptions eo;
+  eo.threads = config_.threads;
+  sessions_->eval = std::make_unique<stages::Session>(autodiff::evaluation_graph(forward_, config_.spec), registry_, eo);
+  return Status::ok();
+}
+
+std::string Trainer::graph_signature() const {
+  return hex64(ir::structural_hash(autodiff::evaluation_graph(forward_, config_.spec)));
+}
+
+ir::Graph Trainer::trained_graph() const {
+  ir::Graph g = forward_;
+  for (const autodiff::StateSlot& s : state_)
+    if (auto v = g.find_value(s.name); v && g.value(*v).kind == ir::ValueKind::kParam) g.set_param_data(*v, s.initial.clone());
+  return g;
+}
+
+Checkpoint Trainer::make_checkpoint() const {
+  Checkpoint c;
+  c.meta["format"] = "tessera-checkpoint";
+  c.meta["engine_version"] = TESSERA_VERSION;
+  c.meta["graph"] = forward_.name();
+  c.meta["graph_signature"] = graph_signature();
+  c.meta["optimizer"] = autodiff::optimizer_name(config_.spec.optimizer.kind);
+  c.meta["momentum"] = std::to_string(config_.spec.optimizer.momentum);
+  c.meta["loss"] = autodiff::loss_name(config_.spec.loss);
+  c.meta["seed"] = std::to_string(config_.seed);
+  c.meta["batch_size"] = std::to_string(config_.batch_size);
+  c.meta["global_step"] = std::to_string(global_step_);
+  c.meta["epoch"] = std::to_string(epoch_);
+  c.meta["batch_in_epoch"] = std::to_string(batch_in_epoch_);
+  c.meta["created_unix"] = std::to_string(static_cast<long long>(std::time(nullptr)));
+  for (const autodiff::StateSlot& s : state_) c.tensors.emplace_back(s.name, s.initial);
+  return c;
+}
+
+Status Trainer::resume(const std::string& path) {
+  RETURN_IF_ERROR(init_status_);
+  TRY(Checkpoint c, read_checkpoint(path));
+  auto refuse = [&](const std::string& what) {
+    return make_error("checkpoint does not fit this training run: " + what, path);
+  };
+  if (c.get("graph_signature") != graph_signature())
+    return refuse("it was written for graph '" + c.get("graph") + "' with signature " + c.get("graph_signature") +
+                  ", this graph '" + forward_.name() + "' has signature " + graph_signature() + " (a different structure)");
+  const std::pair<const char*, std::string> same[] = {
+      {"optimizer", autodiff::optimizer_name(config_.spec.optimizer.kind)},
+      {"seed", std::to_string(config_.seed)},
+      {"batch_size", std::to_string(config_.batch_size)}};
+  for (const auto& [key, mine] : same)
+    if (c.get(key) != mine)
+      return refuse(std::string(key) + " is " + c.get(key) + " in the checkpoint and " + mine +
+                    " in this run (resuming bit for bit needs the same; pass --" + (std::string(key) == "batch_size" ? "batch" : key) + " " + c.get(key) + ")");
+  for (const autodiff::StateSlot& s : state_) {
+    const Tensor* t = c.find(s.name);
+    if (!t) return refuse("it has no tensor '" + s.name + "'");
+    if (t->dtype() != s.initial.dtype() || t->shape() != s.initial.shape())
+      return refuse("'" + s.name + "' is " + std::string(dtype_name(t->dtype())) + shape_to_string(t->shape()) + " there and " +
+                    std::string(dtype_name(s.initial.dtype())) + shape_to_string(s.initial.shape()) + " in the graph");
+  }
+  for (const auto& [name, t] : c.tensors)
+    if (std::none_of(state_.begin(), state_.end(), [&](const autodiff::StateSlot& s) { return s.name == name; }))
+      return refuse("it has a tensor '" + name + "' that this run does not train");
+  for (autodiff::StateSlot& s : state_) s.initial = c.find(s.name)->clone();
+  auto num = [&](const char* key) { return std::strtoll(c.get(key).c_str(), nullptr, 10); };
+  global_step_ = num("global_step");
+  epoch_ = num("epoch");
+  batch_in_epoch_ = num("batch_in_epoch");
+  return Status::ok();
+}
+
+Status Trainer::save_checkpoint(const std::string& name, TrainResult& result, const TrainCallbacks& cb) {
+  if (config_.checkpoint_dir.empty()) return Status::ok();
+  ::mkdir(config_.checkpoint_dir.c_str(), 0755);
+  const std::string path = config_.checkpoint_dir + "/" + name;
+  RETURN_IF_ERROR(write_checkpoint(path, make_checkpoint()));
+  result.last_checkpoint = path;
+  if (cb.on_checkpoint) cb.on_checkpoint(path);
+  return Status::ok();
+}
+
+void Trainer::add_batch(const data::Batch& batch, bool with_labels, runtime::Feeds& feeds) const {
+  // A batch field feeds the graph input of its name; "x" feeds a graph's only data input whatever
+  // its name; "labels" feeds the loss.
+  for (const auto& [name, t] : batch) {
+    if (name == "labels" && with_labels) {
+      feeds[name] = t;
+      continue;
+    }
+    if (forward_.inputs().size() == 1 && name == "x") feeds[forward_.value(forward_.inputs()[0]).name] = t;
+    else if (auto v = forward_.find_value(name); v && forward_.value(*v).kind == ir::ValueKind::kInput) feeds[name] = t;
+  }
+}
+
+Error Trainer::diagnose_non_finite(const runtime::Feeds& feeds, int64_t step, double loss) {
+  std::string head = "step " + std::to_string(step) + ": the loss is " + std::to_string(loss);
+  for (const auto& [name, t] : feeds)
+    if (!all_finite(t)) return make_error(head + "; the input '" + name + "' already holds a non-finite value");
+  // Re-run the forward graph on the reference kernels keeping every value, and name the first
+  // node whose output is not finite.
+  ir::Graph g = autodiff::evaluation_graph(forward_, config_.spec);
+  if (ops::infer_types(g, registry_).is_ok()) {
+    auto order = g.topological_order();
+    if (order) {
+      std::vector<ir::ValueId> outs;
+      for (ir::NodeId id : *order)
+        for (ir::ValueId v : g.node(id).outputs) outs.push_back(v);
+      g.set_outputs(outs);
+      runtime::Feeds f;
+      for (ir::ValueId in : g.inputs())
+        if (auto it = feeds.find(g.value(in).name); it != feeds.end()) f[it->first] = it->second;
+      auto values = runtime::run_reference(g, registry_, f);
+      if (values) {
+        for (size_t i = 0; i < outs.size(); ++i)
+          if (!all_finite((*values)[i])) {
+            const ir::Node& n = g.node(g.value(outs[i]).producer);
+            return make_error(head + "; the first non-finite value is the output of " + ir::describe_node(n) +
+                                  (n.provenance.origin.empty() ? "" : " (from " + n.provenance.origin + ")") +
+                                  ": lower the learning rate, or check the data and the initial weights", {}, n.id);
+          }
+      }
+    }
+  }
+  return make_error(head + "; every forward value is finite, so the loss itself overflowed (labels out of range?)");
+}
+
+Expected<std::pair<double, double>> Trainer::evaluate(data::DataLoader& test) {
+  RETURN_IF_ERROR(init_status_);
+  RETURN_IF_ERROR(test.start_epoch(0));
+  runtime::Feeds feeds;
+  for (const autodiff::StateSlot& s : state_)
+    if (forward_.find_value(s.name)) feeds[s.name] = s.initial;  // weights and statistics, not buffers
+  double loss_sum = 0;
+  int64_t hits = 0, count = 0;
+  data::Batch batch;
+  while (true) {
+    TRY(bool more, test.next(batch));
+    if (!more) break;
+    add_batch(batch, false, feeds);
+    TRY(std::vector<Tensor> outs, sessions_->eval->run(feeds));
+    auto lab = batch.find("labels");
+    if (lab == batch.end() || outs.empty()) continue;
+    if (config_.spec.loss == autodiff::LossKind::kSoftmaxCrossEntropy && outs[0].shape().size() == 2) {
+      hits += count_correct(outs[0], lab->second);
+      loss_sum += cross_entropy_sum(outs[0], lab->second);
+    }
+    count += lab->second.shape().empty() ? 1 : lab->second.shape()[0];
+  }
+  if (count == 0) return make_error("the test split is empty");
+  return std::make_pair(loss_sum / static_cast<double>(count), static_cast<double>(hits) / static_cast<double>(count));
+}
+
+Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* test, const TrainCallbacks& cb) {
+  RETURN_IF_ERROR(init_status_);
+  const int64_t batches = train.batches_per_epoch();
+  if (batches <= 0) return make_error("the training split gives no batches (empty, or smaller than one batch with drop_last)");
+  const int64_t total_steps = batches * config_.epochs;
+  TRY(Schedule schedule, Schedule::parse(config_.schedule, config_.lr, total_steps));
+  const bool classify = config_.spec.loss == autodiff::LossKind::kSoftmaxCrossEntropy;
+  const size_t n_forward_outputs = forward_.outputs().size();
+  size_t scores_index = 0;
+  if (!config_.spec.output.empty())
+    for (size_t i = 0; i < n_forward_outputs; ++i)
+      if (forward_.value(forward_.outputs()[i]).name == config_.spec.output) scores_index = i;
+
+  TrainResult result;
+  runtime::Feeds feeds;
+  int64_t steps_this_run = 0;
+  const int64_t run_start = observe::now_ns();
+  for (int64_t epoch = epoch_; epoch < config_.epochs; ++epoch) {
+    const int64_t skip = epoch == epoch_ ? std::min(batch_in_epoch_, batches) : 0;
+    epoch_ = epoch;
+    batch_in_epoch_ = skip;
+    RETURN_IF_ERROR(train.start_epoch(epoch, skip));
+    EpochInfo info;
+    info.epoch = epoch;
+    double loss_sum = 0;
+    int64_t hits = 0, examples = 0, epoch_batches = 0;
+    const int64_t epoch_start = observe::now_ns();
+    data::Batch batch;
+    while (true) {
+      if ((cb.stop && cb.stop->load()) || (config_.max_steps > 0 && global_step_ >= config_.max_steps)) {
+        result.stopped = true;
+        break;
+      }
+      TRY(bool more, train.next(batch));
+      if (!more) break;
+      add_batch(batch, config_.spec.loss != autodiff::LossKind::kGraphOutput, feeds);
+      for (const autodiff::StateSlot& s : state_) feeds[s.name] = s.initial;
+      const double lr = schedule.at(global_step_);
+      feeds["lr"] = Tensor::scalar<float>(static_cast<float>(lr));
+      feeds["step"] = Tensor::scalar<float>(static_cast<float>(global_step_ + 1));
+      feeds["rng_offset"] = Tensor::scalar<int64_t>(global_step_);
+      TRY(std::vector<Tensor> outs, sessions_->step->run(feeds));
+      const double loss = outs[0].get(0);
+      if (!std::isfinite(loss)) return diagnose_non_finite(feeds, global_step_ + 1, loss);
+      for (size_t i = 0; i < state_.size(); ++i) state_[i].initial = std::move(outs[1 + n_forward_outputs + i]);
+      ++global_step_;
+      ++batch_in_epoch_;
+      ++steps_this_run;
+      ++epoch_batches;
+      const Tensor& labels = batch["labels"];
+      const int64_t n = labels.shape().empty() ? 1 : labels.shape()[0];
+      const int64_t h = classify ? count_correct(outs[1 + scores_index], labels) : 0;
+      hits += h;
+      examples += n;
+      loss_sum += loss;
+      if (config_.metrics) {
+        config_.metrics->on_metric("train/loss", global_step_, epoch, loss);
+        if (classify) config_.metrics->on_metric("train/accuracy", global_step_, epoch, static_cast<double>(h) / n);
+        config_.metrics->on_metric("train/lr", global_step_, epoch, lr);
+      }
+      if (cb.on_step) {
+        StepInfo si;
+        si.epoch = epoch;
+        si.step = global_step_;
+        si.batch = batch_in_epoch_;
+        si.batches = batches;
+        si.loss = loss;
+        si.accuracy = classify ? static_cast<double>(h) / n : 0;
+        si.lr = lr;
+        const double secs = static_cast<double>(observe::now_ns() - epoch_start) * 1e-9;
+        si.images_per_s = secs > 0 ? static_cast<double>(examples) / secs : 0;
+        const double per_step = static_cast<double>(observe::now_ns() - run_start) * 1e-9 / static_cast<double>(steps_this_run);
+        int64_t left = total_steps - global_step_;
+        if (config_.max_steps > 0) left = std::min(left, config_.max_steps - global_step_);
+        si.eta_s = per_step * static_cast<double>(std::max<int64_t>(left, 0));
+        cb.on_step(si);
+      }
+      if (config_.checkpoint_every > 0 && global_step_ % config_.checkpoint_every == 0) {
+        char name[48];
+        std::snprintf(name, sizeof name, "step-%08lld.tsc", static_cast<long long>(global_step_));
+        RETURN_IF_ERROR(save_checkpoint(name, result, cb));
+      }
+    }
+    info.seconds = static_cast<double>(observe::now_ns() - epoch_start) * 1e-9;
+    info.train_loss = epoch_batches ? loss_sum / static_cast<double>(epoch_batches) : 0;
+    info.train_accuracy = examples ? static_cast<double>(hits) / static_cast<double>(examples) : 0;
+    info.images_per_s = info.seconds > 0 ? static_cast<double>(examples) / info.seconds : 0;
+    if (result.stopped && batch_in_epoch_ < batches) {
+      if (epoch_batches) result.epochs.push_back(info);
+      break;
+    }
+    if (test) {
+      TRY(auto eval, evaluate(*test));
+      info.test_loss = eval.first;
+      info.test_accuracy = eval.second;
+      if (config_.metrics) {
+        config_.metrics->on_metric("test/loss", global_step_, epoch, eval.first);
+        if (classify) config_.metrics->on_metric("test/accuracy", global_step_, epoch, eval.second);
+      }
+    }
+    result.epochs.push_back(info);
+    if (cb.on_epoch) cb.on_epoch(info);
+    epoch_ = epoch + 1;
+    batch_in_epoch_ = 0;
+    char name[48];
+    std::snprintf(name, sizeof name, "epoch-%04lld.tsc", static_cast<long long>(epoch + 1));
+    RETURN_IF_ERROR(save_checkpoint(name, result, cb));
+    if (result.stopped) break;
+  }
+  result.steps = global_step_;
+  if (!result.epochs.empty()) {
+    result.train_loss = result.epochs.back().train_loss;
+    result.test_accuracy = result.epochs.back().test_accuracy;
+    double secs = 0, imgs = 0;
+    for (const EpochInfo& e : result.epochs) secs += e.seconds, imgs += e.images_per_s * e.seconds;
+    result.images_per_s = secs > 0 ? imgs / secs : 0;
+  }
+  if (result.stopped) RETURN_IF_ERROR(save_checkpoint("last.tsc", result, cb));
+  return result;
+}
+
+}  // namespace tessera::train

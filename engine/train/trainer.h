@@ -1,0 +1,117 @@
+// The training loop: the training step (autodiff/training_step.h) compiled through the six stages
+// by a Session, fed batch by batch from a DataLoader, with learning-rate schedules, evaluation on
+// a test split after each epoch, checkpoints and bit-for-bit resume.
+//
+// Usage:
+//   TrainConfig cfg;  cfg.epochs = 2;  cfg.lr = 0.01;  cfg.spec.optimizer.momentum = 0.9;
+//   Trainer t(std::move(forward), registry, cfg);
+//   if (!resume.empty()) RETURN_IF_ERROR(t.resume(resume));
+//   TRY(TrainResult r, t.fit(train_loader, &test_loader, callbacks));
+//
+// Determinism: for one seed, batch size and thread count the weights after every step are the same
+// bytes on every run: data order and augmentation come from the loader's seed, Dropout's stream
+// from the step number, and every kernel's reduction order is fixed for a thread count. A run
+// resumed from a checkpoint of step k continues exactly as the uninterrupted run from step k.
+//
+// Faults: a loss that becomes NaN or infinite stops training with the step and the first node
+// (in execution order) whose output was not finite; a checkpoint from another graph or optimizer
+// is refused with what differs.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/autodiff/training_step.h"
+#include "engine/data/loader.h"
+#include "engine/ir/graph.h"
+#include "engine/observe/sinks.h"
+#include "engine/runtime/interpreter.h"
+#include "engine/train/checkpoint.h"
+
+namespace tessera::train {
+
+struct TrainConfig {
+  autodiff::TrainingSpec spec;
+  int64_t epochs = 1;
+  double lr = 0.01;
+  std::string schedule = "constant";  // schedule.h: constant | step:SIZE:GAMMA | cosine[:MIN], [,warmup:N]
+  int threads = 1;
+  uint64_t seed = 0;                  // recorded in checkpoints; the loaders must use the same
+  int64_t batch_size = 0;             // recorded in checkpoints (the loader's)
+  std::string checkpoint_dir;         // empty: no checkpoints
+  int64_t checkpoint_every = 0;       // steps between checkpoints (0: at epoch ends only)
+  int64_t max_steps = 0;              // stop after this many steps in total (0: no limit)
+  observe::TraceSink* trace = nullptr;
+  observe::MetricsSink* metrics = nullptr;  // loss, accuracy, lr by step; test metrics by epoch
+};
+
+struct StepInfo {
+  int64_t epoch = 0, step = 0;          // step: updates done so far (1 after the first)
+  int64_t batch = 0, batches = 0;       // batch index in the epoch (1-based), batches per epoch
+  double loss = 0, accuracy = 0, lr = 0;
+  double images_per_s = 0;              // over the epoch so far
+  double eta_s = 0;                     // estimate for the rest of the run
+};
+
+struct EpochInfo {
+  int64_t epoch = 0;
+  double train_loss = 0, train_accuracy = 0;   // means over the epoch's batches
+  double test_loss = -1, test_accuracy = -1;   // -1 without a test loader
+  double seconds = 0, images_per_s = 0;
+};
+
+struct TrainResult {
+  std::vector<EpochInfo> epochs;
+  int64_t steps = 0;
+  double train_loss = 0, test_accuracy = -1, images_per_s = 0;
+  std::string last_checkpoint;
+  bool stopped = false;  // by max_steps or the stop flag
+};
+
+struct TrainCallbacks {
+  std::function<void(const StepInfo&)> on_step;
+  std::function<void(const EpochInfo&)> on_epoch;
+  std::function<void(const std::string& path)> on_checkpoint;
+  const std::atomic<bool>* stop = nullptr;  // set from another thread to stop after the current step
+};
+
+class Trainer {
+ public:
+  Trainer(ir::Graph forward, const ops::OpRegistry& registry, TrainConfig config);
+  ~Trainer();
+
+  // Loads weights, optimizer state and position from a checkpoint. Refuses one written for
+  // another graph, optimizer, seed or batch size, naming what differs.
+  Status resume(const std::string& path);
+  Expected<TrainResult> fit(data::DataLoader& train, data::DataLoader* test, const TrainCallbacks& callbacks = {});
+  // Test loss and accuracy of the current weights.
+  Expected<std::pair<double, double>> evaluate(data::DataLoader& test);
+
+  // The forward graph with the trained weights as its params (for saving or running).
+  ir::Graph trained_graph() const;
+  const std::vector<autodiff::StateSlot>& state() const { return state_; }
+  int64_t global_step() const { return global_step_; }
+  // The graph's identity for checkpoints: hash of its structure without the trained weights.
+  std::string graph_signature() const;
+  Checkpoint make_checkpoint() const;
+
+ private:
+  Status init();
+  Status save_checkpoint(const std::string& name, TrainResult& result, const TrainCallbacks& cb);
+  void add_batch(const data::Batch& batch, bool with_labels, runtime::Feeds& feeds) const;
+  Error diagnose_non_finite(const runtime::Feeds& feeds, int64_t step, double loss);
+
+  ir::Graph forward_;
+  const ops::OpRegistry& registry_;
+  TrainConfig config_;
+  std::vector<autodiff::StateSlot> state_;
+  int64_t global_step_ = 0, epoch_ = 0, batch_in_epoch_ = 0;
+  struct Sessions;
+  std::unique_ptr<Sessions> sessions_;
+  Status init_status_ = Status::ok();
+};
+
+}  // namespace tessera::train

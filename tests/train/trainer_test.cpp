@@ -1,0 +1,289 @@
+// The training loop end to end on a small classifier over synthetic, linearly separable data:
+// learning, determinism, bit-for-bit resume, checkpoint faults (corruption, full disk, another
+// graph), a loss that becomes NaN, and schedules.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "engine/ops/op_def.h"
+#include "engine/train/checkpoint.h"
+#include "engine/train/schedule.h"
+#include "engine/train/trainer.h"
+
+namespace tessera::train {
+namespace {
+
+const ops::OpRegistry& reg() {
+  static const ops::OpRegistry r = ops::make_default_registry();
+  return r;
+}
+
+Tensor randn(Shape s, uint64_t seed, double scale) {
+  Tensor t(DType::kF32, std::move(s));
+  std::mt19937_64 g(seed);
+  std::normal_distribution<double> d(0.0, scale);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(d(g));
+  return t;
+}
+
+// x [N, 8] -> Gemm(16) -> Relu -> Gemm(3): logits [N, 3].
+ir::Graph mlp(int hidden = 16) {
+  ir::Graph g("tiny_mlp");
+  ir::ValueId x = g.add_input("x", ir::TensorType(DType::kF32, {ir::Dim::named("N"), ir::Dim::known(8)}));
+  ir::ValueId w1 = g.add_param("fc1.w", randn({8, hidden}, 1, 0.4));
+  ir::ValueId b1 = g.add_param("fc1.b", Tensor(DType::kF32, {hidden}));
+  ir::ValueId w2 = g.add_param("fc2.w", randn({hidden, 3}, 2, 0.4));
+  ir::ValueId b2 = g.add_param("fc2.b", Tensor(DType::kF32, {3}));
+  ir::ValueId h = g.node(g.add_node("Gemm", {x, w1, b1}, 1, "fc1")).outputs[0];
+  ir::ValueId r = g.node(g.add_node("Relu", {h}, 1, "relu")).outputs[0];
+  ir::ValueId y = g.node(g.add_node("Gemm", {r, w2, b2}, 1, "fc2")).outputs[0];
+  g.value(y).name = "logits";
+  g.set_outputs({y});
+  return g;
+}
+
+// 3 classes: the label is the argmax of three fixed projections of x.
+std::shared_ptr<const data::Source> dataset(int64_t n, uint64_t seed) {
+  Tensor x = randn({n, 8}, seed, 1.0);
+  Tensor labels(DType::kI64, {n});
+  Tensor proj = randn({8, 3}, 99, 1.0);
+  for (int64_t i = 0; i < n; ++i) {
+    int best = 0;
+    double bv = -1e30;
+    for (int c = 0; c < 3; ++c) {
+      double v = 0;
+      for (int k = 0; k < 8; ++k) v += x.data<float>()[i * 8 + k] * proj.data<float>()[k * 3 + c];
+      if (v > bv) bv = v, best = c;
+    }
+    labels.data<int64_t>()[i] = best;
+  }
+  auto src = data::TensorSource::create({{"x", x}, {"labels", labels}}, "synthetic");
+  EXPECT_TRUE(src.has_value());
+  return *src;
+}
+
+data::LoaderOptions loader_options(uint64_t seed) {
+  data::LoaderOptions o;
+  o.batch_size = 32;
+  o.shuffle = true;
+  o.seed = seed;
+  o.workers = 1;
+  return o;
+}
+
+TrainConfig config(int64_t epochs) {
+  TrainConfig c;
+  c.epochs = epochs;
+  c.lr = 0.05;
+  c.spec.optimizer.momentum = 0.9;
+  c.seed = 7;
+  c.batch_size = 32;
+  c.threads = 2;
+  return c;
+}
+
+std::string temp_dir() {
+  char tmpl[] = "/tmp/tessera-train-XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+TEST(Trainer, LearnsASeparableProblem) {
+  auto train_src = dataset(1024, 5);
+  auto test_src = dataset(512, 6);
+  data::DataLoader train(train_src, {}, loader_options(7));
+  data::LoaderOptions to = loader_options(7);
+  to.shuffle = false;
+  data::DataLoader test(test_src, {}, to);
+  Trainer t(mlp(), reg(), config(4));
+  int steps_seen = 0;
+  TrainCallbacks cb;
+  cb.on_step = [&](const StepInfo& s) {
+    ++steps_seen;
+    EXPECT_EQ(s.batches, 32);
+    EXPECT_TRUE(std::isfinite(s.loss));
+  };
+  auto r = t.fit(train, &test, cb);
+  ASSERT_TRUE(r.has_value()) << r.error().to_string();
+  EXPECT_EQ(steps_seen, 128);
+  EXPECT_EQ(r->steps, 128);
+  ASSERT_EQ(r->epochs.size(), 4u);
+  EXPECT_LT(r->epochs.back().train_loss, 0.5 * r->epochs.front().train_loss);
+  EXPECT_GT(r->test_accuracy, 0.9);  // chance is 1/3
+  // The trained graph carries the new weights.
+  ir::Graph trained = t.trained_graph();
+  const Tensor* w = trained.param_data(*trained.find_value("fc1.w"));
+  EXPECT_FALSE(same_bytes(*w, randn({8, 16}, 1, 0.4)));
+}
+
+TEST(Trainer, DeterministicAndResumesBitForBit) {
+  auto src = dataset(320, 5);  // 10 batches per epoch
+  const std::string dir = temp_dir();
+  // Uninterrupted: 2 epochs = 20 steps.
+  data::DataLoader a_loader(src, {}, loader_options(7));
+  Trainer a(mlp(), reg(), config(2));
+  ASSERT_TRUE(a.fit(a_loader, nullptr).has_value());
+  // Same again: identical bytes.
+  data::DataLoader b_loader(src, {}, loader_options(7));
+  TrainConfig bc = config(2);
+  bc.checkpoint_dir = dir;
+  bc.checkpoint_every = 7;  // mid-epoch: step 7 of epoch 0, and 14 = step 4 of epoch 1
+  Trainer b(mlp(), reg(), bc);
+  auto rb = b.fit(b_loader, nullptr);
+  ASSERT_TRUE(rb.has_value()) << rb.error().to_string();
+  for (size_t i = 0; i < a.state().size(); ++i) EXPECT_TRUE(same_bytes(a.state()[i].initial, b.state()[i].initial)) << a.state()[i].name;
+  // Resume from step 14 (mid-epoch 1) and from step 7 (mid-epoch 0): the same final bytes.
+  for (const char* ckpt : {"step-00000014.tsc", "step-00000007.tsc"}) {
+    data::DataLoader c_loader(src, {}, loader_options(7));
+    Trainer c(mlp(), reg(), config(2));
+    Status st = c.resume(dir + "/" + ckpt);
+    ASSERT_TRUE(st.is_ok()) << st.error().to_string();
+    auto rc = c.fit(c_loader, nullptr);
+    ASSERT_TRUE(rc.has_value()) << rc.error().to_string();
+    EXPECT_EQ(rc->steps, 20);
+    for (size_t i = 0; i < a.state().size(); ++i)
+      EXPECT_TRUE(same_bytes(a.state()[i].initial, c.state()[i].initial)) << ckpt << ": " << a.state()[i].name;
+  }
+  // A different seed gives different weights.
+  data::DataLoader d_loader(src, {}, loader_options(8));
+  TrainConfig dc = config(2);
+  dc.seed = 8;
+  Trainer d(mlp(), reg(), dc);
+  ASSERT_TRUE(d.fit(d_loader, nullptr).has_value());
+  EXPECT_FALSE(same_bytes(a.state()[0].initial, d.state()[0].initial));
+}
+
+TEST(Trainer, RefusesACheckpointOfAnotherGraphOrRun) {
+  const std::string dir = temp_dir();
+  Trainer a(mlp(16), reg(), config(1));
+  ASSERT_TRUE(write_checkpoint(dir + "/a.tsc", a.make_checkpoint()).is_ok());
+  Trainer other(mlp(12), reg(), config(1));
+  Status st = other.resume(dir + "/a.tsc");
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.error().to_string().find("different structure"), std::string::npos) << st.error().to_string();
+  TrainConfig adam = config(1);
+  adam.spec.optimizer.kind = autodiff::OptimizerKind::kAdam;
+  Trainer b(mlp(16), reg(), adam);
+  st = b.resume(dir + "/a.tsc");
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.error().to_string().find("optimizer is sgd in the checkpoint and adam"), std::string::npos)
+      << st.error().to_string();
+}
+
+TEST(Checkpoint, RoundTripsAndCatchesCorruption) {
+  const std::string dir = temp_dir(), path = dir + "/c.tsc";
+  Checkpoint c;
+  c.meta["global_step"] = "12";
+  c.tensors.emplace_back("w", randn({3, 4}, 3, 1.0));
+  c.tensors.emplace_back("steps", Tensor::from_vector<int64_t>({2}, {5, 6}));
+  ASSERT_TRUE(write_checkpoint(path, c).is_ok());
+  auto back = read_checkpoint(path);
+  ASSERT_TRUE(back.has_value()) << back.error().to_string();
+  EXPECT_EQ(back->get("global_step"), "12");
+  ASSERT_EQ(back->tensors.size(), 2u);
+  EXPECT_TRUE(same_bytes(back->tensors[0].second, c.tensors[0].second));
+  EXPECT_TRUE(same_bytes(back->tensors[1].second, c.tensors[1].second));
+
+  // Flip one byte of a weight: the checksum names the file.
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::string bad = bytes;
+  bad[bad.size() - 20] ^= 0x40;
+  std::ofstream(dir + "/bad.tsc", std::ios::binary) << bad;
+  auto r = read_checkpoint(dir + "/bad.tsc");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().to_string().find("checksum mismatch"), std::string::npos) << r.error().to_string();
+  EXPECT_NE(r.error().to_string().find("bad.tsc"), std::string::npos);
+  // Truncated.
+  std::ofstream(dir + "/short.tsc", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  r = read_checkpoint(dir + "/short.tsc");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().to_string().find("truncated"), std::string::npos) << r.error().to_string();
+  // Not a checkpoint at all.
+  std::ofstream(dir + "/text.tsc") << "hello";
+  EXPECT_FALSE(read_checkpoint(dir + "/text.tsc").has_value());
+}
+
+TEST(Checkpoint, FullDiskKeepsThePreviousCheckpoint) {
+  if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "/dev/full is not available";
+  const std::string dir = temp_dir(), path = dir + "/c.tsc";
+  Checkpoint c;
+  c.tensors.emplace_back("w", randn({64, 64}, 3, 1.0));
+  ASSERT_TRUE(write_checkpoint(path, c).is_ok());
+  // The temporary file is a link to /dev/full: every write fails with ENOSPC, as on a full disk.
+  ASSERT_EQ(symlink("/dev/full", (path + ".tmp").c_str()), 0);
+  Checkpoint c2;
+  c2.tensors.emplace_back("w", randn({64, 64}, 4, 1.0));
+  Status st = write_checkpoint(path, c2);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.error().to_string().find("No space left"), std::string::npos) << st.error().to_string();
+  EXPECT_NE(st.error().to_string().find("previous checkpoint"), std::string::npos);
+  auto back = read_checkpoint(path);
+  ASSERT_TRUE(back.has_value()) << back.error().to_string();
+  EXPECT_TRUE(same_bytes(back->tensors[0].second, c.tensors[0].second));
+  struct stat sb;
+  EXPECT_NE(lstat((path + ".tmp").c_str(), &sb), 0) << "the temporary file is removed";
+}
+
+TEST(Trainer, NaNLossNamesTheStepAndTheFirstNode) {
+  auto src = dataset(256, 5);
+  data::DataLoader loader(src, {}, loader_options(7));
+  TrainConfig c = config(1);
+  c.lr = 1e30;  // the first update overflows the weights; the second forward is not finite
+  Trainer t(mlp(), reg(), c);
+  auto r = t.fit(loader, nullptr);
+  ASSERT_FALSE(r.has_value());
+  const std::string msg = r.error().to_string();
+  EXPECT_NE(msg.find("step 2: the loss is"), std::string::npos) << msg;
+  // fc1's output is huge but finite in f32; fc2 multiplies two huge values and overflows.
+  EXPECT_NE(msg.find("output of Gemm 'fc2'"), std::string::npos) << msg;
+}
+
+TEST(Trainer, GraphWithoutALossIsRefused) {
+  auto src = dataset(64, 5);
+  data::DataLoader loader(src, {}, loader_options(7));
+  TrainConfig c = config(1);
+  c.spec.loss = autodiff::LossKind::kGraphOutput;  // logits [N, 3] are not a loss
+  Trainer t(mlp(), reg(), c);
+  auto r = t.fit(loader, nullptr);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().to_string().find("must hold one value"), std::string::npos) << r.error().to_string();
+}
+
+TEST(Schedule, MatchesTorchFormulas) {
+  Schedule s = Schedule::step(0.1, 10, 0.5);
+  EXPECT_DOUBLE_EQ(s.at(0), 0.1);
+  EXPECT_DOUBLE_EQ(s.at(9), 0.1);
+  EXPECT_DOUBLE_EQ(s.at(10), 0.05);
+  EXPECT_DOUBLE_EQ(s.at(25), 0.025);
+  Schedule c = Schedule::cosine(0.1, 100);
+  EXPECT_DOUBLE_EQ(c.at(0), 0.1);
+  EXPECT_NEAR(c.at(50), 0.05, 1e-12);
+  EXPECT_NEAR(c.at(100), 0.0, 1e-12);
+  Schedule w = Schedule::constant(0.2).with_warmup(4);
+  EXPECT_DOUBLE_EQ(w.at(0), 0.05);
+  EXPECT_DOUBLE_EQ(w.at(3), 0.2);
+  EXPECT_DOUBLE_EQ(w.at(4), 0.2);
+  auto p = Schedule::parse("step:10:0.5,warmup:2", 0.1, 100);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_DOUBLE_EQ(p->at(0), 0.05);
+  EXPECT_DOUBLE_EQ(p->at(12), 0.05);
+  auto bad = Schedule::parse("step:ten:0.5", 0.1, 100);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find("step size 'ten'"), std::string::npos);
+  EXPECT_FALSE(Schedule::parse("linear", 0.1, 100).has_value());
+}
+
+}  // namespace
+}  // namespace tessera::train
