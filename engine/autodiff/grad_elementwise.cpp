@@ -26,9 +26,13 @@ using ops::GradientContext;
 
 struct Ops {
   GradientContext& g;
-  DType dt;  // the element type of scalars made by c()
+  DType dt;                           // the element type of scalars made by c()
+  std::map<double, ValueId> scalars;  // one constant per value within a rule
 
-  ValueId c(double v) { return g.scalar(v, dt); }
+  ValueId c(double v) {
+    auto it = scalars.find(v);
+    return it != scalars.end() ? it->second : scalars[v] = g.scalar(v, dt);
+  }
   ValueId add(ValueId a, ValueId b) { return g.emit("Add", {a, b}); }
   ValueId sub(ValueId a, ValueId b) { return g.emit("Sub", {a, b}); }
   ValueId mul(ValueId a, ValueId b) { return g.emit("Mul", {a, b}); }
@@ -42,7 +46,7 @@ struct Ops {
 
 // Scalars take the output's element type (Where's input 0 is the bool condition).
 Ops ops_for(GradientContext& g) {
-  return Ops{g, g.dtype(g.output(0))};
+  return Ops{g, g.dtype(g.output(0)), {}};
 }
 
 // A one-input rule: dX = f(ops, X, Y, dY), set only when X wants a gradient.

@@ -28,6 +28,9 @@ struct GradCase {
   std::vector<int> wrt = {};  // inputs to check; empty: every f64 input
   std::string label = {};     // tells cases of one op apart
   double atol = 1e-6, rtol = 1e-5;
+  // Outer values that nested graphs (If branches, Loop bodies) capture by name: graph inputs that
+  // are differentiated and checked like the node's own inputs.
+  std::vector<std::pair<std::string, Tensor>> captured = {};
 };
 
 // Uniform f64 values in [lo, hi), deterministic for a seed.
@@ -47,11 +50,24 @@ inline std::string case_name(const GradCase& c) { return c.op + (c.label.empty()
 inline void PrintTo(const GradCase& c, std::ostream* os) { *os << case_name(c); }
 
 // Builds the loss graph; `differentiate` adds the gradient outputs.
+// Checked value k is node input checked[k] when checked[k] >= 0, else captured[-1 - checked[k]].
+inline std::string checked_name(const GradCase& c, int k) {
+  return k >= 0 ? "in" + std::to_string(k) : c.captured[static_cast<size_t>(-1 - k)].first;
+}
+inline const Tensor& checked_value(const GradCase& c, int k) {
+  return k >= 0 ? *c.inputs[static_cast<size_t>(k)] : c.captured[static_cast<size_t>(-1 - k)].second;
+}
+
 inline Expected<ir::Graph> build_case_graph(const GradCase& c, const ops::OpRegistry& reg, bool differentiate,
                                             std::vector<int>& checked) {
   ir::Graph g("gradcheck");
   std::vector<ir::ValueId> ins, xs;
   checked.clear();
+  for (size_t j = 0; j < c.captured.size(); ++j) {
+    const Tensor& t = c.captured[j].second;
+    xs.push_back(g.add_input(c.captured[j].first, ir::TensorType::of(t.dtype(), t.shape())));
+    checked.push_back(-1 - static_cast<int>(j));
+  }
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     if (!c.inputs[i]) {
       ins.push_back(ir::kNoValue);
@@ -100,7 +116,7 @@ inline void check_gradient(const GradCase& c, const ops::OpRegistry& reg) {
   ASSERT_TRUE(graph.has_value()) << graph.error().to_string();
   ASSERT_FALSE(checked.empty()) << "the case checks no input";
   runtime::Feeds feeds;
-  for (int i : checked) feeds["in" + std::to_string(i)] = c.inputs[static_cast<size_t>(i)]->clone();
+  for (int i : checked) feeds[checked_name(c, i)] = checked_value(c, i).clone();
   auto res = runtime::run_reference(*graph, reg, feeds);
   ASSERT_TRUE(res.has_value()) << res.error().to_string();
   std::vector<int> unused;
@@ -112,10 +128,10 @@ inline void check_gradient(const GradCase& c, const ops::OpRegistry& reg) {
     return r ? (*r)[0].get(0) : NAN;
   };
   for (size_t j = 0; j < checked.size(); ++j) {
-    const std::string name = "in" + std::to_string(checked[j]);
+    const std::string name = checked_name(c, checked[j]);
     const Tensor& analytic = (*res)[1 + j];
-    const Tensor& x = *c.inputs[static_cast<size_t>(checked[j])];
-    ASSERT_EQ(analytic.shape(), x.shape()) << "gradient of input " << checked[j];
+    const Tensor& x = checked_value(c, checked[j]);
+    ASSERT_EQ(analytic.shape(), x.shape()) << "gradient of " << name;
     int failures = 0;
     for (int64_t e = 0; e < x.numel() && failures < 5; ++e) {
       const double eps = 1e-6 * std::max(1.0, std::fabs(x.get(e)));
@@ -128,7 +144,7 @@ inline void check_gradient(const GradCase& c, const ops::OpRegistry& reg) {
       double got = analytic.get(e);
       if (!(std::fabs(got - numeric) <= c.atol + c.rtol * std::fabs(numeric))) {
         ++failures;
-        ADD_FAILURE() << case_name(c) << ": d loss / d input " << checked[j] << "[" << e << "] = " << got
+        ADD_FAILURE() << case_name(c) << ": d loss / d " << name << "[" << e << "] = " << got
                       << ", finite difference " << numeric;
       }
     }

@@ -1,0 +1,132 @@
+// oneDNN backward kernels (ConvGradInput, ConvGradWeight, MaxPoolGrad, AveragePoolGrad) against
+// the reference kernels on random inputs, plain and with blocked inputs; and the reference vs
+// oneDNN time of ConvGradWeight on LeNet-5's conv2 at batch 64 (printed).
+#include <algorithm>
+#include <chrono>
+
+#include "tests/engine/cpu_test_util.h"
+
+namespace tessera::cpu_test {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+Tensor shape_tensor(const Shape& s) { return Tensor::from_vector<int64_t>({static_cast<int64_t>(s.size())}, s); }
+
+// dY is random; `other` is W (input gradient) or X (weight gradient); `result` the shape wanted.
+void check_conv_grad(bool weight, const Shape& dy_shape, const Shape& other_shape, const Shape& result,
+                     const ir::Attributes& attrs, const std::string& dy_layout = "",
+                     const std::string& other_layout = "") {
+  const std::string op = weight ? "ConvGradWeight" : "ConvGradInput";
+  SCOPED_TRACE(op + " dY " + shape_to_string(dy_shape) + " " + dy_layout + " / " + other_layout);
+  const Tensor dy = random_f32(dy_shape, 61), other = random_f32(other_shape, 62), shape = shape_tensor(result);
+  KernelResult got = run_cpu({op, {&dy, &other, &shape}, attrs, {false, false, true}, {dy_layout, other_layout}, ""});
+  ASSERT_EQ(got.impl, weight ? "onednn:conv_grad_weight" : "onednn:conv_grad_input");
+  expect_close(got.outputs[0], reference(op, {&dy, &other, &shape}, attrs)[0], 1e-4, 1e-4);
+}
+
+TEST(CpuConvGrad, Input) {
+  check_conv_grad(false, {2, 4, 4, 4}, {4, 3, 3, 3}, {2, 3, 6, 6}, {});
+  check_conv_grad(false, {2, 4, 3, 3}, {4, 3, 3, 3}, {2, 3, 6, 6}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 0, 0}}});
+  check_conv_grad(false, {1, 6, 5, 5}, {6, 2, 3, 3}, {1, 4, 5, 5}, {{"group", int64_t{2}}, {"pads", Ints{1, 1, 1, 1}}});
+  check_conv_grad(false, {1, 2, 3, 3}, {2, 2, 2, 2}, {1, 2, 5, 5}, {{"dilations", Ints{2, 2}}});
+  check_conv_grad(false, {2, 3, 4}, {3, 2, 3}, {2, 2, 9}, {{"strides", Ints{2}}});
+  check_conv_grad(false, {2, 16, 10, 10}, {16, 6, 5, 5}, {2, 6, 14, 14}, {}, "nChw8c");
+}
+
+TEST(CpuConvGrad, Weight) {
+  check_conv_grad(true, {2, 4, 4, 4}, {2, 3, 6, 6}, {4, 3, 3, 3}, {});
+  check_conv_grad(true, {2, 4, 3, 3}, {2, 3, 6, 6}, {4, 3, 3, 3}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 0, 0}}});
+  check_conv_grad(true, {1, 6, 5, 5}, {1, 4, 5, 5}, {6, 2, 3, 3}, {{"group", int64_t{2}}, {"pads", Ints{1, 1, 1, 1}}});
+  check_conv_grad(true, {2, 3, 4}, {2, 2, 9}, {3, 2, 3}, {{"strides", Ints{2}}});
+  check_conv_grad(true, {2, 16, 10, 10}, {2, 8, 14, 14}, {16, 8, 5, 5}, {}, "nChw16c", "nChw8c");
+}
+
+void check_pool_grad(bool max, const Shape& x_shape, const Shape& dy_shape, const ir::Attributes& attrs,
+                     const std::string& x_layout = "") {
+  const std::string op = max ? "MaxPoolGrad" : "AveragePoolGrad";
+  SCOPED_TRACE(op + " X " + shape_to_string(x_shape) + " " + x_layout);
+  const Tensor dy = random_f32(dy_shape, 71), x = random_f32(x_shape, 72), shape = shape_tensor(x_shape);
+  const Tensor& second = max ? x : shape;
+  KernelResult got = run_cpu({op, {&dy, &second}, attrs, {false, !max}, {"", x_layout}, ""});
+  ASSERT_EQ(got.impl, max ? "onednn:maxpool_grad" : "onednn:avgpool_grad");
+  expect_close(got.outputs[0], reference(op, {&dy, &second}, attrs)[0]);
+}
+
+TEST(CpuPoolGrad, MaxPool) {
+  check_pool_grad(true, {2, 3, 6, 6}, {2, 3, 3, 3}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
+  check_pool_grad(true, {1, 2, 7, 7}, {1, 2, 4, 4},
+                  {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
+  // ceil_mode of the forward: one more window than the floor, over the end of the input.
+  check_pool_grad(true, {1, 2, 5, 5}, {1, 2, 3, 3}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
+  check_pool_grad(true, {2, 16, 8, 8}, {2, 16, 4, 4}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}},
+                  "nChw16c");
+}
+
+TEST(CpuPoolGrad, AveragePool) {
+  const ir::Attributes pads{{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}};
+  check_pool_grad(false, {2, 3, 5, 5}, {2, 3, 5, 5}, pads);
+  ir::Attributes include = pads;
+  include.insert_or_assign("count_include_pad", int64_t{1});
+  check_pool_grad(false, {2, 3, 5, 5}, {2, 3, 5, 5}, include);
+  check_pool_grad(false, {1, 2, 9}, {1, 2, 3}, {{"kernel_shape", Ints{3}}, {"strides", Ints{3}}});
+}
+
+TEST(CpuPoolGrad, DilatedPoolingDeclines) {
+  const Tensor dy = random_f32({1, 1, 2, 2}, 1), x = random_f32({1, 1, 4, 4}, 2);
+  EXPECT_EQ(run_cpu({"MaxPoolGrad", {&dy, &x}, {{"kernel_shape", Ints{2, 2}}, {"dilations", Ints{2, 2}}}, {}, {}, ""})
+                .impl,
+            "");
+}
+
+// LeNet-5's conv2 at batch 64: X [64, 6, 14, 14], W [16, 6, 5, 5], dY [64, 16, 10, 10]. Times the
+// reference kernel and the oneDNN kernel's run() (created and loaded once), 2 OpenMP threads.
+TEST(CpuConvGrad, LeNetConv2WeightTiming) {
+  const Tensor dy = random_f32({64, 16, 10, 10}, 81), x = random_f32({64, 6, 14, 14}, 82);
+  const Tensor shape = shape_tensor({16, 6, 5, 5});
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  const Tensor want = reference("ConvGradWeight", {&dy, &x, &shape})[0];
+  const double ref_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+
+  ir::Graph g("timing");
+  const ir::ValueId vdy = g.add_input("dy", ir::TensorType::of(DType::kF32, dy.shape()));
+  const ir::ValueId vx = g.add_input("x", ir::TensorType::of(DType::kF32, x.shape()));
+  const ir::ValueId vs = g.add_param("s", shape);
+  const ir::NodeId id = g.add_node("ConvGradWeight", {vdy, vx, vs}, 1, "dw");
+  ASSERT_TRUE(ops::infer_types(g, ops_registry()).is_ok());
+  const ir::Node& node = g.node(id);
+  const ir::ValueId out = node.outputs[0];
+  backend::KernelInit init{node, *ops_registry().find("ConvGradWeight"),
+                           {&g.value(vdy).type, &g.value(vx).type, &g.value(vs).type},
+                           {&g.value(out).type}, {nullptr, nullptr, &shape}, {"", "", ""}, "", 2};
+  auto k = kernels().candidates("ConvGradWeight").front()->factory(init);
+  ASSERT_TRUE(k.has_value() && *k);
+  backend::Kernel& kernel = **k;
+  ASSERT_EQ(kernel.name(), "onednn:conv_grad_weight");
+  ASSERT_TRUE(kernel.load().is_ok());
+  Tensor dw(DType::kF32, {16, 6, 5, 5});
+  std::vector<char> scratch(kernel.scratch_bytes() + 1);
+  backend::KernelRun run;
+  run.inputs = {{const_cast<void*>(dy.raw_data()), dy.nbytes()}, {const_cast<void*>(x.raw_data()), x.nbytes()},
+                {const_cast<void*>(shape.raw_data()), shape.nbytes()}};
+  run.outputs = {{dw.raw_data(), dw.nbytes()}};
+  run.scratch = {scratch.data(), kernel.scratch_bytes()};
+  cpu::set_intra_op_threads(2);
+  ASSERT_TRUE(kernel.run(run).is_ok());  // warm-up
+  expect_close(dw, want, 1e-4, 1e-3);
+  // Median and minimum of 50 runs (the build machine is shared: the mean is noisy).
+  std::vector<double> ms;
+  for (int i = 0; i < 50; ++i) {
+    t0 = Clock::now();
+    ASSERT_TRUE(kernel.run(run).is_ok());
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("ConvGradWeight, LeNet conv2 at batch 64: reference %.1f ms, oneDNN median %.3f ms, min %.3f ms "
+              "(2 threads)\n",
+              ref_ms, ms[ms.size() / 2], ms[0]);
+}
+
+}  // namespace
+}  // namespace tessera::cpu_test
