@@ -9,9 +9,6 @@
 
 namespace tessera::cpu {
 
-// onednn_grad.cpp: the backward ops' kernels (declared here until onednn_util.h lists it).
-void register_onednn_grad(KernelRegistry& registry, const ContextPtr& ctx);
-
 void register_cpu_kernels(backend::KernelRegistry& registry) {
   std::shared_ptr<OneDnnContext> ctx;
   Status st = guarded("oneDNN CPU engine", [&] {

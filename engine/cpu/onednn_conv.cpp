@@ -75,9 +75,9 @@ class ConvKernel : public OneDnnKernel {
     return guarded("conv", [&] {
       const memory::desc any_src(x, memory::data_type::f32, memory::format_tag::any);
       const memory::desc any_dst(y, memory::data_type::f32, memory::format_tag::any);
-      const memory::desc wei_md =
-          w_const_ ? memory::desc(wd, memory::data_type::f32, memory::format_tag::any)
-                   : wei_user_md_;
+      // Weights are `any` even when they change every run (training): oneDNN's plain-weights
+      // convolutions are its slow gemm path, and reordering weights each run costs far less.
+      const memory::desc wei_md(wd, memory::data_type::f32, memory::format_tag::any);
       const memory::desc bias_md = has_bias_ ? plain_md({w[0]}) : memory::desc();
       convolution_forward::desc d(dnnl::prop_kind::forward_inference,
                                   dnnl::algorithm::convolution_direct, any_src, wei_md, bias_md,
@@ -95,6 +95,11 @@ class ConvKernel : public OneDnnKernel {
         dst_tmp_off_ = off;
         off += align64(pd_.dst_desc().get_size());
       }
+      if (!w_const_ && pd_.weights_desc() != wei_user_md_) {
+        wei_copy_ = true;
+        wei_tmp_off_ = off;
+        off += align64(pd_.weights_desc().get_size());
+      }
       scratch_bytes_ = off;
       out_bytes_ = {dst_user_md_.get_size()};
     });
@@ -111,6 +116,10 @@ class ConvKernel : public OneDnnKernel {
       memory user(wei_user_md_, eng, const_cast<void*>(w_copy_.raw_data()));
       dnnl::reorder(user, wei_mem_).execute(stream_, user, wei_mem_);
       stream_.wait();
+    } else if (wei_copy_) {  // reordered into scratch each run
+      wei_user_ = memory(wei_user_md_, eng, DNNL_MEMORY_NONE);
+      wei_mem_ = memory(pd_.weights_desc(), eng, DNNL_MEMORY_NONE);
+      wei_reorder_ = dnnl::reorder(wei_user_, wei_mem_);
     } else {
       wei_mem_ = memory(wei_user_md_, eng, DNNL_MEMORY_NONE);
     }
@@ -137,7 +146,13 @@ class ConvKernel : public OneDnnKernel {
     if (src_copy_) src_conv_.set_data_handle(scratch + src_tmp_off_);
     if (dst_copy_) dst_conv_.set_data_handle(scratch + dst_tmp_off_);
     scratchpad_.set_data_handle(scratch);
-    if (!w_const_) wei_mem_.set_data_handle(run.inputs[1].data);
+    if (wei_copy_) {
+      wei_user_.set_data_handle(run.inputs[1].data);
+      wei_mem_.set_data_handle(scratch + wei_tmp_off_);
+      wei_reorder_.execute(stream_, wei_user_, wei_mem_);
+    } else if (!w_const_) {
+      wei_mem_.set_data_handle(run.inputs[1].data);
+    }
     if (has_bias_ && !b_const_) bias_mem_.set_data_handle(run.inputs[2].data);
     if (src_copy_) src_reorder_.execute(stream_, src_user_, src_conv_);
     if (has_z_) {
@@ -160,10 +175,10 @@ class ConvKernel : public OneDnnKernel {
   const Tensor* w_const_ = nullptr;
   Tensor w_copy_, b_copy_;  // keep the constants alive (shared storage)
   bool has_bias_ = false, b_const_ = false, has_z_ = false;
-  bool src_copy_ = false, dst_copy_ = false;  // the primitive's format differs from the user's
-  size_t src_tmp_off_ = 0, dst_tmp_off_ = 0;  // where the copies live in scratch
-  memory wei_mem_, bias_mem_, src_user_, dst_user_, src_conv_, dst_conv_, z_user_, scratchpad_;
-  dnnl::reorder src_reorder_, dst_reorder_, z_reorder_;
+  bool src_copy_ = false, dst_copy_ = false, wei_copy_ = false;  // the primitive's format differs from the user's
+  size_t src_tmp_off_ = 0, dst_tmp_off_ = 0, wei_tmp_off_ = 0;    // where the copies live in scratch
+  memory wei_mem_, wei_user_, bias_mem_, src_user_, dst_user_, src_conv_, dst_conv_, z_user_, scratchpad_;
+  dnnl::reorder src_reorder_, dst_reorder_, z_reorder_, wei_reorder_;
 };
 
 Expected<KernelPtr> make_conv(const ContextPtr& ctx, const KernelInit& init, bool fused) {

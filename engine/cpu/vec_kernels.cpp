@@ -14,42 +14,12 @@
 #include <optional>
 
 #include "engine/cpu/onednn_util.h"
+#include "engine/cpu/vec_internal.h"
 
 namespace tessera::cpu {
 namespace {
 
 constexpr int64_t kParallelMin = 1 << 15;  // elements below which a loop stays on one thread
-
-class VecKernel : public Kernel {
- public:
-  using Fn = std::function<Status(KernelRun&)>;
-  VecKernel(std::string name, std::vector<size_t> out_bytes, Fn fn)
-      : name_(std::move(name)), out_bytes_(std::move(out_bytes)), fn_(std::move(fn)) {}
-  std::string name() const override { return name_; }
-  size_t output_bytes(size_t i) const override { return i < out_bytes_.size() ? out_bytes_[i] : 0; }
-  Status run(KernelRun& run) override { return fn_(run); }
-
- private:
-  std::string name_;
-  std::vector<size_t> out_bytes_;
-  Fn fn_;
-};
-
-Expected<KernelPtr> make(const std::string& name, const KernelInit& init, VecKernel::Fn fn) {
-  std::vector<size_t> bytes;
-  for (const ir::TensorType* t : init.out_types) bytes.push_back(backend::plain_bytes(*t));
-  return KernelPtr(new VecKernel(name, std::move(bytes), std::move(fn)));
-}
-
-// Plain layouts, static types on every present input and output.
-bool plain_static(const KernelInit& init) {
-  if (!all_plain(init)) return false;
-  for (const ir::TensorType* t : init.in_types)
-    if (t && !t->is_static()) return false;
-  for (const ir::TensorType* t : init.out_types)
-    if (!t || !t->is_static()) return false;
-  return true;
-}
 
 // ---- memcpy ops -------------------------------------------------------------------------------
 
@@ -266,14 +236,22 @@ std::vector<int64_t> bcast_strides(const Shape& in, const Shape& out) {
   return s;
 }
 
+// `same`: every operand has the output's shape; `scalar_y`: cond and x do, y is one element
+// (autodiff's masks: Where(Y > 0, dY, 0)).
 template <class T>
 void where_loop(const uint8_t* c, const T* x, const T* y, T* out, const Shape& shape,
-                const std::array<std::vector<int64_t>, 3>& st, bool same) {
+                const std::array<std::vector<int64_t>, 3>& st, bool same, bool scalar_y) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   if (same) {
 #pragma omp parallel for simd if (n > kParallelMin)
     for (int64_t i = 0; i < n; ++i) out[i] = c[i] ? x[i] : y[i];
+    return;
+  }
+  if (scalar_y) {
+    const T yv = y[0];
+#pragma omp parallel for simd if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) out[i] = c[i] ? x[i] : yv;
     return;
   }
   const size_t r = shape.size();
@@ -309,16 +287,18 @@ Expected<KernelPtr> make_where(const KernelInit& init) {
     same &= s == out;
     st[k] = bcast_strides(s, out);
   }
+  const bool scalar_y = init.in_types[0]->static_shape() == out && init.in_types[1]->static_shape() == out &&
+                        init.in_types[2]->static_numel() == 1;
   return make(impl, init, [=](KernelRun& run) -> Status {
     const auto* c = static_cast<const uint8_t*>(run.inputs[0].data);
     if (size == 4)
       where_loop(c, static_cast<const uint32_t*>(run.inputs[1].data),
                  static_cast<const uint32_t*>(run.inputs[2].data),
-                 static_cast<uint32_t*>(run.outputs[0].data), out, st, same);
+                 static_cast<uint32_t*>(run.outputs[0].data), out, st, same, scalar_y);
     else
       where_loop(c, static_cast<const uint64_t*>(run.inputs[1].data),
                  static_cast<const uint64_t*>(run.inputs[2].data),
-                 static_cast<uint64_t*>(run.outputs[0].data), out, st, same);
+                 static_cast<uint64_t*>(run.outputs[0].data), out, st, same, scalar_y);
     return Status::ok();
   });
 }
@@ -414,6 +394,7 @@ void register_vec_kernels(KernelRegistry& registry) {
   registry.add("Cast", "cpu.vec:cast", kVecPriority, make_cast);
   registry.add("Erf", "cpu.vec:erf", kVecPriority, make_erf);
   registry.add("Pow", "cpu.vec:pow", kVecPriority, make_pow);
+  register_vec_reduce(registry);
 }
 
 }  // namespace tessera::cpu

@@ -116,6 +116,27 @@ TEST(CpuVec, Where) {
   check("Where", {&col, &x, &row}, {}, {false, false, false}, "cpu.vec:where");
 }
 
+TEST(CpuVec, Where_ScalarOtherwise) {
+  // autodiff's Relu mask: Where(Y > 0, dY, 0) with a scalar 0.
+  const Tensor c = Tensor::from_bools({2, 3}, {true, false, true, false, false, true});
+  const Tensor x = random_f32({2, 3}, 6), zero = Tensor::scalar<float>(0.f);
+  check("Where", {&c, &x, &zero}, {}, {false, false, true}, "cpu.vec:where");
+}
+
+TEST(CpuVec, ReduceSumAnyAxes) {
+  const Tensor x = random_f32({4, 6, 5, 7}, 12);
+  for (std::vector<int64_t> axes : std::vector<std::vector<int64_t>>{
+           {0, 2, 3}, {0}, {3}, {1}, {1, 2}, {0, 1, 2, 3}, {-1, 0}, {2}}) {
+    const Tensor a = i64({static_cast<int64_t>(axes.size())}, axes);
+    for (int64_t keep : {0, 1}) check("ReduceSum", {&x, &a}, {{"keepdims", keep}}, {false, true}, "cpu.vec:reduce_sum");
+  }
+  const Tensor gemm_grad = random_f32({64, 120}, 13), axis0 = i64({1}, {0});
+  check("ReduceSum", {&gemm_grad, &axis0}, {{"keepdims", int64_t{0}}}, {false, true}, "cpu.vec:reduce_sum");
+  const Tensor ones = random_f32({3, 1, 4}, 14), mid = i64({1}, {1});
+  check("ReduceSum", {&ones, &mid}, {}, {false, true}, "cpu.vec:reduce_sum");
+  check("ReduceSum", {&x}, {}, {false}, "cpu.vec:reduce_sum");  // no axes: everything
+}
+
 TEST(CpuVec, CastErfPow) {
   const Tensor x = Tensor::from_vector<float>({6}, {-2.7f, -0.5f, 0.f, 0.9f, 3.5f, NAN});
   check("Cast", {&x}, {{"to", "i64"}}, {false}, "cpu.vec:cast");
