@@ -11,11 +11,11 @@
 namespace tessera {
 namespace {
 
-std::shared_ptr<std::byte> allocate(size_t bytes) {
+std::shared_ptr<std::byte> allocate(size_t bytes, bool zero = true) {
   const size_t rounded = (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
   if (p == nullptr) throw std::bad_alloc();
-  std::memset(p, 0, rounded == 0 ? 64 : rounded);
+  if (zero) std::memset(p, 0, rounded == 0 ? 64 : rounded);
   return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
 }
 
@@ -60,6 +60,14 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   numel_ = *n;
   strides_ = contiguous_strides(shape_);
   storage_ = allocate(nbytes());
+}
+
+Tensor::Tensor(DType dtype, Shape shape, Uninitialized) : dtype_(dtype), shape_(std::move(shape)) {
+  auto n = checked_numel(shape_, dtype_);
+  assert(n.has_value());
+  numel_ = *n;
+  strides_ = contiguous_strides(shape_);
+  storage_ = allocate(nbytes(), /*zero=*/false);
 }
 
 Expected<Tensor> Tensor::create(DType dtype, Shape shape) {
@@ -171,7 +179,7 @@ Tensor Tensor::view(Shape shape, std::vector<int64_t> strides, int64_t offset_el
 }
 
 Tensor Tensor::clone() const {
-  Tensor t(dtype_, shape_);
+  Tensor t(dtype_, shape_, Uninitialized{});
   if (is_contiguous()) {
     std::memcpy(t.raw_data(), raw_data(), nbytes());
   } else {

@@ -96,6 +96,8 @@ class Tensor {
   std::string summary(int max_values = 6) const;
 
  private:
+  struct Uninitialized {};
+  Tensor(DType dtype, Shape shape, Uninitialized);  // for copies that overwrite every byte
   template <class T>
   void check_type() const;
   int64_t offset_of(int64_t logical) const;

@@ -39,7 +39,7 @@ void register_onednn_grad(KernelRegistry& registry, const ContextPtr& ctx);    /
 void register_onednn_eltwise(KernelRegistry& registry,
                              const ContextPtr& ctx);  // onednn_eltwise.cpp
 void register_vec_kernels(KernelRegistry& registry);  // vec_kernels.cpp
-void register_vec_reduce(KernelRegistry& registry);   // vec_reduce.cpp
+void register_vec_train(KernelRegistry& registry);    // vec_train.cpp
 
 // ---- errors ----
 

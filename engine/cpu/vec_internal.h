@@ -1,4 +1,4 @@
-// Shared by the vectorised kernel files (vec_kernels.cpp, vec_reduce.cpp): a Kernel from a
+// Shared by the vectorised kernel files (vec_kernels.cpp, vec_train.cpp): a Kernel from a
 // lambda, and the plain-layout check. Internal to engine/cpu.
 #pragma once
 

@@ -394,7 +394,7 @@ void register_vec_kernels(KernelRegistry& registry) {
   registry.add("Cast", "cpu.vec:cast", kVecPriority, make_cast);
   registry.add("Erf", "cpu.vec:erf", kVecPriority, make_erf);
   registry.add("Pow", "cpu.vec:pow", kVecPriority, make_pow);
-  register_vec_reduce(registry);
+  register_vec_train(registry);
 }
 
 }  // namespace tessera::cpu

@@ -137,6 +137,32 @@ TEST(CpuVec, ReduceSumAnyAxes) {
   check("ReduceSum", {&x}, {}, {false}, "cpu.vec:reduce_sum");  // no axes: everything
 }
 
+// Every output of an optimizer update against the reference kernel.
+void check_update(const std::string& op, const std::vector<const Tensor*>& in, const ir::Attributes& attrs, int nout,
+                  const std::string& impl) {
+  SCOPED_TRACE(op);
+  std::vector<bool> constant(in.size(), false);
+  KernelResult got = run_cpu({op, in, attrs, constant, {}, "", nout});
+  ASSERT_EQ(got.impl, impl);
+  auto want = runtime::run_single_op_with_absent(ops_registry(), op, in, attrs, nout);
+  ASSERT_TRUE(want.has_value()) << want.error().to_string();
+  for (int k = 0; k < nout; ++k)
+    if ((*want)[static_cast<size_t>(k)].numel() > 0) expect_close(got.outputs[static_cast<size_t>(k)], (*want)[static_cast<size_t>(k)], 1e-6, 1e-6);
+}
+
+TEST(CpuVec, OptimizerUpdates) {
+  const Tensor p = random_f32({37, 5}, 20), g = random_f32({37, 5}, 21), buf = random_f32({37, 5}, 22);
+  const Tensor lr = Tensor::scalar<float>(0.05f), step = Tensor::scalar<float>(3.f);
+  check_update("SGDUpdate", {&p, &g, &lr, &buf}, {{"momentum", 0.9}}, 2, "cpu.vec:sgd");
+  check_update("SGDUpdate", {&p, &g, &lr, &buf}, {{"momentum", 0.9}, {"nesterov", int64_t{1}}, {"weight_decay", 0.01}}, 2,
+               "cpu.vec:sgd");
+  check_update("SGDUpdate", {&p, &g, &lr, nullptr}, {{"weight_decay", 0.1}}, 2, "cpu.vec:sgd");
+  const Tensor m = random_f32({37, 5}, 23), v = random_f32({37, 5}, 24, 0.f, 1.f);
+  check_update("AdamUpdate", {&p, &g, &lr, &step, &m, &v}, {}, 3, "cpu.vec:adam");
+  check_update("AdamUpdate", {&p, &g, &lr, &step, &m, &v}, {{"weight_decay", 0.01}, {"decoupled", int64_t{1}}}, 3, "cpu.vec:adam");
+  check_update("AdamUpdate", {&p, &g, &lr, &step, &m, &v}, {{"weight_decay", 0.01}}, 3, "cpu.vec:adam");
+}
+
 TEST(CpuVec, CastErfPow) {
   const Tensor x = Tensor::from_vector<float>({6}, {-2.7f, -0.5f, 0.f, 0.9f, 3.5f, NAN});
   check("Cast", {&x}, {{"to", "i64"}}, {false}, "cpu.vec:cast");

@@ -1,0 +1,185 @@
+// Vectorised kernels for the ops a training step spends its time on besides convolutions and
+// matrix products: the optimizer updates (SGDUpdate, AdamUpdate over f32, written straight into
+// the planned buffers; the formulas are train_ops.cpp's, term for term) and ReduceSum.
+//
+// ReduceSum over f32 with constant axes: the bias gradients of training (sum over
+// [N, H, W] of a [N, C, H, W] gradient, over N of an [N, K] one), where oneDNN 2.6 picks its
+// reference reduction (~100x slower at these shapes). Adjacent axes with the same role (reduced or
+// kept) are merged, size-1 axes dropped, and the input walked once in memory order: a reduced
+// innermost run is summed with 8 partial sums, a kept innermost run added to the output row.
+// Single-threaded: the shapes this serves are small, and the order of additions is fixed.
+#include <cmath>
+#include <cstring>
+
+#include "engine/cpu/vec_internal.h"
+
+namespace tessera::cpu {
+namespace {
+
+struct Run {
+  int64_t size;
+  bool reduced;
+};
+
+float sum_run(const float* p, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += p[i + k];
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+
+Expected<KernelPtr> make_reduce_sum(const KernelInit& init) {
+  const std::string impl = "cpu.vec:reduce_sum";
+  if (!plain_static(init) || init.out_types.size() != 1 || init.in_types[0]->dtype != DType::kF32)
+    return decline(init, impl, "needs plain static f32");
+  const Shape x = init.in_types[0]->static_shape();
+  const int rank = static_cast<int>(x.size());
+  std::vector<bool> red(static_cast<size_t>(rank), false);
+  const bool has_axes = init.in_types.size() > 1 && init.in_types[1];
+  if (has_axes && !init.constants[1]) return decline(init, impl, "axes not constant");
+  const Tensor* axes = has_axes ? init.constants[1] : nullptr;
+  if (!axes || axes->numel() == 0) {
+    const ir::Attribute* noop = init.node.attr("noop_with_empty_axes");
+    if (noop && noop->i() != 0) return decline(init, impl, "identity (noop_with_empty_axes)");
+    red.assign(red.size(), true);
+  } else {
+    for (int64_t k = 0; k < axes->numel(); ++k) {
+      int64_t a = static_cast<int64_t>(axes->get(k));
+      if (a < 0) a += rank;
+      if (a < 0 || a >= rank) return decline(init, impl, "axis out of range");
+      red[static_cast<size_t>(a)] = true;
+    }
+  }
+  std::vector<Run> runs;
+  for (int d = 0; d < rank; ++d) {
+    if (x[static_cast<size_t>(d)] == 1) continue;
+    if (!runs.empty() && runs.back().reduced == red[static_cast<size_t>(d)]) runs.back().size *= x[static_cast<size_t>(d)];
+    else runs.push_back({x[static_cast<size_t>(d)], red[static_cast<size_t>(d)]});
+  }
+  if (runs.empty()) runs.push_back({1, false});
+  int64_t in_n = 1, out_n = 1;
+  for (const Run& r : runs) {
+    in_n *= r.size;
+    if (!r.reduced) out_n *= r.size;
+  }
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    const float* in = static_cast<const float*>(run.inputs[0].data);
+    float* out = static_cast<float*>(run.outputs[0].data);
+    std::memset(out, 0, static_cast<size_t>(out_n) * sizeof(float));
+    if (in_n == 0) return Status::ok();
+    const Run inner = runs.back();
+    const size_t outer_rank = runs.size() - 1;
+    std::vector<int64_t> idx(outer_rank, 0);
+    int64_t obase = 0;
+    // Output stride of each outer run: the product of the kept sizes after it.
+    std::vector<int64_t> ostride(runs.size(), 0);
+    for (int64_t d = static_cast<int64_t>(runs.size()) - 1, s = 1; d >= 0; --d) {
+      ostride[static_cast<size_t>(d)] = runs[static_cast<size_t>(d)].reduced ? 0 : s;
+      if (!runs[static_cast<size_t>(d)].reduced) s *= runs[static_cast<size_t>(d)].size;
+    }
+    for (int64_t base = 0; base < in_n; base += inner.size) {
+      if (inner.reduced) {
+        out[obase] += sum_run(in + base, inner.size);
+      } else {
+        float* o = out + obase;
+        const float* p = in + base;
+        for (int64_t j = 0; j < inner.size; ++j) o[j] += p[j];
+      }
+      for (size_t d = outer_rank; d-- > 0;) {  // advance the outer index, odometer style
+        obase += ostride[d];
+        if (++idx[d] < runs[d].size) break;
+        obase -= ostride[d] * runs[d].size;
+        idx[d] = 0;
+      }
+    }
+    return Status::ok();
+  });
+}
+
+float scalar_f32(const backend::Buffer& b) { return *static_cast<const float*>(b.data); }
+
+bool same_f32_shape(const KernelInit& init, size_t a, size_t b) {
+  return init.in_types[a] && init.in_types[b] && init.in_types[a]->dtype == DType::kF32 &&
+         init.in_types[b]->dtype == DType::kF32 && init.in_types[a]->static_shape() == init.in_types[b]->static_shape();
+}
+
+Expected<KernelPtr> make_sgd(const KernelInit& init) {
+  const std::string impl = "cpu.vec:sgd";
+  if (!plain_static(init) || !same_f32_shape(init, 0, 1) || init.in_types[2]->dtype != DType::kF32)
+    return decline(init, impl, "needs plain static f32");
+  const float momentum = static_cast<float>(init.node.attr("momentum") ? init.node.attr("momentum")->f() : 0.0);
+  const float wd = static_cast<float>(init.node.attr("weight_decay") ? init.node.attr("weight_decay")->f() : 0.0);
+  const bool nesterov = init.node.attr("nesterov") && init.node.attr("nesterov")->i() != 0;
+  const bool has_buf = momentum != 0.f;
+  if (has_buf && (init.in_types.size() < 4 || !same_f32_shape(init, 0, 3))) return decline(init, impl, "momentum buffer");
+  const int64_t n = init.in_types[0]->static_numel();
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    const float* p = static_cast<const float*>(run.inputs[0].data);
+    const float* g = static_cast<const float*>(run.inputs[1].data);
+    const float lr = scalar_f32(run.inputs[2]);
+    float* out = static_cast<float*>(run.outputs[0].data);
+    if (!has_buf) {
+      for (int64_t i = 0; i < n; ++i) out[i] = p[i] - lr * (wd != 0.f ? g[i] + wd * p[i] : g[i]);
+      return Status::ok();
+    }
+    const float* b = static_cast<const float*>(run.inputs[3].data);
+    float* nb = static_cast<float*>(run.outputs[1].data);
+    for (int64_t i = 0; i < n; ++i) {
+      float d = g[i];
+      if (wd != 0.f) d += wd * p[i];
+      const float buf = momentum * b[i] + d;
+      nb[i] = buf;
+      out[i] = p[i] - lr * (nesterov ? d + momentum * buf : buf);
+    }
+    return Status::ok();
+  });
+}
+
+Expected<KernelPtr> make_adam(const KernelInit& init) {
+  const std::string impl = "cpu.vec:adam";
+  if (!plain_static(init) || init.in_types.size() != 6 || !same_f32_shape(init, 0, 1) || !same_f32_shape(init, 0, 4) ||
+      !same_f32_shape(init, 0, 5))
+    return decline(init, impl, "needs plain static f32");
+  auto f = [&](const char* k, double d) { return init.node.attr(k) ? init.node.attr(k)->f() : d; };
+  const double b1 = f("beta1", 0.9), b2 = f("beta2", 0.999), eps = f("epsilon", 1e-8), wd = f("weight_decay", 0.0);
+  const bool decoupled = init.node.attr("decoupled") && init.node.attr("decoupled")->i() != 0;
+  const int64_t n = init.in_types[0]->static_numel();
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    const double lr = scalar_f32(run.inputs[2]), step = scalar_f32(run.inputs[3]);
+    if (step < 1) return make_error("AdamUpdate: step must be >= 1, got " + std::to_string(step));
+    const double c1 = 1.0 - std::pow(b1, step), c2 = 1.0 - std::pow(b2, step);
+    const float step_size = static_cast<float>(lr / c1), sc2 = static_cast<float>(std::sqrt(c2));
+    const float fb1 = static_cast<float>(b1), fb2 = static_cast<float>(b2), f1b1 = static_cast<float>(1.0 - b1),
+                f1b2 = static_cast<float>(1.0 - b2), feps = static_cast<float>(eps), fwd = static_cast<float>(wd),
+                decay = static_cast<float>(1.0 - lr * wd);
+    const float *p = static_cast<const float*>(run.inputs[0].data), *g = static_cast<const float*>(run.inputs[1].data),
+                *m = static_cast<const float*>(run.inputs[4].data), *v = static_cast<const float*>(run.inputs[5].data);
+    float *po = static_cast<float*>(run.outputs[0].data), *mo = static_cast<float*>(run.outputs[1].data),
+          *vo = static_cast<float*>(run.outputs[2].data);
+    for (int64_t i = 0; i < n; ++i) {
+      float param = p[i], d = g[i];
+      if (decoupled) param *= decay;
+      else if (wd != 0.0) d += fwd * param;
+      const float mi = fb1 * m[i] + f1b1 * d;
+      const float vi = fb2 * v[i] + f1b2 * d * d;
+      mo[i] = mi;
+      vo[i] = vi;
+      po[i] = param - step_size * mi / (std::sqrt(vi) / sc2 + feps);
+    }
+    return Status::ok();
+  });
+}
+
+}  // namespace
+
+void register_vec_train(KernelRegistry& registry) {
+  // Above oneDNN's reduction, which is its reference implementation for these shapes.
+  registry.add("ReduceSum", "cpu.vec:reduce_sum", kOneDnnPriority + 10, make_reduce_sum);
+  registry.add("SGDUpdate", "cpu.vec:sgd", kVecPriority, make_sgd);
+  registry.add("AdamUpdate", "cpu.vec:adam", kVecPriority, make_adam);
+}
+
+}  // namespace tessera::cpu
