@@ -248,10 +248,13 @@ void where_loop(const uint8_t* c, const T* x, const T* y, T* out, const Shape& s
     for (int64_t i = 0; i < n; ++i) out[i] = c[i] ? x[i] : y[i];
     return;
   }
-  if (scalar_y) {
+  if (scalar_y) {  // branch-free select: the masks of Relu gradients are random, branches mispredict
     const T yv = y[0];
 #pragma omp parallel for simd if (n > kParallelMin)
-    for (int64_t i = 0; i < n; ++i) out[i] = c[i] ? x[i] : yv;
+    for (int64_t i = 0; i < n; ++i) {
+      const T mask = static_cast<T>(0) - static_cast<T>(c[i] != 0);
+      out[i] = (x[i] & mask) | (yv & ~mask);
+    }
     return;
   }
   const size_t r = shape.size();

@@ -173,9 +173,83 @@ Expected<KernelPtr> make_adam(const KernelInit& init) {
   });
 }
 
+// Greater / Less of f32 against a one-element f32 (the masks of Relu-like gradients: Y > 0).
+Expected<KernelPtr> make_compare_scalar(const KernelInit& init, bool greater) {
+  const std::string impl = greater ? "cpu.vec:greater" : "cpu.vec:less";
+  if (!plain_static(init) || init.in_types.size() != 2 || init.in_types[0]->dtype != DType::kF32 ||
+      init.in_types[1]->dtype != DType::kF32 || init.in_types[1]->static_numel() != 1 ||
+      init.in_types[0]->static_shape() != init.out_types[0]->static_shape())
+    return decline(init, impl, "needs f32 compared with a one-element f32");
+  const int64_t n = init.in_types[0]->static_numel();
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    const float* x = static_cast<const float*>(run.inputs[0].data);
+    const float y = *static_cast<const float*>(run.inputs[1].data);
+    auto* out = static_cast<uint8_t*>(run.outputs[0].data);
+    if (greater)
+      for (int64_t i = 0; i < n; ++i) out[i] = x[i] > y;
+    else
+      for (int64_t i = 0; i < n; ++i) out[i] = x[i] < y;
+    return Status::ok();
+  });
+}
+
+// MaxPoolGrad over plain NCHW f32 without pads or dilations: each window's dY goes to the first
+// maximum of X in it (PyTorch's and oneDNN's rule), windows in row-major order. One pass over X
+// per window instead of oneDNN's forward-with-workspace plus backward on plain layouts.
+Expected<KernelPtr> make_maxpool_grad(const KernelInit& init) {
+  const std::string impl = "cpu.vec:maxpool_grad";
+  if (!plain_static(init) || init.in_types.size() != 2 || init.in_types[0]->dtype != DType::kF32 ||
+      init.in_types[1]->dtype != DType::kF32 || init.in_types[1]->rank() != 4)
+    return decline(init, impl, "needs plain static 2-D f32");
+  auto ints = [&](const char* k, std::vector<int64_t> d) {
+    const ir::Attribute* a = init.node.attr(k);
+    return a ? a->ints() : d;
+  };
+  const std::vector<int64_t> k = ints("kernel_shape", {}), st = ints("strides", {1, 1}),
+                             pads = ints("pads", {0, 0, 0, 0}), dil = ints("dilations", {1, 1});
+  if (k.size() != 2 || st.size() != 2) return decline(init, impl, "2-D windows only");
+  for (int64_t p : pads)
+    if (p != 0) return decline(init, impl, "pads");
+  for (int64_t d : dil)
+    if (d != 1) return decline(init, impl, "dilations");
+  const Shape x = init.in_types[1]->static_shape(), y = init.in_types[0]->static_shape();
+  if (y.size() != 4 || y[0] != x[0] || y[1] != x[1]) return decline(init, impl, "shapes");
+  for (int d = 0; d < 2; ++d)
+    if ((y[2 + d] - 1) * st[d] + k[d] > x[2 + d]) return decline(init, impl, "window runs past the input (ceil_mode)");
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    const float* dy = static_cast<const float*>(run.inputs[0].data);
+    const float* xp = static_cast<const float*>(run.inputs[1].data);
+    float* dx = static_cast<float*>(run.outputs[0].data);
+    const int64_t planes = x[0] * x[1], ih = x[2], iw = x[3], oh = y[2], ow = y[3];
+    std::memset(dx, 0, static_cast<size_t>(planes * ih * iw) * sizeof(float));
+#pragma omp parallel for if (planes * ih * iw > (1 << 15)) schedule(static)
+    for (int64_t pl = 0; pl < planes; ++pl) {
+      const float* xs = xp + pl * ih * iw;
+      float* ds = dx + pl * ih * iw;
+      const float* g = dy + pl * oh * ow;
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          int64_t best = i * st[0] * iw + j * st[1];
+          float bv = xs[best];
+          for (int64_t a = 0; a < k[0]; ++a)
+            for (int64_t b = 0; b < k[1]; ++b) {
+              const int64_t at = (i * st[0] + a) * iw + j * st[1] + b;
+              if (xs[at] > bv) bv = xs[at], best = at;
+            }
+          ds[best] += g[i * ow + j];
+        }
+    }
+    return Status::ok();
+  });
+}
+
 }  // namespace
 
 void register_vec_train(KernelRegistry& registry) {
+  // Above oneDNN's, which recomputes the forward pass for its workspace on plain layouts.
+  registry.add("MaxPoolGrad", "cpu.vec:maxpool_grad", kOneDnnPriority + 10, make_maxpool_grad);
+  registry.add("Greater", "cpu.vec:greater", kVecPriority, [](const KernelInit& i) { return make_compare_scalar(i, true); });
+  registry.add("Less", "cpu.vec:less", kVecPriority, [](const KernelInit& i) { return make_compare_scalar(i, false); });
   // Above oneDNN's reduction, which is its reference implementation for these shapes.
   registry.add("ReduceSum", "cpu.vec:reduce_sum", kOneDnnPriority + 10, make_reduce_sum);
   registry.add("SGDUpdate", "cpu.vec:sgd", kVecPriority, make_sgd);

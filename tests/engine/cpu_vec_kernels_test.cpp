@@ -121,6 +121,9 @@ TEST(CpuVec, Where_ScalarOtherwise) {
   const Tensor c = Tensor::from_bools({2, 3}, {true, false, true, false, false, true});
   const Tensor x = random_f32({2, 3}, 6), zero = Tensor::scalar<float>(0.f);
   check("Where", {&c, &x, &zero}, {}, {false, false, true}, "cpu.vec:where");
+  const Tensor y = random_f32({4, 33}, 15);
+  check("Greater", {&y, &zero}, {}, {false, true}, "cpu.vec:greater");
+  check("Less", {&y, &zero}, {}, {false, false}, "cpu.vec:less");
 }
 
 TEST(CpuVec, ReduceSumAnyAxes) {
@@ -148,6 +151,16 @@ void check_update(const std::string& op, const std::vector<const Tensor*>& in, c
   ASSERT_TRUE(want.has_value()) << want.error().to_string();
   for (int k = 0; k < nout; ++k)
     if ((*want)[static_cast<size_t>(k)].numel() > 0) expect_close(got.outputs[static_cast<size_t>(k)], (*want)[static_cast<size_t>(k)], 1e-6, 1e-6);
+}
+
+TEST(CpuVec, MaxPoolGrad) {
+  const Tensor x = random_f32({2, 3, 8, 9}, 30), dy = random_f32({2, 3, 4, 4}, 31), dy_overlap = random_f32({2, 3, 3, 4}, 32);
+  check("MaxPoolGrad", {&dy, &x}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}},
+        {false, false}, "cpu.vec:maxpool_grad");
+  // Overlapping windows (3x3, stride 2x2) accumulate.
+  check("MaxPoolGrad", {&dy_overlap, &x},
+        {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}}}, {false, false},
+        "cpu.vec:maxpool_grad");
 }
 
 TEST(CpuVec, OptimizerUpdates) {
