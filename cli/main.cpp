@@ -1,12 +1,18 @@
 // `tessera`: the command-line program (engine, formats and insight; nothing of Qt).
 #include <CLI/CLI.hpp>
 
+#include <malloc.h>
+
 #include <iostream>
 
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
   using namespace tessera::cli;
+  // Training allocates the same tensor sizes every step (batches, new weights): keep freed memory
+  // in the heap instead of returning it to the kernel and faulting it back in the next step.
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
   CLI::App app{"Tessera: a dataflow graph engine for deep learning.", "tessera"};
   app.set_version_flag("--version", std::string("tessera ") + TESSERA_VERSION);
   app.require_subcommand(1);
