@@ -278,7 +278,14 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
       feeds["lr"] = Tensor::scalar<float>(static_cast<float>(lr));
       feeds["step"] = Tensor::scalar<float>(static_cast<float>(global_step_ + 1));
       feeds["rng_offset"] = Tensor::scalar<int64_t>(global_step_);
-      TRY(std::vector<Tensor> outs, sessions_->step->run(feeds));
+      auto ran = sessions_->step->run(feeds);
+      if (!ran) {
+        Error e = ran.error();
+        e.message = "training step " + std::to_string(global_step_ + 1) + " (epoch " + std::to_string(epoch + 1) +
+                    ", batch " + std::to_string(batch_in_epoch_ + 1) + "): " + e.message;
+        return e;
+      }
+      std::vector<Tensor> outs = std::move(*ran);
       const double loss = outs[0].get(0);
       if (!std::isfinite(loss)) return diagnose_non_finite(feeds, global_step_ + 1, loss);
       for (size_t i = 0; i < state_.size(); ++i) state_[i].initial = std::move(outs[1 + n_forward_outputs + i]);

@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""End-to-end checks of `tessera train` on the real Fashion-MNIST (Debian's dataset-fashion-mnist).
+
+Usage: check_train_cli.py TESSERA SOURCE_DIR [--accuracy]
+  default      short runs: determinism, bit-for-bit resume from a mid-epoch checkpoint, running a
+               checkpoint, and the errors (missing data, corrupt or foreign checkpoint, NaN loss)
+  --accuracy   the issue's recipe: LeNet-5, SGD momentum 0.9, lr 0.01, batch 64, 2 epochs, seed 0;
+               the test accuracy must reach 85% (labelled "long" in ctest)
+Exits 77 (skipped) when the dataset is not installed.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+DATA = "/usr/share/datasets/fashion-mnist"
+
+
+def run(args, expect_ok=True):
+    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if expect_ok and p.returncode != 0:
+        sys.exit("FAIL: %s\nexit %d\n%s" % (" ".join(args), p.returncode, p.stderr))
+    if not expect_ok and p.returncode == 0:
+        sys.exit("FAIL: expected an error from %s\n%s" % (" ".join(args), p.stderr))
+    return p
+
+
+def expect_error(args, *needles):
+    p = run(args, expect_ok=False)
+    for n in needles:
+        if n not in p.stderr:
+            sys.exit("FAIL: %s\nstderr lacks %r:\n%s" % (" ".join(args), n, p.stderr))
+    if "Segmentation" in p.stderr or p.returncode < 0:
+        sys.exit("FAIL: %s crashed (%d)" % (" ".join(args), p.returncode))
+
+
+def weights(npz):
+    with np.load(npz) as z:
+        return {k: z[k].copy() for k in z.files}
+
+
+def main():
+    tessera, src = sys.argv[1], sys.argv[2]
+    if not os.path.isdir(DATA):
+        print("skipped: %s is not installed (dataset-fashion-mnist)" % DATA)
+        sys.exit(77)
+    lenet = os.path.join(src, "samples", "lenet.json")
+    mlp = os.path.join(src, "samples", "mlp.json")
+    base = [tessera, "train", "--data", DATA, "--batch", "64", "--lr", "0.01", "--optimizer", "momentum",
+            "--threads", "2", "--seed", "3"]
+
+    if "--accuracy" in sys.argv:
+        p = run([tessera, "train", lenet, "--data", DATA, "--epochs", "2", "--batch", "64", "--lr", "0.01",
+                 "--optimizer", "sgd", "--momentum", "0.9", "--threads", "2", "--seed", "0", "--json"])
+        result = json.loads(p.stdout.strip().splitlines()[-1])
+        print(p.stderr.strip().splitlines()[-1])
+        print(result)
+        for key in ("test_accuracy", "train_loss", "images_per_s", "epochs"):
+            if key not in result:
+                sys.exit("FAIL: --json lacks %s" % key)
+        if result["epochs"] != 2 or not result["test_accuracy"] >= 0.85:
+            sys.exit("FAIL: LeNet-5 reached %.4f test accuracy after 2 epochs, the target is 0.85" % result["test_accuracy"])
+        print("ok: LeNet-5 %.2f%% after 2 epochs" % (100 * result["test_accuracy"]))
+        return
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # Two runs of 60 steps with the same seed give the same weights, bit for bit.
+        a, b = os.path.join(tmp, "a.json"), os.path.join(tmp, "b.json")
+        ck = os.path.join(tmp, "ck")
+        run([*base[:2], mlp, *base[2:], "--max-steps", "60", "--no-eval", "--save", a])
+        run([*base[:2], mlp, *base[2:], "--max-steps", "60", "--no-eval", "--save", b,
+             "--checkpoint-dir", ck, "--checkpoint-every", "25"])
+        wa, wb = weights(a.replace(".json", ".npz")), weights(b.replace(".json", ".npz"))
+        assert wa.keys() == wb.keys() and all(np.array_equal(wa[k], wb[k]) for k in wa), "same seed, different weights"
+        for name in ("step-00000025.tsc", "step-00000050.tsc", "last.tsc"):
+            assert os.path.exists(os.path.join(ck, name)), "missing checkpoint " + name
+        # Resumed from step 25 (mid-epoch), it ends with the same bytes.
+        c = os.path.join(tmp, "c.json")
+        p = run([*base[:2], mlp, *base[2:], "--max-steps", "60", "--no-eval", "--save", c,
+                 "--resume", os.path.join(ck, "step-00000025.tsc")])
+        assert "resumed at step 25" in p.stderr, p.stderr
+        wc = weights(c.replace(".json", ".npz"))
+        assert all(np.array_equal(wa[k], wc[k]) for k in wa), "resume is not bit for bit"
+        # A different seed gives different weights.
+        d = os.path.join(tmp, "d.json")
+        run([*base[:2], mlp, *[x if x != "3" else "4" for x in base[2:]], "--max-steps", "60", "--no-eval", "--save", d])
+        wd = weights(d.replace(".json", ".npz"))
+        assert any(not np.array_equal(wa[k], wd[k]) for k in wa), "the seed changes nothing"
+        # The checkpoint runs.
+        p = run([tessera, "run", mlp, "--checkpoint", os.path.join(ck, "last.tsc"), "--json"])
+        out = json.loads(p.stdout)
+        assert out["outputs"][0]["shape"] == [1, 10], out
+        print("ok: deterministic, resume bit for bit, checkpoints run")
+
+        # Errors name the file and the reason; nothing crashes.
+        expect_error([tessera, "train", mlp, "--data", os.path.join(tmp, "nowhere")], "nowhere", "no such file")
+        empty = os.path.join(tmp, "empty")
+        os.mkdir(empty)
+        expect_error([tessera, "train", mlp, "--data", empty], "empty")
+        bad = os.path.join(tmp, "bad.tsc")
+        with open(os.path.join(ck, "last.tsc"), "rb") as f:
+            blob = bytearray(f.read())
+        blob[len(blob) // 2] ^= 0x10
+        with open(bad, "wb") as f:
+            f.write(blob)
+        expect_error([*base[:2], mlp, *base[2:], "--resume", bad], "bad.tsc", "checksum mismatch")
+        expect_error([*base[:2], lenet, *base[2:], "--resume", os.path.join(ck, "last.tsc")],
+                     "last.tsc", "different structure")
+        expect_error([*base[:2], mlp, *[x if x != "3" else "9" for x in base[2:]], "--resume",
+                      os.path.join(ck, "last.tsc")], "seed is 3 in the checkpoint and 9")
+        expect_error([tessera, "train", mlp, "--data", DATA, "--optimizer", "rmsprop"], "unknown optimizer 'rmsprop'")
+        expect_error([tessera, "train", mlp, "--data", DATA, "--lr", "1e30", "--max-steps", "20", "--no-eval"],
+                     "the loss is", "first non-finite value is the output of")
+        expect_error([tessera, "train", mlp, "--data", DATA, "--loss", "output", "--max-steps", "2"], "must hold one value")
+        print("ok: errors")
+
+
+if __name__ == "__main__":
+    main()
