@@ -130,6 +130,62 @@ def lenet():
     b.write([logits])
 
 
+def rnn():
+    """An Elman RNN over 8 steps of 2 features, as an ONNX-style Loop whose body captures the
+    sequence and the weights: h_{t+1} = tanh(x[:, t] Wx + h_t Wh + b), logits = h_8 Wo + bo."""
+    b = Builder("rnn", SEED + 2)
+    steps, feats, hidden = 8, 2, 16
+    x = b.input("x", "f32[N, %d, %d]" % (steps, feats))
+    b.param("wx", b.rng.standard_normal((feats, hidden)) * np.sqrt(1.0 / feats))
+    b.param("wh", b.rng.standard_normal((hidden, hidden)) * np.sqrt(1.0 / hidden))
+    b.param("bh", np.zeros(hidden))
+    b.params.append({"name": "trips", "type": "i64[]", "data": [steps]})
+    b.params.append({"name": "hidden_size", "type": "i64[1]", "data": [hidden]})
+    # h0 = zeros [N, hidden], sized from x at run time.
+    n = b.node("Shape", "batch_size", [x], "n", start=0, end=1)
+    h0_shape = b.node("Concat", "h0_shape", [n, "hidden_size"], "h0_shape", axis=0)
+    b.node("ConstantOfShape", "h0", [h0_shape], "h0", value={"tensor": {"type": "f32[1]", "data": [0.0]}})
+    body = {
+        "name": "step",
+        "inputs": [{"name": "t", "type": "i64[]"}, {"name": "cond_in", "type": "bool[]"},
+                   {"name": "h", "type": "f32[N, %d]" % hidden}],
+        "captures": [{"name": "x", "type": "f32[N, %d, %d]" % (steps, feats)},
+                     {"name": "wx", "type": "f32[%d, %d]" % (feats, hidden)},
+                     {"name": "wh", "type": "f32[%d, %d]" % (hidden, hidden)},
+                     {"name": "bh", "type": "f32[%d]" % hidden}],
+        "nodes": [
+            {"op": "Gather", "name": "x_t", "inputs": ["x", "t"], "outputs": ["xt"], "attrs": {"axis": 1}},
+            {"op": "MatMul", "name": "input_proj", "inputs": ["xt", "wx"], "outputs": ["xw"]},
+            {"op": "MatMul", "name": "state_proj", "inputs": ["h", "wh"], "outputs": ["hw"]},
+            {"op": "Add", "name": "sum", "inputs": ["xw", "hw"], "outputs": ["s"]},
+            {"op": "Add", "name": "bias", "inputs": ["s", "bh"], "outputs": ["sb"]},
+            {"op": "Tanh", "name": "tanh", "inputs": ["sb"], "outputs": ["h_next"]},
+            {"op": "Identity", "name": "keep_going", "inputs": ["cond_in"], "outputs": ["cond_out"]},
+        ],
+        "outputs": ["cond_out", "h_next"],
+    }
+    b.nodes.append({"op": "Loop", "name": "rnn", "inputs": ["trips", "", "h0"], "outputs": ["h_last"],
+                    "attrs": {"body": {"graph": body}}})
+    logits = b.gemm("fc", "h_last", hidden, 2, "logits")
+    b.write([logits])
+
+
+def sequences():
+    """samples/data/sequences.npz: 8 steps of 2 normal features; the label says whether feature
+    0 summed over the steps exceeds feature 1 (an accumulator the RNN has to learn)."""
+    rng = np.random.default_rng(SEED + 3)
+    def split(n):
+        x = rng.standard_normal((n, 8, 2)).astype(np.float32)
+        y = (x[:, :, 0].sum(1) > x[:, :, 1].sum(1)).astype(np.int64)
+        return x, y
+    x, y = split(4096)
+    xt, yt = split(1024)
+    os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
+    np.savez(os.path.join(HERE, "data", "sequences.npz"), x=x, labels=y, x_test=xt, labels_test=yt)
+
+
 if __name__ == "__main__":
     mlp()
     lenet()
+    rnn()
+    sequences()
