@@ -68,7 +68,7 @@ GradientContext::GradientContext(Emitter& emitter, ir::Node node, const OpDef& d
       captures_(std::move(captures)),
       wanted_captures_(std::move(wanted_captures)) {}
 
-const ir::TensorType& GradientContext::type(ValueId v) const { return emitter_.graph().value(v).type; }
+ir::TensorType GradientContext::type(ValueId v) const { return emitter_.graph().value(v).type; }
 
 const Tensor* GradientContext::constant(ValueId v) const { return constant_value(emitter_.graph(), v); }
 
@@ -131,8 +131,8 @@ ValueId GradientContext::zeros_like(ValueId v) { return filled_like(*this, v, 0.
 ValueId GradientContext::ones_like(ValueId v) { return filled_like(*this, v, 1.0); }
 
 ValueId GradientContext::unbroadcast(ValueId g, ValueId like) {
-  const ir::TensorType& gt = type(g);
-  const ir::TensorType& lt = type(like);
+  const ir::TensorType gt = type(g);
+  const ir::TensorType lt = type(like);
   if (gt.rank_known && lt.rank_known && gt.dims == lt.dims && gt.is_static()) return g;
   if (gt.is_static() && lt.is_static()) {
     Shape gs = gt.static_shape(), ls = lt.static_shape();

@@ -138,7 +138,7 @@ Status concat_grad(GradientContext& g) {
   }
   std::vector<int64_t> sizes;
   for (size_t i = 0; i < g.num_inputs(); ++i) {
-    const ir::Dim& d = g.type(g.input(i)).dims[static_cast<size_t>(axis)];
+    const ir::Dim d = g.type(g.input(i)).dims[static_cast<size_t>(axis)];
     if (!d.is_known()) return g.fail("the sizes of the joined axis must be known");
     sizes.push_back(d.size);
   }

@@ -47,7 +47,8 @@ struct GradientContext {
   ValueId input(size_t i) const { return i < node_.inputs.size() ? node_.inputs[i] : ir::kNoValue; }
   ValueId output(size_t i) const { return node_.outputs[i]; }
   bool has_input(size_t i) const { return input(i) != ir::kNoValue; }
-  const ir::TensorType& type(ValueId v) const;
+  // By value: emitting grows the graph's value storage, so a reference would dangle.
+  ir::TensorType type(ValueId v) const;
   DType dtype(ValueId v) const { return type(v).dtype; }
   int rank(ValueId v) const { return type(v).rank(); }
   // Compile-time value of v (a param or Constant output), or nullptr.

@@ -48,8 +48,9 @@ void check_pool_grad(bool max, const Shape& x_shape, const Shape& dy_shape, cons
   SCOPED_TRACE(op + " X " + shape_to_string(x_shape) + " " + x_layout);
   const Tensor dy = random_f32(dy_shape, 71), x = random_f32(x_shape, 72), shape = shape_tensor(x_shape);
   const Tensor& second = max ? x : shape;
-  KernelResult got = run_cpu({op, {&dy, &second}, attrs, {false, !max}, {"", x_layout}, ""});
-  ASSERT_EQ(got.impl, max ? "onednn:maxpool_grad" : "onednn:avgpool_grad");
+  const std::string impl = max ? "onednn:maxpool_grad" : "onednn:avgpool_grad";
+  KernelResult got = run_cpu({op, {&dy, &second}, attrs, {false, !max}, {"", x_layout}, "", 1, impl});
+  ASSERT_EQ(got.impl, impl);
   expect_close(got.outputs[0], reference(op, {&dy, &second}, attrs)[0]);
 }
 

@@ -103,6 +103,7 @@ struct Case {
   std::vector<std::string> in_layouts;
   std::string out_layout;
   int num_outputs = 1;
+  std::string impl = {};  // only this implementation (when several kernels serve the op)
 };
 
 // Runs the highest-priority CPU kernel that accepts the case. Declining everywhere gives an empty
@@ -136,6 +137,7 @@ inline KernelResult run_cpu(const Case& c) {
   for (ir::ValueId v : node.outputs) init.out_types.push_back(&g.value(v).type);
   std::unique_ptr<backend::Kernel> kernel;
   for (const auto* e : kernels().candidates(c.op)) {
+    if (!c.impl.empty() && e->impl != c.impl) continue;
     auto k = e->factory(init);
     EXPECT_TRUE(k.has_value()) << k.error().to_string();
     if (!k) return res;

@@ -1,8 +1,11 @@
-// Tests for the insight database (insight/database.cpp): creation, migration, reopening, and
-// clear errors for a foreign file and a newer schema.
+// Tests for the insight database (insight/database.cpp): creation, the v1 -> v2 migration,
+// reopening, crash marking, and clear errors for a foreign, corrupt, read-only, locked or newer file.
 #include <gtest/gtest.h>
 
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -17,7 +20,42 @@ std::string temp_path(const std::string& name) {
   std::filesystem::create_directories(dir);
   const auto p = dir / name;
   std::filesystem::remove(p);
+  std::filesystem::remove(p.string() + "-wal");
+  std::filesystem::remove(p.string() + "-shm");
   return p.string();
+}
+
+// Runs SQL on a raw connection (the test's independent view of the file).
+void raw_exec(const std::string& path, const std::string& sql) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  char* msg = nullptr;
+  EXPECT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, &msg), SQLITE_OK) << (msg ? msg : "");
+  sqlite3_free(msg);
+  sqlite3_close(raw);
+}
+
+std::string raw_text(const std::string& path, const std::string& sql) {
+  sqlite3* raw = nullptr;
+  sqlite3_open(path.c_str(), &raw);
+  sqlite3_stmt* st = nullptr;
+  std::string out = "<no row>";
+  if (sqlite3_prepare_v2(raw, sql.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+    const unsigned char* t = sqlite3_column_text(st, 0);
+    out = t ? reinterpret_cast<const char*>(t) : "NULL";
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
+  return out;
+}
+
+// The pid of a process that has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return child;
 }
 
 TEST(Database, CreatesMigratesAndRecordsRuns) {
@@ -33,6 +71,58 @@ TEST(Database, CreatesMigratesAndRecordsRuns) {
   auto again = Database::open(path);
   ASSERT_TRUE(again.has_value());
   EXPECT_EQ(*again->count_runs(), 1);
+  EXPECT_EQ(raw_text(path, "PRAGMA journal_mode;"), "wal");
+  EXPECT_EQ(raw_text(path, "SELECT status FROM runs;"), "finished");
+}
+
+TEST(Database, MigratesAVersion1DatabaseKeepingItsRuns) {
+  const std::string path = temp_path("v1.db");
+  // The v1 schema exactly as the foundation wrote it, with one finished and one stuck run.
+  raw_exec(path, R"sql(
+    CREATE TABLE runs (id INTEGER PRIMARY KEY, command TEXT NOT NULL, graph_name TEXT NOT NULL,
+      status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'failed', 'crashed')),
+      started_ns INTEGER NOT NULL, ended_ns INTEGER);
+    INSERT INTO runs VALUES (1, 'tessera run a.json', 'a', 'finished', 100, 200);
+    INSERT INTO runs VALUES (2, 'tessera run b.json', 'b', 'running', 300, NULL);
+    PRAGMA user_version = 1;)sql");
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.has_value()) << db.error().to_string();
+  EXPECT_EQ(db->schema_version(), 2);
+  EXPECT_EQ(*db->count_runs(), 2);
+  EXPECT_EQ(raw_text(path, "SELECT command FROM runs WHERE id = 1;"), "tessera run a.json");
+  EXPECT_EQ(raw_text(path, "SELECT status FROM runs WHERE id = 1;"), "finished");
+  // A v1 run left "running" has no pid and a start in 1970: it is crashed, ended at its start.
+  EXPECT_EQ(raw_text(path, "SELECT status FROM runs WHERE id = 2;"), "crashed");
+  EXPECT_EQ(raw_text(path, "SELECT ended_ns FROM runs WHERE id = 2;"), "300");
+  // The v2 tables exist and the new columns have their defaults.
+  for (const char* table : {"hyperparams", "graphs", "run_graphs", "datasets", "metrics", "checkpoints", "lineage",
+                            "spans", "memory_events", "snapshots", "snapshot_provenance", "ir_texts"})
+    EXPECT_EQ(raw_text(path, std::string("SELECT COUNT(*) FROM sqlite_master WHERE name = '") + table + "';"), "1") << table;
+  EXPECT_EQ(raw_text(path, "SELECT name || '|' || max_span_ns FROM runs WHERE id = 1;"), "|0");
+}
+
+TEST(Database, MarksRunsOfDeadProcessesAndStaleHeartbeatsCrashed) {
+  const std::string path = temp_path("crash.db");
+  ASSERT_TRUE(Database::open(path).has_value());
+  const int64_t now = wall_ns();
+  const std::string host = host_name();
+  const pid_t gone = dead_pid();
+  raw_exec(path, "INSERT INTO runs(id, command, graph_name, status, started_ns, heartbeat_ns, pid, host) VALUES "
+                 "(1, 'dead pid', 'g', 'running', " + std::to_string(now) + ", " + std::to_string(now) + ", " +
+                     std::to_string(gone) + ", '" + host + "'),"
+                 "(2, 'alive and beating', 'g', 'running', " + std::to_string(now) + ", " + std::to_string(now) + ", " +
+                     std::to_string(getpid()) + ", '" + host + "'),"
+                 "(3, 'alive but silent', 'g', 'running', 0, " + std::to_string(now - 11'000'000'000) + ", " +
+                     std::to_string(getpid()) + ", '" + host + "'),"
+                 "(4, 'other host, fresh', 'g', 'running', 0, " + std::to_string(now) + ", " + std::to_string(gone) +
+                     ", 'elsewhere');");
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.has_value()) << db.error().to_string();
+  EXPECT_EQ(raw_text(path, "SELECT status FROM runs WHERE id = 1;"), "crashed");
+  EXPECT_EQ(raw_text(path, "SELECT status FROM runs WHERE id = 2;"), "running");
+  EXPECT_EQ(raw_text(path, "SELECT status FROM runs WHERE id = 3;"), "crashed");
+  EXPECT_EQ(raw_text(path, "SELECT status FROM runs WHERE id = 4;"), "running");  // cannot see its pid
+  EXPECT_EQ(raw_text(path, "SELECT ended_ns FROM runs WHERE id = 1;"), std::to_string(now));
 }
 
 TEST(Database, ForeignFileIsRefusedNamingIt) {
@@ -42,17 +132,78 @@ TEST(Database, ForeignFileIsRefusedNamingIt) {
   ASSERT_FALSE(db.has_value());
   EXPECT_EQ(db.error().where, path);
   EXPECT_NE(db.error().message.find("not a usable SQLite database"), std::string::npos) << db.error().message;
+  EXPECT_NE(db.error().message.find("move it aside"), std::string::npos) << db.error().message;
+}
+
+TEST(Database, CorruptFileIsRefusedNamingIt) {
+  const std::string path = temp_path("corrupt.db");
+  {
+    auto db = Database::open(path);
+    ASSERT_TRUE(db.has_value());
+    for (int i = 0; i < 50; ++i) ASSERT_TRUE(db->begin_run(std::string(500, 'x'), "g").has_value());
+  }
+  // Keep page 1 (the header and the schema), scribble over every other page.
+  const auto size = std::filesystem::file_size(path);
+  ASSERT_GT(size, 8192u);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096);
+    std::string junk(size - 4096, '\xAB');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  auto db = Database::open(path);
+  ASSERT_FALSE(db.has_value());
+  EXPECT_EQ(db.error().where, path);
+  EXPECT_NE(db.error().message.find("damaged"), std::string::npos) << db.error().message;
+}
+
+TEST(Database, ReadOnlyDatabaseIsRefusedForWriting) {
+  const std::string path = temp_path("ro.db");
+  ASSERT_TRUE(Database::open(path).has_value());
+  // Opened read-only through a URI (works as root too, where file modes do not stop writes).
+  auto db = Database::open("file:" + path + "?mode=ro");
+  ASSERT_FALSE(db.has_value());
+  EXPECT_NE(db.error().message.find("read-only"), std::string::npos) << db.error().message;
+  EXPECT_NE(db.error().message.find("writable"), std::string::npos) << db.error().message;
+  if (geteuid() != 0) {
+    chmod(path.c_str(), 0444);
+    auto ro = Database::open(path);
+    chmod(path.c_str(), 0644);
+    ASSERT_FALSE(ro.has_value());
+    EXPECT_EQ(ro.error().where, path);
+    EXPECT_NE(ro.error().message.find("read-only"), std::string::npos) << ro.error().message;
+  }
+}
+
+TEST(Database, LockedByAnotherWriterSaysSoAfterTheBusyTimeout) {
+  const std::string path = temp_path("locked.db");
+  ASSERT_TRUE(Database::open(path).has_value());
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE;", nullptr, nullptr, nullptr), SQLITE_OK);
+  OpenOptions o;
+  o.busy_timeout_ms = 100;
+  auto db = Database::open(path, o);  // reading works while another process writes (WAL)
+  ASSERT_TRUE(db.has_value()) << db.error().to_string();
+  auto run = db->begin_run("x", "g");
+  ASSERT_FALSE(run.has_value());
+  EXPECT_EQ(run.error().where, path);
+  EXPECT_NE(run.error().message.find("locked"), std::string::npos) << run.error().message;
+  EXPECT_NE(run.error().message.find("another process held the write lock for more than 100 ms"), std::string::npos)
+      << run.error().message;
+  sqlite3_exec(other, "ROLLBACK;", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  EXPECT_TRUE(db->begin_run("x", "g").has_value());
 }
 
 TEST(Database, NewerSchemaIsRefused) {
   const std::string path = temp_path("newer.db");
-  sqlite3* raw = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(raw, "PRAGMA user_version=99;", nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(raw);
+  raw_exec(path, "PRAGMA user_version=99;");
   auto db = Database::open(path);
   ASSERT_FALSE(db.has_value());
+  EXPECT_EQ(db.error().where, path);
   EXPECT_NE(db.error().message.find("schema version 99, newer"), std::string::npos) << db.error().message;
+  EXPECT_NE(db.error().message.find("use a newer tessera"), std::string::npos) << db.error().message;
 }
 
 TEST(Database, DefaultPathFollowsXdg) {
