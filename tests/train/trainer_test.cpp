@@ -124,6 +124,48 @@ TEST(Trainer, LearnsASeparableProblem) {
   EXPECT_FALSE(same_bytes(*w, randn({8, 16}, 1, 0.4)));
 }
 
+// Regression and multi-label targets: labels are f32 [N, 3].
+std::shared_ptr<const data::Source> float_targets(int64_t n, bool binary) {
+  Tensor x = randn({n, 8}, 11, 1.0), y(DType::kF32, {n, 3}), proj = randn({8, 3}, 12, 0.5);
+  for (int64_t i = 0; i < n; ++i)
+    for (int c = 0; c < 3; ++c) {
+      double v = 0;
+      for (int k = 0; k < 8; ++k) v += x.data<float>()[i * 8 + k] * proj.data<float>()[k * 3 + c];
+      y.data<float>()[i * 3 + c] = binary ? (v > 0 ? 1.f : 0.f) : static_cast<float>(v);
+    }
+  auto src = data::TensorSource::create({{"x", x}, {"labels", y}}, binary ? "multilabel" : "regression");
+  EXPECT_TRUE(src.has_value());
+  return *src;
+}
+
+TEST(Trainer, EveryLossAndOptimizerLearns) {
+  struct Run {
+    autodiff::LossKind loss;
+    autodiff::OptimizerKind opt;
+    double lr;
+  };
+  for (const Run& r : {Run{autodiff::LossKind::kMeanSquaredError, autodiff::OptimizerKind::kSgd, 0.02},
+                       Run{autodiff::LossKind::kBinaryCrossEntropyWithLogits, autodiff::OptimizerKind::kAdam, 0.01},
+                       Run{autodiff::LossKind::kSoftmaxCrossEntropy, autodiff::OptimizerKind::kAdamW, 0.01}}) {
+    SCOPED_TRACE(std::string(autodiff::loss_name(r.loss)) + " " + autodiff::optimizer_name(r.opt));
+    auto src = r.loss == autodiff::LossKind::kSoftmaxCrossEntropy ? dataset(512, 5)
+                                                                   : float_targets(512, r.loss != autodiff::LossKind::kMeanSquaredError);
+    data::DataLoader loader(src, {}, loader_options(7));
+    TrainConfig c = config(5);
+    c.lr = r.lr;
+    c.spec.loss = r.loss;
+    c.spec.optimizer.kind = r.opt;
+    c.spec.optimizer.momentum = r.opt == autodiff::OptimizerKind::kSgd ? 0.9 : 0.0;
+    c.spec.optimizer.weight_decay = r.opt == autodiff::OptimizerKind::kAdamW ? 0.01 : 0.0;
+    Trainer t(mlp(), reg(), c);
+    auto res = t.fit(loader, nullptr);
+    ASSERT_TRUE(res.has_value()) << res.error().to_string();
+    ASSERT_EQ(res->epochs.size(), 5u);
+    EXPECT_LT(res->epochs.back().train_loss, 0.6 * res->epochs.front().train_loss)
+        << res->epochs.front().train_loss << " -> " << res->epochs.back().train_loss;
+  }
+}
+
 TEST(Trainer, DeterministicAndResumesBitForBit) {
   auto src = dataset(320, 5);  // 10 batches per epoch
   const std::string dir = temp_dir();
