@@ -22,9 +22,13 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-import torch
-import torch.nn.functional as F
+# OpenBLAS (PyTorch's BLAS on Debian) reads its core type when it loads; 0.3.21 does not know the
+# newest CPUs and falls back to AVX2 kernels: force the AVX-512 ones, as tests/bench/make_models.py.
+os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MASK = (1 << 64) - 1

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Side-by-side training benchmark: Tessera vs eager PyTorch (Debian's python3-torch 1.13) training
+# LeNet-5 and the MLP on Fashion-MNIST with the same initial weights, data order, optimizer, batch
+# and threads (tests/bench/train_bench.py). Installs what is missing, builds the `tessera` CLI,
+# then prints one table.
+#
+# Usage: scripts/train_bench.sh [--no-build] [train_bench.py options: --models lenet,mlp --epochs 2
+#                               --batch 64 --lr 0.01 --momentum 0.9 --threads 2 --seed 0 --json-out F]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=1
+args=()
+for a in "$@"; do
+  case "$a" in
+    --no-build) build=0 ;;
+    -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) args+=("$a") ;;
+  esac
+done
+bash scripts/setup.sh
+missing=()
+for p in python3-torch python3-numpy libopenblas0-openmp; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "train_bench: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+[ "$build" -eq 0 ] || bash scripts/build.sh release >/dev/null
+exec /usr/bin/python3 tests/bench/train_bench.py --tessera build/release/cli/tessera "${args[@]}"
