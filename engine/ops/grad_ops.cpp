@@ -30,77 +30,26 @@ struct GradWindow {
   std::vector<int64_t> kernel, strides, dilations, pads;  // pads: all begins, then all ends
 };
 
-Expected<std::vector<int64_t>> axis_ints(const ir::Node& node, const AttrReader& attrs,
-                                         const std::string& name, size_t count, int64_t dflt,
-                                         int64_t min_value) {
-  std::vector<int64_t> v(count, dflt);
-  if (attrs.has(name)) v = attrs.ints(name);
-  if (v.size() != count)
-    return node_error(node, "attribute '" + name + "' has " + std::to_string(v.size()) +
-                                " values, expected " + std::to_string(count));
-  for (int64_t e : v)
-    if (e < min_value)
-      return node_error(node, "attribute '" + name + "' values must be >= " + std::to_string(min_value));
-  return v;
-}
 
 Expected<GradWindow> read_grad_window(const ir::Node& node, const AttrReader& attrs, size_t nsp,
                                       std::vector<int64_t> kernel) {
   GradWindow w;
   if (kernel.empty()) {
-    TRY(kernel, axis_ints(node, attrs, "kernel_shape", nsp, 1, 1));
+    TRY(kernel, per_axis(node, attrs, "kernel_shape", nsp, 1, 1));
   }
   w.kernel = std::move(kernel);
-  TRY(w.strides, axis_ints(node, attrs, "strides", nsp, 1, 1));
-  TRY(w.dilations, axis_ints(node, attrs, "dilations", nsp, 1, 1));
-  TRY(w.pads, axis_ints(node, attrs, "pads", 2 * nsp, 0, 0));
+  TRY(w.strides, per_axis(node, attrs, "strides", nsp, 1, 1));
+  TRY(w.dilations, per_axis(node, attrs, "dilations", nsp, 1, 1));
+  TRY(w.pads, per_axis(node, attrs, "pads", 2 * nsp, 0, 0));
   return w;
 }
 
-// Iteration over the windows of one plane: input and output extents and the kernel taps.
-struct Plane {
-  size_t nsp = 0;
-  std::vector<int64_t> in, out, pad_b, pad_e, stride, taps;  // taps: per tap, per axis offset
-  int64_t in_size = 1, out_size = 1, num_taps = 1;
-
-  Plane(const std::vector<int64_t>& in_sp, const std::vector<int64_t>& out_sp, const GradWindow& w)
-      : nsp(in_sp.size()), in(in_sp), out(out_sp), stride(w.strides) {
-    for (size_t d = 0; d < nsp; ++d) {
-      in_size *= in[d];
-      out_size *= out[d];
-      num_taps *= w.kernel[d];
-      pad_b.push_back(w.pads[d]);
-      pad_e.push_back(w.pads[nsp + d]);
-    }
-    taps.resize(static_cast<size_t>(num_taps) * nsp);
-    for (int64_t t = 0; t < num_taps; ++t) {
-      int64_t rest = t;
-      for (size_t d = nsp; d-- > 0;) {
-        taps[t * nsp + d] = (rest % w.kernel[d]) * w.dilations[d];
-        rest /= w.kernel[d];
-      }
-    }
-  }
-  void window_base(int64_t o, std::vector<int64_t>& base) const {
-    for (size_t d = nsp; d-- > 0;) {
-      base[d] = (o % out[d]) * stride[d] - pad_b[d];
-      o /= out[d];
-    }
-  }
-  // Flat input offset of tap t at `base`, -1 in the padding; `in_padded`: inside the pads.
-  int64_t tap(const std::vector<int64_t>& base, int64_t t, bool* in_padded = nullptr) const {
-    int64_t flat = 0;
-    bool inside = true, padded = true;
-    for (size_t d = 0; d < nsp; ++d) {
-      const int64_t p = base[d] + taps[t * nsp + d];
-      inside &= p >= 0 && p < in[d];
-      padded &= p >= -pad_b[d] && p < in[d] + pad_e[d];
-      flat = flat * in[d] + p;
-    }
-    if (in_padded) *in_padded = padded;
-    return inside ? flat : -1;
-  }
-};
+// The windows of one plane (nn_internal.h's Spatial) from a backward op's window attributes.
+Spatial plane_of(const std::vector<int64_t>& in_sp, const std::vector<int64_t>& out_sp, const GradWindow& w) {
+  const size_t nsp = in_sp.size();
+  return Spatial(in_sp, out_sp, w.kernel, w.strides, w.dilations, std::vector<int64_t>(w.pads.begin(), w.pads.begin() + nsp),
+                 std::vector<int64_t>(w.pads.begin() + nsp, w.pads.end()));
+}
 
 // A shape input (i32/i64 1-D) as dims: its value when constant, else `rank` unknown dims
 // (rank from `like`).
@@ -206,7 +155,7 @@ Status conv_grad_kernel(KernelContext& ctx, bool weight) {
   RETURN_IF_ERROR(check_conv_shapes(ctx.node, ctx.attrs(), dims_of(dy),
                                     TensorType::of(dt, xs).dims, TensorType::of(dt, ws).dims, &win));
   if (out_shape.size() != dy.shape().size()) return node_error(ctx.node, "shape rank mismatch");
-  const Plane pl(spatial(xs), spatial(dy.shape()), win);
+  const Spatial pl = plane_of(spatial(xs), spatial(dy.shape()), win);
   const int64_t n_batch = dy.dim(0), m_out = dy.dim(1), c_in = xs[1], group = ctx.attrs().i("group");
   const int64_t cg = c_in / group, mg = m_out / group;
   TRY(Tensor result, Tensor::create(dy.dtype(), out_shape));
@@ -286,7 +235,7 @@ Status pool_grad_kernel(KernelContext& ctx, bool max) {
   TRY(GradWindow w, read_grad_window(ctx.node, ctx.attrs(), xs.size() - 2, {}));
   RETURN_IF_ERROR(check_window(ctx.node, dims_of(dy), TensorType::of(dt, xs).dims, w, false));
   const bool include_pad = !max && ctx.attrs().i("count_include_pad") != 0;
-  const Plane pl(spatial(xs), spatial(dy.shape()), w);
+  const Spatial pl = plane_of(spatial(xs), spatial(dy.shape()), w);
   const int64_t planes = xs[0] * xs[1];
   TRY(Tensor dx, Tensor::create(dy.dtype(), xs));
   std::vector<double> acc(static_cast<size_t>(dx.numel()), 0.0);

@@ -32,20 +32,6 @@ struct Geometry {
   std::vector<int64_t> pad_begin, pad_end;
 };
 
-Expected<std::vector<int64_t>> per_axis(const ir::Node& node, const AttrReader& attrs,
-                                        const std::string& name, size_t count, int64_t dflt,
-                                        int64_t min_value) {
-  std::vector<int64_t> v(count, dflt);
-  if (attrs.has(name)) v = attrs.ints(name);
-  if (v.size() != count)
-    return node_error(node, "attribute '" + name + "' has " + std::to_string(v.size()) +
-                                " values, expected " + std::to_string(count));
-  for (int64_t e : v)
-    if (e < min_value)
-      return node_error(node, "attribute '" + name + "' values must be >= " +
-                                  std::to_string(min_value) + ", got " + std::to_string(e));
-  return v;
-}
 
 // Reads auto_pad, strides, dilations, pads (and ceil_mode for pools) for `nsp` spatial axes.
 Expected<Window> read_window(const ir::Node& node, const AttrReader& attrs, size_t nsp,
@@ -203,55 +189,15 @@ std::vector<Dim> dims_of(const Tensor& t) {
   return TensorType::of(t.dtype(), t.shape()).dims;
 }
 
-// Spatial iteration shared by the kernels: input/output extents, strides and kernel taps.
-struct Spatial {
-  std::vector<int64_t> in, out, stride, pad_begin, pad_end;
-  std::vector<int64_t> taps;  // per tap (row-major over the kernel), per axis: offset (dilated)
-  int64_t in_size = 1, out_size = 1, num_taps = 1;
-  size_t nsp = 0;
-
-  Spatial(const Shape& x, const Geometry& g) : nsp(x.size() - 2) {
-    for (size_t d = 0; d < nsp; ++d) {
-      in.push_back(x[2 + d]);
-      out.push_back(g.out[2 + d].size);
-      in_size *= in.back();
-      out_size *= out.back();
-      num_taps *= g.win.kernel[d];
-    }
-    stride = g.win.strides;
-    pad_begin = g.pad_begin;
-    pad_end = g.pad_end;
-    taps.resize(static_cast<size_t>(num_taps) * nsp);
-    for (int64_t t = 0; t < num_taps; ++t) {
-      int64_t rest = t;
-      for (size_t d = nsp; d-- > 0;) {
-        taps[t * nsp + d] = (rest % g.win.kernel[d]) * g.win.dilations[d];
-        rest /= g.win.kernel[d];
-      }
-    }
+// The window iteration of a kernel over input `x` with geometry `g`.
+Spatial spatial_of(const Shape& x, const Geometry& g) {
+  std::vector<int64_t> in, out;
+  for (size_t d = 2; d < x.size(); ++d) {
+    in.push_back(x[d]);
+    out.push_back(g.out[d].size);
   }
-  // First input coordinate of the window at output position o, per axis, into `base`.
-  void window_base(int64_t o, std::vector<int64_t>& base) const {
-    for (size_t d = nsp; d-- > 0;) {
-      base[d] = (o % out[d]) * stride[d] - pad_begin[d];
-      o /= out[d];
-    }
-  }
-  // Row-major spatial offset of tap t of the window at `base`; -1 when it falls in the padding.
-  // `in_padded` (optional) says whether it lies inside the explicitly padded input.
-  int64_t tap(const std::vector<int64_t>& base, int64_t t, bool* in_padded = nullptr) const {
-    int64_t flat = 0;
-    bool inside = true, padded = true;
-    for (size_t d = 0; d < nsp; ++d) {
-      const int64_t p = base[d] + taps[t * nsp + d];
-      inside &= p >= 0 && p < in[d];
-      padded &= p >= -pad_begin[d] && p < in[d] + pad_end[d];
-      flat = flat * in[d] + p;
-    }
-    if (in_padded) *in_padded = padded;
-    return inside ? flat : -1;
-  }
-};
+  return Spatial(in, out, g.win.kernel, g.win.strides, g.win.dilations, g.pad_begin, g.pad_end);
+}
 
 Status conv_kernel(KernelContext& ctx) {
   const DType dt = ctx.in(0).dtype();
@@ -263,7 +209,7 @@ Status conv_kernel(KernelContext& ctx) {
   TRY(Geometry g,
       conv_geometry(ctx.node, ctx.attrs(), dims_of(x), dims_of(w), has_b ? &bdims : nullptr));
   TRY(Tensor y, Tensor::create(x.dtype(), TensorType(x.dtype(), g.out).static_shape()));
-  const Spatial sp(x.shape(), g);
+  const Spatial sp = spatial_of(x.shape(), g);
   const int64_t n_batch = x.dim(0), c_in = x.dim(1), m_out = w.dim(0),
                 group = ctx.attrs().i("group");
   const int64_t cg = c_in / group, mg = m_out / group;
@@ -339,7 +285,7 @@ Status maxpool_kernel(KernelContext& ctx) {
   const bool want_indices = ctx.node.outputs.size() > 1;
   TRY(Tensor indices, Tensor::create(DType::kI64, want_indices ? out_shape : Shape{0}));
   const bool column_major = attrs.i("storage_order") != 0;
-  const Spatial sp(x.shape(), g);
+  const Spatial sp = spatial_of(x.shape(), g);
   const int64_t planes = x.dim(0) * x.dim(1);
   RETURN_IF_ERROR(dispatch_numeric(x.dtype(), ctx.node, [&](auto tag) -> Status {
     using T = decltype(tag);
@@ -393,7 +339,7 @@ Status avgpool_kernel(KernelContext& ctx) {
   TRY(Geometry g, pool_geometry(ctx.node, attrs, dims_of(x)));
   TRY(Tensor y, Tensor::create(x.dtype(), TensorType(x.dtype(), g.out).static_shape()));
   const bool include_pad = attrs.i("count_include_pad") != 0;
-  const Spatial sp(x.shape(), g);
+  const Spatial sp = spatial_of(x.shape(), g);
   const int64_t planes = x.dim(0) * x.dim(1);
   RETURN_IF_ERROR(dispatch_float(x.dtype(), ctx.node, [&](auto tag) -> Status {
     using T = decltype(tag);
@@ -543,6 +489,65 @@ void register_global_avgpool(OpRegistry& registry) {
 }
 
 }  // namespace
+
+Expected<std::vector<int64_t>> per_axis(const ir::Node& node, const AttrReader& attrs,
+                                        const std::string& name, size_t count, int64_t dflt,
+                                        int64_t min_value) {
+  std::vector<int64_t> v(count, dflt);
+  if (attrs.has(name)) v = attrs.ints(name);
+  if (v.size() != count)
+    return node_error(node, "attribute '" + name + "' has " + std::to_string(v.size()) +
+                                " values, expected " + std::to_string(count));
+  for (int64_t e : v)
+    if (e < min_value)
+      return node_error(node, "attribute '" + name + "' values must be >= " +
+                                  std::to_string(min_value) + ", got " + std::to_string(e));
+  return v;
+}
+
+Spatial::Spatial(std::vector<int64_t> in_sp, std::vector<int64_t> out_sp, const std::vector<int64_t>& kernel,
+                 std::vector<int64_t> strides, const std::vector<int64_t>& dilations, std::vector<int64_t> pads_begin,
+                 std::vector<int64_t> pads_end)
+    : nsp(in_sp.size()),
+      in(std::move(in_sp)),
+      out(std::move(out_sp)),
+      stride(std::move(strides)),
+      pad_begin(std::move(pads_begin)),
+      pad_end(std::move(pads_end)) {
+  for (size_t d = 0; d < nsp; ++d) {
+    in_size *= in[d];
+    out_size *= out[d];
+    num_taps *= kernel[d];
+  }
+  taps.resize(static_cast<size_t>(num_taps) * nsp);
+  for (int64_t t = 0; t < num_taps; ++t) {
+    int64_t rest = t;
+    for (size_t d = nsp; d-- > 0;) {
+      taps[t * nsp + d] = (rest % kernel[d]) * dilations[d];
+      rest /= kernel[d];
+    }
+  }
+}
+
+void Spatial::window_base(int64_t o, std::vector<int64_t>& base) const {
+  for (size_t d = nsp; d-- > 0;) {
+    base[d] = (o % out[d]) * stride[d] - pad_begin[d];
+    o /= out[d];
+  }
+}
+
+int64_t Spatial::tap(const std::vector<int64_t>& base, int64_t t, bool* in_padded) const {
+  int64_t flat = 0;
+  bool inside = true, padded = true;
+  for (size_t d = 0; d < nsp; ++d) {
+    const int64_t p = base[d] + taps[t * nsp + d];
+    inside &= p >= 0 && p < in[d];
+    padded &= p >= -pad_begin[d] && p < in[d] + pad_end[d];
+    flat = flat * in[d] + p;
+  }
+  if (in_padded) *in_padded = padded;
+  return inside ? flat : -1;
+}
 
 void register_conv_ops(OpRegistry& registry) {
   register_conv(registry);

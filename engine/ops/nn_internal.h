@@ -1,5 +1,6 @@
-// Pieces shared by the nn family's files (nn.cpp, nn_conv.cpp, nn_norm.cpp). Internal to
-// engine/ops; register_nn_ops (op_def.h) is the only public entry point of the family.
+// Pieces shared by the nn family's files (nn.cpp, nn_conv.cpp, nn_norm.cpp, nn_more_conv.cpp) and
+// the backward ops (grad_ops.cpp). Internal to engine/ops; register_nn_ops (op_def.h) is the only
+// public entry point of the family.
 #pragma once
 
 #include <string>
@@ -16,6 +17,29 @@ void register_norm_ops(OpRegistry& registry);
 
 // "[N, 3, 4]"
 std::string dims_to_string(const std::vector<Dim>& dims);
+
+// A per-axis integer attribute (strides, dilations, pads, kernel_shape...): `count` values, `dflt`
+// each when absent, every value >= `min_value`; errors name the node and the attribute.
+Expected<std::vector<int64_t>> per_axis(const ir::Node& node, const AttrReader& attrs, const std::string& name,
+                                        size_t count, int64_t dflt, int64_t min_value);
+
+// Window iteration shared by the convolution and pooling kernels and their gradients (nn_conv.cpp):
+// the spatial extents of input and output, strides, pads and the kernel taps (dilated offsets).
+struct Spatial {
+  size_t nsp = 0;
+  std::vector<int64_t> in, out, stride, pad_begin, pad_end;
+  std::vector<int64_t> taps;  // per tap (row-major over the kernel), per axis: offset (dilated)
+  int64_t in_size = 1, out_size = 1, num_taps = 1;
+
+  Spatial(std::vector<int64_t> in_sp, std::vector<int64_t> out_sp, const std::vector<int64_t>& kernel,
+          std::vector<int64_t> strides, const std::vector<int64_t>& dilations, std::vector<int64_t> pads_begin,
+          std::vector<int64_t> pads_end);
+  // First input coordinate of the window at output position o, per axis, into `base`.
+  void window_base(int64_t o, std::vector<int64_t>& base) const;
+  // Row-major spatial offset of tap t of the window at `base`; -1 when it falls in the padding.
+  // `in_padded` (optional) says whether it lies inside the explicitly padded input.
+  int64_t tap(const std::vector<int64_t>& base, int64_t t, bool* in_padded = nullptr) const;
+};
 
 // Checks that `from` broadcasts one way onto `to` (ONNX unidirectional broadcasting: `from` is
 // right-aligned, each of its known sizes is 1 or the known size of `to`). `what` names the operand

@@ -22,21 +22,6 @@ namespace {
 
 using ir::Node;
 
-Expected<std::vector<int64_t>> per_axis(const Node& node, const AttrReader& attrs,
-                                        const std::string& name, size_t count, int64_t dflt,
-                                        int64_t min_value) {
-  std::vector<int64_t> v(count, dflt);
-  if (attrs.has(name)) v = attrs.ints(name);
-  if (v.size() != count)
-    return node_error(node, "attribute '" + name + "' has " + std::to_string(v.size()) +
-                                " values, expected " + std::to_string(count));
-  for (int64_t e : v)
-    if (e < min_value)
-      return node_error(node, "attribute '" + name + "' values must be >= " +
-                                  std::to_string(min_value) + ", got " + std::to_string(e));
-  return v;
-}
-
 struct TransposeGeometry {
   std::vector<int64_t> kernel, strides, dilations, pad_begin;
   std::vector<Dim> out;  // [N, M, O1, ...]
