@@ -117,7 +117,9 @@ std::string Program::print() const {
 void* Program::address(ir::ValueId v, RunState& state) const {
   const ValueSlot& s = plan_.slots[static_cast<size_t>(v)];
   switch (s.kind) {
-    case ValueSlot::Kind::kArena: return static_cast<std::byte*>(arenas_[static_cast<size_t>(s.device)].get()) + s.offset;
+    case ValueSlot::Kind::kArena:
+      if (state.dynamic[static_cast<size_t>(v)]) return state.dynamic[static_cast<size_t>(v)]->raw_data();  // an output's own buffer
+      return static_cast<std::byte*>(arenas_[static_cast<size_t>(s.device)].get()) + s.offset;
     case ValueSlot::Kind::kInput: return state.inputs[static_cast<size_t>(s.input_index)].raw_data();
     case ValueSlot::Kind::kParam: return const_cast<void*>(plan_.graph.param_data(v)->raw_data());
     case ValueSlot::Kind::kDynamic: return state.dynamic[static_cast<size_t>(v)]->raw_data();
@@ -130,6 +132,7 @@ Tensor Program::tensor_of(ir::ValueId v, RunState& state) const {
   const ValueSlot& s = plan_.slots[static_cast<size_t>(v)];
   switch (s.kind) {
     case ValueSlot::Kind::kArena:
+      if (state.dynamic[static_cast<size_t>(v)]) return *state.dynamic[static_cast<size_t>(v)];
       return Tensor::wrap(address(v, state), plan_.graph.value(v).type.dtype, plan_.graph.value(v).type.static_shape(),
                           arenas_[static_cast<size_t>(s.device)]);
     case ValueSlot::Kind::kInput: return state.inputs[static_cast<size_t>(s.input_index)];
@@ -267,6 +270,19 @@ Expected<std::vector<Tensor>> Program::run(const runtime::Feeds& feeds, const Ru
   for (Tensor& t : state.inputs)
     if (!t.is_contiguous()) t = t.contiguous();
   state.dynamic.resize(static_cast<size_t>(g.value_capacity()));
+  // Graph outputs planned in host memory get a buffer of their own for this run, handed to the
+  // caller without a copy (a training step returns every new weight and optimizer buffer).
+  std::vector<char> own(static_cast<size_t>(g.value_capacity()), 0);
+  for (ir::ValueId v : g.outputs()) {
+    const ValueSlot& s = plan_.slots[static_cast<size_t>(v)];
+    const ir::TensorType& t = g.value(v).type;
+    if (s.kind != ValueSlot::Kind::kArena || !s.layout.empty() || own[static_cast<size_t>(v)] ||
+        !devices_[static_cast<size_t>(s.device)]->host_accessible() || !t.is_static() || backend::plain_bytes(t) != s.bytes)
+      continue;
+    TRY(Tensor buf, Tensor::create(t.dtype, t.static_shape()));
+    state.dynamic[static_cast<size_t>(v)] = std::move(buf);
+    own[static_cast<size_t>(v)] = 1;
+  }
   int n = static_cast<int>(plan_.steps.size());
   cpu::set_intra_op_threads(plan_.threads);
 
@@ -306,7 +322,14 @@ Expected<std::vector<Tensor>> Program::run(const runtime::Feeds& feeds, const Ru
   }
 
   std::vector<Tensor> outs;
-  for (ir::ValueId v : g.outputs()) outs.push_back(tensor_of(v, state).clone());
+  for (ir::ValueId v : g.outputs()) {
+    if (own[static_cast<size_t>(v)] == 1) {  // handed over once; a repeated output is copied
+      outs.push_back(*state.dynamic[static_cast<size_t>(v)]);
+      own[static_cast<size_t>(v)] = 2;
+    } else {
+      outs.push_back(tensor_of(v, state).clone());
+    }
+  }
   return outs;
 }
 
