@@ -189,26 +189,31 @@ int run_run(const RunOptions& o) {
     if (!st.is_ok()) return fail(st.error());
   }
 
+  const int threads = o.threads > 0 ? o.threads : default_threads();
+  RunRecording rec = start_recording(o.record, "run", g->name(), o.seed,
+                                     {{"file", o.file}, {"threads", std::to_string(threads)},
+                                      {"executor", o.reference ? "reference" : "stages"}, {"checkpoint", o.checkpoint}});
+  rec.log_graph(*g);
   std::map<std::string, std::string> source;  // input name -> where its value came from
   auto fed = make_feeds(*g, o.inputs, o.dims, o.seed, &source);
-  if (!fed) return fail(fed.error());
+  if (!fed) return rec.fail(fed.error());
   runtime::Feeds feeds = std::move(*fed);
-  const int threads = o.threads > 0 ? o.threads : default_threads();
   Expected<std::vector<Tensor>> outs = make_error("not run");
   if (o.reference) {
     outs = runtime::run_reference(*g, reg, feeds);
   } else {
     stages::SessionOptions so;
     so.threads = threads;
+    so.trace = rec.trace();
     stages::Session session(*g, reg, so);
     outs = session.run(feeds);
   }
-  if (!outs) return fail(outs.error().within(o.file));
+  if (!outs) return rec.fail(outs.error().within(o.file));
 
   if (!o.output_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.output_dir, ec);
-    if (ec) return fail(make_error("cannot create the output directory: " + ec.message(), o.output_dir));
+    if (ec) return rec.fail(make_error("cannot create the output directory: " + ec.message(), o.output_dir));
   }
   nlohmann::json jout = nlohmann::json::array();
   if (!o.json) {
@@ -235,7 +240,7 @@ int run_run(const RunOptions& o) {
     if (!o.output_dir.empty()) {
       written = (std::filesystem::path(o.output_dir) / (name + ".npy")).string();
       Status st = formats::write_npy(written, t);
-      if (!st.is_ok()) return fail(st.error());
+      if (!st.is_ok()) return rec.fail(st.error());
     }
     if (o.json) {
       jout.push_back({{"name", name}, {"dtype", std::string(dtype_name(t.dtype()))}, {"shape", t.shape()},
@@ -247,7 +252,7 @@ int run_run(const RunOptions& o) {
     if (!written.empty()) std::cout << "         written to " << written << "\n";
   }
   if (o.json) std::cout << nlohmann::json{{"outputs", jout}}.dump() << "\n";
-  return 0;
+  return rec.finish();
 }
 
 int run_convert(const ConvertOptions& o) {

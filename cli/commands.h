@@ -7,9 +7,18 @@
 
 #include "engine/core/tensor.h"
 #include "engine/ir/graph.h"
+#include "engine/observe/sinks.h"
 #include "engine/ops/op_def.h"
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace tessera::data {
+class Source;
+}
+namespace tessera::insight {
+class Recorder;
+}
 
 namespace tessera::cli {
 
@@ -18,6 +27,56 @@ struct InfoOptions {
   bool json = false;
 };
 int run_info(const InfoOptions& o);
+
+// Where `run`, `train`, `bench` and `passes` record (runs_command.cpp): main() fills `db` with
+// --db or insight::default_database_path; --no-record turns recording off.
+struct RecordOptions {
+  std::string db;
+  bool no_record = false;
+  std::string command_line;  // argv joined, stored with the run
+};
+
+// One command's run in the insight database (runs_command.cpp). Inactive (every call a no-op,
+// every sink null) with --no-record, or when the database cannot be used: then a warning on
+// stderr names the file and why, and the command goes on without recording.
+//
+//   RunRecording rec = start_recording(o.record, "run", g->name(), o.seed, {{"threads", "4"}});
+//   so.trace = rec.trace();
+//   if (!outs) return rec.fail(outs.error());
+//   return rec.finish();
+class RunRecording {
+ public:
+  RunRecording();
+  explicit RunRecording(std::unique_ptr<insight::Recorder> recorder);
+  RunRecording(RunRecording&&) noexcept;
+  RunRecording& operator=(RunRecording&&) noexcept;
+  ~RunRecording();  // a run neither finished nor failed is recorded as failed
+
+  bool active() const { return recorder_ != nullptr; }
+  observe::TraceSink* trace() const;
+  observe::SnapshotSink* snapshots() const;
+  observe::MetricsSink* metrics() const;
+  // The graph's structure (IR text with params as inputs: weights belong in checkpoints), by hash.
+  void log_graph(const ir::Graph& g, const std::string& role = "input");
+  // The data set of a split, by its fingerprint (engine/data/fingerprint.h).
+  void log_dataset(const std::string& split, const data::Source& source, const std::string& path);
+  // A checkpoint the run wrote, with its XXH3 checksum.
+  void log_checkpoint(const std::string& path, int64_t step);
+  // The run continues from a checkpoint (`--resume`).
+  void resumed_from(const std::string& checkpoint);
+  void metric(const std::string& name, double value, int64_t step = 0, int64_t epoch = 0);
+  // Waits until everything recorded so far is in the database.
+  void flush();
+  // Records the run finished; returns 0.
+  int finish();
+  // Prints the error (as cli::fail), records the run failed with it; returns 1.
+  int fail(const Error& e);
+
+ private:
+  std::unique_ptr<insight::Recorder> recorder_;
+};
+RunRecording start_recording(const RecordOptions& o, const std::string& kind, const std::string& graph_name,
+                             uint64_t seed, const std::map<std::string, std::string>& hyperparams);
 
 struct RunOptions {
   std::string file;
@@ -29,6 +88,7 @@ struct RunOptions {
   bool reference = false;   // the reference executor instead of the six stages
   bool json = false;
   std::string checkpoint;   // load the params from a training checkpoint first
+  RecordOptions record;
 };
 int run_run(const RunOptions& o);
 
@@ -42,8 +102,11 @@ struct TrainOptions {
   int threads = 0, workers = 1;
   std::string checkpoint_dir, resume, save;
   bool json = false, no_eval = false;
+  RecordOptions record;
 };
 int run_train(const TrainOptions& o);
+// The hyper-parameters of a training run as recorded (runs_command.cpp).
+std::map<std::string, std::string> train_hyperparams(const TrainOptions& o);
 // Loads a checkpoint's tensors into the graph's params of the same names (train_command.cpp).
 Status apply_checkpoint(ir::Graph& g, const std::string& path);
 
@@ -53,6 +116,7 @@ struct PassesOptions {
   std::string dump_dir;     // write every snapshot there
   std::vector<std::string> dims;
   bool print_ir = false;    // print the final IR
+  RecordOptions record;
 };
 int run_passes(const PassesOptions& o);
 
@@ -65,6 +129,7 @@ struct BenchOptions {
   int warmup = 3;
   uint64_t seed = 0;
   bool json = false;
+  RecordOptions record;
 };
 int run_bench(const BenchOptions& o);
 
@@ -74,6 +139,17 @@ struct ConvertOptions {
 int run_convert(const ConvertOptions& o);
 
 int run_print(const std::string& file);
+
+// `tessera runs list|show|compare|metrics|lineage|export-trace` (runs_command.cpp).
+struct RunsOptions {
+  std::string action;             // list | show | compare | metrics | lineage | export-trace
+  std::string db;                 // the database (main() fills the default)
+  std::vector<std::string> runs;  // RUN: an id, a name (the newest of that name) or "last"
+  bool json = false, csv = false;
+  std::string chrome;             // export-trace: the output file
+  int64_t limit = 0;              // list: at most this many (0: all)
+};
+int run_runs(const RunsOptions& o);
 
 // Shared by run and bench (commands.cpp).
 int fail(const Error& e);

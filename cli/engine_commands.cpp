@@ -36,6 +36,17 @@ class DumpSink : public observe::SnapshotSink {
   std::string dir_;
 };
 
+// Sends each snapshot to both sinks (either may be null).
+struct TeeSnapshots : observe::SnapshotSink {
+  TeeSnapshots(observe::SnapshotSink* a, observe::SnapshotSink* b) : first(a), second(b) {}
+  void on_snapshot(const observe::Snapshot& s) override {
+    if (first) first->on_snapshot(s);
+    if (second) second->on_snapshot(s);
+  }
+  observe::SnapshotSink* first;
+  observe::SnapshotSink* second;
+};
+
 std::string ms(int64_t ns) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns) / 1e6);
@@ -63,12 +74,17 @@ int run_passes(const PassesOptions& o) {
     if (ec) return fail(make_error("cannot create the dump directory: " + ec.message(), o.dump_dir));
     sink = std::make_unique<DumpSink>(o.dump_dir);
   }
+  RunRecording rec = start_recording(o.record, "passes", g->name(), 0,
+                                     {{"file", o.file}, {"pipeline", o.pipeline.empty() ? "default" : o.pipeline}});
+  rec.log_graph(*g);
+  TeeSnapshots tee{sink.get(), rec.snapshots()};
   stages::SessionOptions so;
   so.pipeline = o.pipeline;
-  so.snapshots = sink.get();
+  so.snapshots = tee.first || tee.second ? &tee : nullptr;
+  so.trace = rec.trace();
   backend::DeviceSet devices = backend::DeviceSet::standard(false);
   auto c = stages::compile_all(*g, reg, shapes_of(*feeds), so, devices, o.print_ir);
-  if (!c) return fail(c.error().within(o.file));
+  if (!c) return rec.fail(c.error().within(o.file));
   const stages::StageContext& ctx = *c->context;
   std::cout << "compiled '" << g->name() << "' (" << o.file << ")\n";
   std::cout << "pipeline: " << (o.pipeline.empty() ? stages::default_optimise_pipeline() : o.pipeline) << "\n";
@@ -84,11 +100,11 @@ int run_passes(const PassesOptions& o) {
   for (const stages::PassReport& p : ctx.passes) unchanged += !p.changed;
   std::cout << unchanged << " pass runs changed nothing (not listed)\n";
   if (sink) {
-    if (sink->failed_) return fail(make_error("could not write every snapshot", o.dump_dir));
+    if (sink->failed_) return rec.fail(make_error("could not write every snapshot", o.dump_dir));
     std::cout << "wrote " << sink->written_ << " snapshots to " << o.dump_dir << "\n";
   }
   if (o.print_ir) std::cout << c->optimised << c->program->plan().print();
-  return 0;
+  return rec.finish();
 }
 
 int run_bench(const BenchOptions& o) {
@@ -100,19 +116,29 @@ int run_bench(const BenchOptions& o) {
   if (!feeds) return fail(feeds.error());
   stages::SessionOptions so;
   so.threads = o.threads > 0 ? o.threads : default_threads();
+  RunRecording rec = start_recording(o.record, "bench", g->name(), o.seed,
+                                     {{"file", o.file}, {"threads", std::to_string(so.threads)},
+                                      {"runs", std::to_string(o.runs)}, {"warmup", std::to_string(o.warmup)}});
+  rec.log_graph(*g);
+  so.trace = rec.trace();  // compile stages and passes
   stages::Session session(*g, reg, so);
   auto prog = session.compile(shapes_of(*feeds));
-  if (!prog) return fail(prog.error().within(o.file));
+  if (!prog) return rec.fail(prog.error().within(o.file));
   const double compile_ms = static_cast<double>(session.last_compile_ns()) / 1e6;
+  // The warm-up runs are traced (recorded); the timed runs are not, and start after the writer
+  // has stored the warm-up's spans, so that recording never weighs on the figures.
+  stages::RunOptions traced;
+  traced.trace = rec.trace();
   for (int i = 0; i < o.warmup; ++i) {
-    auto r = (*prog)->run(*feeds);
-    if (!r) return fail(r.error().within(o.file));
+    auto r = (*prog)->run(*feeds, traced);
+    if (!r) return rec.fail(r.error().within(o.file));
   }
+  rec.flush();
   std::vector<double> times;
   for (int i = 0; i < o.runs; ++i) {
     int64_t t0 = observe::now_ns();
     auto r = (*prog)->run(*feeds);
-    if (!r) return fail(r.error().within(o.file));
+    if (!r) return rec.fail(r.error().within(o.file));
     times.push_back(static_cast<double>(observe::now_ns() - t0) / 1e6);
   }
   std::sort(times.begin(), times.end());
@@ -120,6 +146,11 @@ int run_bench(const BenchOptions& o) {
   const double min = times.front();
   const stages::ExecutionPlan& plan = (*prog)->plan();
   const double gflops = plan.total_flops / (median * 1e-3) / 1e9;
+  rec.metric("bench/median_ms", median);
+  rec.metric("bench/min_ms", min);
+  rec.metric("bench/compile_ms", compile_ms);
+  rec.metric("bench/gflops", gflops);
+  rec.metric("bench/peak_bytes", static_cast<double>(plan.peak_bytes()));
   if (o.json) {
     nlohmann::json j{{"median_ms", median},       {"min_ms", min},
                      {"compile_ms", compile_ms},  {"peak_bytes", plan.peak_bytes()},
@@ -127,7 +158,7 @@ int run_bench(const BenchOptions& o) {
                      {"threads", so.threads},     {"runs", o.runs},
                      {"flops", plan.total_flops}};
     std::cout << j.dump() << "\n";
-    return 0;
+    return rec.finish();
   }
   int fast = 0;
   for (const stages::Step& s : plan.steps) fast += s.kind == stages::Step::Kind::kKernel;
@@ -137,7 +168,7 @@ int run_bench(const BenchOptions& o) {
   std::printf("  peak arena %.2f MB (lifetime lower bound %.2f MB)\n", static_cast<double>(plan.peak_bytes()) / 1e6,
               static_cast<double>(plan.lower_bound_bytes()) / 1e6);
   std::printf("  %.3f GFLOP per run, %.1f GFLOP/s\n", plan.total_flops / 1e9, gflops);
-  return 0;
+  return rec.finish();
 }
 
 }  // namespace tessera::cli

@@ -3,9 +3,20 @@
 
 #include <malloc.h>
 
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.h"
+#include "insight/database.h"
+
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace tessera::cli;
@@ -16,6 +27,17 @@ int main(int argc, char** argv) {
   CLI::App app{"Tessera: a dataflow graph engine for deep learning.", "tessera"};
   app.set_version_flag("--version", std::string("tessera ") + TESSERA_VERSION);
   app.require_subcommand(1);
+  // The insight database: --db, else $TESSERA_DB, $XDG_DATA_HOME/tessera, ~/.local/share/tessera.
+  const std::string default_db =
+      tessera::insight::default_database_path(env("TESSERA_DB"), env("XDG_DATA_HOME"), env("HOME"));
+  std::string command_line;
+  for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
+  auto add_record = [&](CLI::App* cmd, RecordOptions& r) {
+    r.db = default_db;
+    r.command_line = command_line;
+    cmd->add_option("--db", r.db, "Record to this insight database (default: $TESSERA_DB or " + default_db + ")");
+    cmd->add_flag("--no-record", r.no_record, "Do not record this run in the insight database");
+  };
 
   InfoOptions info;
   CLI::App* info_cmd = app.add_subcommand("info", "Print a graph's inputs, outputs, op counts, parameter count and FLOPs");
@@ -81,6 +103,40 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--seed", bench.seed, "Seed for random inputs");
   bench_cmd->add_flag("--json", bench.json, "Print {median_ms, min_ms, compile_ms, peak_bytes, gflops, ...} as one line");
 
+  add_record(run_cmd, run.record);
+  add_record(train_cmd, train.record);
+  add_record(passes_cmd, passes.record);
+  add_record(bench_cmd, bench.record);
+
+  RunsOptions runs;
+  runs.db = default_db;
+  CLI::App* runs_cmd = app.add_subcommand("runs", "The runs recorded in the insight database: list, show, compare, metrics, lineage, export-trace");
+  runs_cmd->require_subcommand(1);
+  auto add_runs = [&](const char* name, const char* what) {
+    CLI::App* c = runs_cmd->add_subcommand(name, what);
+    c->add_option("--db", runs.db, "The insight database (default: $TESSERA_DB or " + default_db + ")");
+    c->callback([&runs, name] { runs.action = name; });
+    return c;
+  };
+  CLI::App* runs_list = add_runs("list", "List the runs, newest first");
+  runs_list->add_flag("--json", runs.json, "Print a JSON array");
+  runs_list->add_option("--limit,-n", runs.limit, "At most this many runs");
+  CLI::App* runs_show = add_runs("show", "Show one run: command, graph, data, hyper-parameters, metrics, checkpoints, time by op");
+  runs_show->add_option("RUN", runs.runs, "An id, a name (the newest run of that name) or 'last'")->required()->expected(1);
+  runs_show->add_flag("--json", runs.json, "Print one JSON object");
+  CLI::App* runs_compare = add_runs("compare", "Hyper-parameters and final/best metrics of runs side by side, differences marked");
+  runs_compare->add_option("RUN", runs.runs, "Two runs or more")->required()->expected(2, 64);
+  runs_compare->add_flag("--json", runs.json, "Print one JSON object");
+  CLI::App* runs_metrics = add_runs("metrics", "A run's metrics by step and epoch");
+  runs_metrics->add_option("RUN", runs.runs, "An id, a name or 'last'")->required()->expected(1);
+  runs_metrics->add_flag("--csv", runs.csv, "Print CSV: name,step,epoch,value,wall_ns");
+  runs_metrics->add_flag("--json", runs.json, "Print a JSON array");
+  CLI::App* runs_lineage = add_runs("lineage", "Where a run came from (checkpoints it resumed from) and the runs that continued it");
+  runs_lineage->add_option("RUN", runs.runs, "An id, a name or 'last'")->required()->expected(1);
+  CLI::App* runs_export = add_runs("export-trace", "Write a run's spans as a Chrome trace (Perfetto, chrome://tracing)");
+  runs_export->add_option("RUN", runs.runs, "An id, a name or 'last'")->required()->expected(1);
+  runs_export->add_option("--chrome", runs.chrome, "Output file (.json)")->required();
+
   ConvertOptions convert;
   CLI::App* convert_cmd = app.add_subcommand("convert", "Convert a graph between formats (by extension: .json, .tir)");
   convert_cmd->add_option("IN", convert.in, "Input graph file")->required();
@@ -103,5 +159,6 @@ int main(int argc, char** argv) {
   if (*passes_cmd) return run_passes(passes);
   if (*bench_cmd) return run_bench(bench);
   if (*train_cmd) return run_train(train);
+  if (*runs_cmd) return run_runs(runs);
   return 2;
 }

@@ -131,10 +131,17 @@ int run_train(const TrainOptions& o) {
   std::unique_ptr<data::DataLoader> test_loader;
   if (*test_src) test_loader = std::make_unique<data::DataLoader>(*test_src, data::Transforms{}, to);
 
+  RunRecording rec = start_recording(o.record, "train", graph->name(), o.seed, train_hyperparams(o));
+  rec.log_graph(*graph);
+  rec.log_dataset("train", **train_src, o.data);
+  if (*test_src) rec.log_dataset("test", **test_src, o.test_data.empty() ? o.data : o.test_data);
+  cfg.trace = rec.trace();
+  cfg.metrics = rec.metrics();
   train::Trainer trainer(*graph, reg, cfg);
   if (!o.resume.empty()) {
     Status st = trainer.resume(o.resume);
-    if (!st.is_ok()) return fail(st.error());
+    if (!st.is_ok()) return rec.fail(st.error());
+    rec.resumed_from(o.resume);
   }
   const bool tty = isatty(2);
   std::cerr << "training '" << graph->name() << "' (" << o.file << ") on " << (*train_src)->name() << ": "
@@ -172,15 +179,16 @@ int run_train(const TrainOptions& o) {
   cb.on_checkpoint = [&](const std::string& path) {
     if (tty) std::cerr << "\r\033[K";
     std::cerr << "checkpoint " << path << "\n";
+    rec.log_checkpoint(path, trainer.global_step());
   };
   auto result = trainer.fit(train_loader, test_loader.get(), cb);
   std::signal(SIGINT, SIG_DFL);
   if (tty) std::cerr << "\n";
-  if (!result) return fail(result.error().within(o.file));
+  if (!result) return rec.fail(result.error().within(o.file));
   if (result->stopped && g_stop.load()) std::cerr << "stopped by the user at step " << result->steps << "\n";
   if (!o.save.empty()) {
     Status st = formats::save_graph_file(trainer.trained_graph(), o.save);
-    if (!st.is_ok()) return fail(st.error());
+    if (!st.is_ok()) return rec.fail(st.error());
     std::cerr << "trained graph written to " << o.save << "\n";
   }
   if (o.json) {
@@ -189,7 +197,7 @@ int run_train(const TrainOptions& o) {
                         {"steps", result->steps}, {"checkpoint", result->last_checkpoint}};
     std::cout << j.dump() << std::endl;
   }
-  return 0;
+  return rec.finish();
 }
 
 // Loads a checkpoint's weights into a graph's params (`tessera run --checkpoint`).

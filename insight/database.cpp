@@ -1,34 +1,28 @@
-// SQLite database with schema versioning (PRAGMA user_version) and migrations.
+// SQLite database with schema versioning (PRAGMA user_version), migrations, clear errors and the
+// marking of crashed runs.
 #include "insight/database.h"
 
-#include <sqlite3.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 
+#include "insight/schema.h"
+#include "insight/sql.h"
+
 namespace tessera::insight {
-namespace {
 
-// Migration i takes the schema from version i to i + 1.
-const char* const kMigrations[] = {
-    R"sql(
-    CREATE TABLE runs (
-      id INTEGER PRIMARY KEY,
-      command TEXT NOT NULL,
-      graph_name TEXT NOT NULL,
-      status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'failed', 'crashed')),
-      started_ns INTEGER NOT NULL,
-      ended_ns INTEGER
-    );
-    )sql",
-};
-static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
-
-int64_t now_ns() {
+int64_t wall_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-}  // namespace
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return {};
+  return buf;
+}
 
 std::string default_database_path(const std::string& tessera_db, const std::string& xdg_data_home,
                                   const std::string& home) {
@@ -37,97 +31,183 @@ std::string default_database_path(const std::string& tessera_db, const std::stri
   return (home.empty() ? std::string(".") : home) + "/.local/share/tessera/insight.db";
 }
 
+Error sqlite_error(int rc, const std::string& message, const std::string& path, const std::string& what, int busy_ms) {
+  std::string m = what + ": " + message;
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      m += " (another process held the write lock for more than " + std::to_string(busy_ms) +
+           " ms); wait for that writer to finish, or pass --db with another path";
+      break;
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_CANTOPEN:
+      m += " (the database, its folder or its -wal/-shm files are not writable by this user); make them writable, "
+           "or pass --db with another path";
+      break;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      m += " (the file is damaged or not an SQLite database); move it aside (keep it for inspection), or pass --db "
+           "with another path";
+      break;
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+      m += " (the disk is full or failing); free space, or pass --db with another path";
+      break;
+    default:
+      break;
+  }
+  return make_error(m, path);
+}
+
 void Database::Close::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 
 Error Database::error(const std::string& what) const {
-  return make_error(what + ": " + sqlite3_errmsg(db_.get()), path_);
+  return sqlite_error(sqlite3_extended_errcode(db_.get()), sqlite3_errmsg(db_.get()), path_, what, busy_ms_);
 }
 
 Status Database::exec(const std::string& sql) const {
   char* msg = nullptr;
-  if (sqlite3_exec(db_.get(), sql.c_str(), nullptr, nullptr, &msg) != SQLITE_OK) {
-    std::string m = msg ? msg : "unknown error";
+  const int rc = sqlite3_exec(db_.get(), sql.c_str(), nullptr, nullptr, &msg);
+  if (rc != SQLITE_OK) {
+    std::string m = msg ? msg : sqlite3_errstr(rc);
     sqlite3_free(msg);
-    return make_error(m, path_);
+    return sqlite_error(sqlite3_extended_errcode(db_.get()), m, path_, "cannot run SQL", busy_ms_);
   }
   return Status::ok();
 }
 
-Expected<Database> Database::open(const std::string& path) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  std::error_code ec;
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  if (ec) return make_error("cannot create the database directory: " + ec.message(), path);
+Expected<Database> Database::open(const std::string& path, const OpenOptions& options) {
+  const bool uri = path.rfind("file:", 0) == 0;
+  if (!uri) {
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (ec) return make_error("cannot create the database directory: " + ec.message() + "; pass --db with another path", path);
+  }
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-  Database db(path, raw);
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, nullptr);
+  Database db(path, raw, options.busy_timeout_ms);
   if (rc != SQLITE_OK) return db.error("cannot open the database");
-  sqlite3_busy_timeout(raw, 2000);
+  sqlite3_busy_timeout(raw, options.busy_timeout_ms);
+  // SQLite falls back to read-only when the file is write-protected; a writer must know now.
+  if (sqlite3_db_readonly(raw, "main") == 1)
+    return sqlite_error(SQLITE_READONLY, "the database is read-only", path, "cannot write the database",
+                        options.busy_timeout_ms);
   // A file that is not a database fails on its first read; say so plainly.
-  if (Status st = db.exec("PRAGMA journal_mode=WAL;"); !st.is_ok())
-    return make_error("not a usable SQLite database (" + st.error().message + "); move it aside or pass another path", path);
+  {
+    Stmt wal(raw, "PRAGMA journal_mode=WAL;");
+    const int step = wal.step();
+    if (step != SQLITE_ROW) {
+      const int code = sqlite3_extended_errcode(raw);
+      if ((code & 0xff) == SQLITE_NOTADB)
+        return make_error("not a usable SQLite database (" + std::string(sqlite3_errmsg(raw)) +
+                              "); move it aside (keep it for inspection), or pass --db with another path",
+                          path);
+      return db.error("cannot open the database");
+    }
+  }
+  (void)db.exec("PRAGMA synchronous=NORMAL;");  // WAL + NORMAL: a killed process loses nothing committed
   const int version = db.schema_version();
+  if (version < 0) return db.error("cannot read the schema version (not a usable SQLite database?)");
   if (version > kSchemaVersion)
     return make_error("the database has schema version " + std::to_string(version) + ", newer than this Tessera (" +
-                          std::to_string(kSchemaVersion) + "); use a newer tessera or another database",
+                          std::to_string(kSchemaVersion) + "); use a newer tessera, or pass --db with another path",
                       path);
-  for (int v = version; v < kSchemaVersion; ++v) {
-    RETURN_IF_ERROR(db.exec("BEGIN;"));
-    Status st = db.exec(kMigrations[v]);
-    if (st.is_ok()) st = db.exec("PRAGMA user_version=" + std::to_string(v + 1) + ";");
-    if (!st.is_ok()) {
-      (void)db.exec("ROLLBACK;");
-      return make_error("migration to schema " + std::to_string(v + 1) + " failed: " + st.error().message, path);
-    }
-    RETURN_IF_ERROR(db.exec("COMMIT;"));
+  RETURN_IF_ERROR(db.migrate());
+  if (options.mark_crashed) {
+    auto n = db.mark_crashed_runs(wall_ns(), options.stale_heartbeat_ns);
+    if (!n) return n.error();
   }
   return db;
 }
 
+Status Database::migrate() {
+  const auto& migrations = schema_migrations();
+  for (int v = schema_version(); v < kSchemaVersion; ++v) {
+    // IMMEDIATE: two processes opening a fresh database at once migrate one after the other.
+    if (Status st = exec("BEGIN IMMEDIATE;"); !st.is_ok()) return st.error().within("migration");
+    if (schema_version() > v) {  // another process migrated while we waited
+      RETURN_IF_ERROR(exec("COMMIT;"));
+      v = schema_version() - 1;
+      continue;
+    }
+    Status st = exec(migrations[static_cast<size_t>(v)]);
+    if (st.is_ok()) st = exec("PRAGMA user_version=" + std::to_string(v + 1) + ";");
+    if (!st.is_ok()) {
+      (void)exec("ROLLBACK;");
+      return make_error("migration to schema " + std::to_string(v + 1) + " failed: " + st.error().message, path_);
+    }
+    RETURN_IF_ERROR(exec("COMMIT;"));
+  }
+  return Status::ok();
+}
+
 int Database::schema_version() const {
-  sqlite3_stmt* st = nullptr;
-  int v = -1;
-  if (sqlite3_prepare_v2(db_.get(), "PRAGMA user_version;", -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-    v = sqlite3_column_int(st, 0);
-  sqlite3_finalize(st);
-  return v;
+  Stmt st(db_.get(), "PRAGMA user_version;");
+  return st.step() == SQLITE_ROW ? static_cast<int>(st.i64(0)) : -1;
+}
+
+Expected<int> Database::mark_crashed_runs(int64_t now_ns, int64_t stale_ns) {
+  const std::string host = host_name();
+  struct Dead {
+    int64_t id, last_seen;
+  };
+  std::vector<Dead> dead;
+  {
+    Stmt st(db_.get(), "SELECT id, host, pid, COALESCE(heartbeat_ns, started_ns) FROM runs WHERE status = 'running';");
+    if (!st.ok()) return error("cannot read the runs");
+    int rc;
+    while ((rc = st.step()) == SQLITE_ROW) {
+      const int64_t last_seen = st.i64(3);
+      bool gone = now_ns - last_seen > stale_ns;
+      if (!gone && !st.is_null(2) && st.text(1) == host) {
+        const pid_t pid = static_cast<pid_t>(st.i64(2));
+        gone = pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+      }
+      if (gone) dead.push_back({st.i64(0), last_seen});
+    }
+    if (rc != SQLITE_DONE) return error("cannot read the runs");
+  }
+  if (dead.empty()) return 0;
+  Stmt up(db_.get(), "UPDATE runs SET status = 'crashed', ended_ns = ? WHERE id = ? AND status = 'running';");
+  for (const Dead& d : dead) {
+    up.bind(1, d.last_seen);
+    up.bind(2, d.id);
+    if (!up.run()) return error("cannot mark run " + std::to_string(d.id) + " as crashed");
+  }
+  return static_cast<int>(dead.size());
 }
 
 Expected<int64_t> Database::begin_run(const std::string& command, const std::string& graph_name) {
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db_.get(), "INSERT INTO runs(command, graph_name, status, started_ns) VALUES(?, ?, 'running', ?);",
-                         -1, &st, nullptr) != SQLITE_OK)
-    return error("cannot record a run");
-  sqlite3_bind_text(st, 1, command.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 2, graph_name.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int64(st, 3, now_ns());
-  const int rc = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (rc != SQLITE_DONE) return error("cannot record a run");
+  Stmt st(db_.get(),
+          "INSERT INTO runs(command, graph_name, name, status, started_ns, heartbeat_ns, pid, host) "
+          "VALUES(?, ?, ?, 'running', ?, ?, ?, ?);");
+  const int64_t now = wall_ns();
+  st.bind(1, command);
+  st.bind(2, graph_name);
+  st.bind(3, graph_name);
+  st.bind(4, now);
+  st.bind(5, now);
+  st.bind(6, static_cast<int64_t>(getpid()));
+  st.bind(7, host_name());
+  if (!st.run()) return error("cannot record a run");
   return static_cast<int64_t>(sqlite3_last_insert_rowid(db_.get()));
 }
 
 Status Database::end_run(int64_t run_id, bool ok) {
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db_.get(), "UPDATE runs SET status = ?, ended_ns = ? WHERE id = ?;", -1, &st, nullptr) != SQLITE_OK)
-    return error("cannot update run " + std::to_string(run_id));
-  sqlite3_bind_text(st, 1, ok ? "finished" : "failed", -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 2, now_ns());
-  sqlite3_bind_int64(st, 3, run_id);
-  const int rc = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (rc != SQLITE_DONE) return error("cannot update run " + std::to_string(run_id));
+  Stmt st(db_.get(), "UPDATE runs SET status = ?, ended_ns = ? WHERE id = ?;");
+  st.bind(1, ok ? "finished" : "failed");
+  st.bind(2, wall_ns());
+  st.bind(3, run_id);
+  if (!st.run()) return error("cannot update run " + std::to_string(run_id));
   return Status::ok();
 }
 
 Expected<int64_t> Database::count_runs() const {
-  sqlite3_stmt* st = nullptr;
-  int64_t n = -1;
-  if (sqlite3_prepare_v2(db_.get(), "SELECT COUNT(*) FROM runs;", -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-    n = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  if (n < 0) return error("cannot count runs");
-  return n;
+  Stmt st(db_.get(), "SELECT COUNT(*) FROM runs;");
+  if (st.step() != SQLITE_ROW) return error("cannot count runs");
+  return st.i64(0);
 }
 
 }  // namespace tessera::insight

@@ -192,5 +192,25 @@ TEST_F(QueryTest, ChromeTraceIsValidTraceEventJson) {
   EXPECT_FALSE(export_chrome_trace(*db_, 1, "/nonexistent/dir/t.json").has_value());
 }
 
+TEST(ChromeTrace, EscapesNamesThatNeedIt) {
+  const std::string path = temp_path("escape.db");
+  {
+    auto rec = Recorder::open(path);
+    ASSERT_TRUE(rec.has_value());
+    ASSERT_TRUE((*rec)->start_run(RunInfo{}).has_value());
+    observe::Span s = span(observe::Span::Kind::kKernel, "Conv", 10, 20);
+    s.name = "a \"quoted\" \\ name\nwith\ttabs \x01 and \xc3\xa9";
+    (*rec)->on_span(s);
+    ASSERT_TRUE((*rec)->finish_run(RunStatus::kFinished).is_ok());
+  }
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.has_value());
+  const std::string file = temp_path("escape.json");
+  ASSERT_TRUE(export_chrome_trace(*db, 1, file).has_value());
+  std::ifstream in(file);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["traceEvents"][1]["name"], "a \"quoted\" \\ name\nwith\ttabs \x01 and \xc3\xa9");
+}
+
 }  // namespace
 }  // namespace tessera::insight

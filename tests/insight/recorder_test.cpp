@@ -121,8 +121,12 @@ TEST(Recorder, RecordsEveryPartOfARun) {
   EXPECT_EQ(db.text("SELECT group_concat(key || '=' || value, ',') FROM (SELECT * FROM hyperparams ORDER BY key)"),
             "batch=64,epochs=3,lr=0.1");
   EXPECT_EQ(db.text("SELECT group_concat(value, ',') FROM (SELECT value FROM metrics ORDER BY step)"), "2.5,1.5");
-  EXPECT_EQ(db.text("SELECT op || '|' || start_ns || '|' || end_ns || '|' || bytes || '|' || node FROM spans"),
-            "Conv|100|350|1024|7");
+  EXPECT_EQ(db.text("SELECT o.text || '|' || s.kind || '|' || start_ns || '|' || end_ns || '|' || bytes || '|' || node "
+                    "FROM spans s JOIN strings o ON o.id = s.op"),
+            "Conv|2|100|350|1024|7");
+  EXPECT_EQ(db.text("SELECT d.text || '|' || t.text || '|' || n.text FROM spans s JOIN strings d ON d.id = s.device "
+                    "JOIN strings t ON t.id = s.detail JOIN strings n ON n.id = s.name"),
+            "cpu|ref|Conv_node");
   EXPECT_EQ(db.number("SELECT max_span_ns FROM runs WHERE id = " + id), 250);
   EXPECT_EQ(db.number("SELECT bytes FROM memory_events"), 4096);
   EXPECT_EQ(db.number("SELECT COUNT(*) FROM snapshots"), 2);
@@ -180,7 +184,12 @@ TEST(Recorder, SpansFromManyThreadsAllArrive) {
   ASSERT_TRUE((*rec)->finish_run(RunStatus::kFinished).is_ok());
   Reader db(path);
   EXPECT_EQ(db.number("SELECT COUNT(*) FROM spans"), 40000);
-  EXPECT_EQ(db.number("SELECT COUNT(*) FROM spans WHERE op = 'Add'"), 20000);
+  EXPECT_EQ(db.number("SELECT COUNT(*) FROM spans s JOIN strings o ON o.id = s.op WHERE o.text = 'Add'"), 20000);
+  EXPECT_EQ(db.number("SELECT COUNT(*) FROM strings"), 6);  // Add, Add_node, Mul, Mul_node, cpu, ref: once each
+  // The writer's running totals agree with the spans: 20000 of each op, 1 ns each.
+  EXPECT_EQ(db.text("SELECT group_concat(x, ',') FROM (SELECT o.text || '=' || count || '/' || total_ns || '/' || min_ns "
+                    "|| '/' || max_ns AS x FROM span_stats st JOIN strings o ON o.id = st.op ORDER BY o.text)"),
+            "Add=20000/20000/1/1,Mul=20000/20000/1/1");
   EXPECT_EQ(db.number("SELECT COUNT(DISTINCT thread) FROM spans"), 4);
   EXPECT_EQ((*rec)->dropped_spans(), 0);
 }
