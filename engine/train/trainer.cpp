@@ -16,6 +16,23 @@
 
 namespace tessera::train {
 
+// Forwards what the stages and the sampled steps produce (see TrainConfig::trace).
+class Trainer::SampledTrace : public observe::TraceSink {
+ public:
+  explicit SampledTrace(observe::TraceSink* inner) : inner_(inner) {}
+  void on_span(const observe::Span& span) override {
+    if (on_ || span.kind == observe::Span::Kind::kStage || span.kind == observe::Span::Kind::kPass) inner_->on_span(span);
+  }
+  void on_memory(const observe::MemoryEvent& event) override {
+    if (on_) inner_->on_memory(event);
+  }
+  void set_on(bool on) { on_ = on; }
+
+ private:
+  observe::TraceSink* inner_;
+  bool on_ = true;
+};
+
 struct Trainer::Sessions {
   std::unique_ptr<stages::Session> step, eval;
 };
@@ -82,7 +99,10 @@ Status Trainer::init() {
   sessions_ = std::make_unique<Sessions>();
   stages::SessionOptions so;
   so.threads = config_.threads;
-  so.trace = config_.trace;
+  if (config_.trace) {
+    sampled_trace_ = std::make_unique<SampledTrace>(config_.trace);
+    so.trace = sampled_trace_.get();
+  }
   so.training = &config_.spec;
   sessions_->step = std::make_unique<stages::Session>(forward_, registry_, so);
   stages::SessionOptions eo;
@@ -278,6 +298,9 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
       feeds["lr"] = Tensor::scalar<float>(static_cast<float>(lr));
       feeds["step"] = Tensor::scalar<float>(static_cast<float>(global_step_ + 1));
       feeds["rng_offset"] = Tensor::scalar<int64_t>(global_step_);
+      if (sampled_trace_)
+        sampled_trace_->set_on(config_.trace_every <= 0 || global_step_ < config_.trace_warm_steps ||
+                               global_step_ % config_.trace_every == 0);
       auto ran = sessions_->step->run(feeds);
       if (!ran) {
         Error e = ran.error();

@@ -44,7 +44,11 @@ struct TrainConfig {
   std::string checkpoint_dir;         // empty: no checkpoints
   int64_t checkpoint_every = 0;       // steps between checkpoints (0: at epoch ends only)
   int64_t max_steps = 0;              // stop after this many steps in total (0: no limit)
+  // Spans of the stages and of every kernel of sampled steps: all of the first `trace_warm_steps`
+  // steps, then one step in `trace_every` (a profiler's schedule: a span per kernel per step would
+  // cost more than the work of small networks). 0 traces every step.
   observe::TraceSink* trace = nullptr;
+  int64_t trace_warm_steps = 20, trace_every = 50;
   observe::MetricsSink* metrics = nullptr;  // loss, accuracy, lr by step; test metrics by epoch
 };
 
@@ -111,6 +115,8 @@ class Trainer {
   int64_t global_step_ = 0, epoch_ = 0, batch_in_epoch_ = 0;
   struct Sessions;
   std::unique_ptr<Sessions> sessions_;
+  class SampledTrace;
+  std::unique_ptr<SampledTrace> sampled_trace_;
   Status init_status_ = Status::ok();
 };
 

@@ -303,6 +303,32 @@ TEST(Trainer, GraphWithoutALossIsRefused) {
   EXPECT_NE(r.error().to_string().find("must hold one value"), std::string::npos) << r.error().to_string();
 }
 
+struct CountKernels : observe::TraceSink {
+  int64_t kernels = 0, stages = 0;
+  void on_span(const observe::Span& s) override {
+    kernels += s.kind == observe::Span::Kind::kKernel;
+    stages += s.kind == observe::Span::Kind::kStage;
+  }
+};
+
+TEST(Trainer, TracesSampledSteps) {
+  auto src = dataset(320, 5);  // 10 steps
+  CountKernels all, sampled;
+  for (CountKernels* sink : {&all, &sampled}) {
+    data::DataLoader loader(src, {}, loader_options(7));
+    TrainConfig c = config(1);
+    c.trace = sink;
+    c.trace_warm_steps = 2;
+    c.trace_every = sink == &all ? 0 : 5;  // steps 0, 1 (warm-up) and 5
+    Trainer t(mlp(), reg(), c);
+    ASSERT_TRUE(t.fit(loader, nullptr).has_value());
+  }
+  ASSERT_GT(all.kernels, 0);
+  EXPECT_EQ(all.kernels % 10, 0);
+  EXPECT_EQ(sampled.kernels, all.kernels / 10 * 3);
+  EXPECT_GT(sampled.stages, 0);  // compilation is always traced
+}
+
 TEST(Schedule, MatchesTorchFormulas) {
   Schedule s = Schedule::step(0.1, 10, 0.5);
   EXPECT_DOUBLE_EQ(s.at(0), 0.1);
