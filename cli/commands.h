@@ -129,6 +129,7 @@ struct BenchOptions {
   int warmup = 3;
   uint64_t seed = 0;
   bool json = false;
+  bool trace_timed = false;  // also record every kernel span of the timed runs (tracing overhead)
   RecordOptions record;
 };
 int run_bench(const BenchOptions& o);

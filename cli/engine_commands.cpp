@@ -125,8 +125,8 @@ int run_bench(const BenchOptions& o) {
   auto prog = session.compile(shapes_of(*feeds));
   if (!prog) return rec.fail(prog.error().within(o.file));
   const double compile_ms = static_cast<double>(session.last_compile_ns()) / 1e6;
-  // The warm-up runs are traced (recorded); the timed runs are not, and start after the writer
-  // has stored the warm-up's spans, so that recording never weighs on the figures.
+  // The warm-up runs are traced (recorded); the timed runs are not (unless --trace-timed, which
+  // measures what tracing costs), and start after the writer has stored the warm-up's spans.
   stages::RunOptions traced;
   traced.trace = rec.trace();
   for (int i = 0; i < o.warmup; ++i) {
@@ -137,7 +137,7 @@ int run_bench(const BenchOptions& o) {
   std::vector<double> times;
   for (int i = 0; i < o.runs; ++i) {
     int64_t t0 = observe::now_ns();
-    auto r = (*prog)->run(*feeds);
+    auto r = o.trace_timed ? (*prog)->run(*feeds, traced) : (*prog)->run(*feeds);
     if (!r) return rec.fail(r.error().within(o.file));
     times.push_back(static_cast<double>(observe::now_ns() - t0) / 1e6);
   }

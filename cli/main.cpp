@@ -102,6 +102,7 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs first (default 3)")->check(CLI::Range(0, 1000000));
   bench_cmd->add_option("--seed", bench.seed, "Seed for random inputs");
   bench_cmd->add_flag("--json", bench.json, "Print {median_ms, min_ms, compile_ms, peak_bytes, gflops, ...} as one line");
+  bench_cmd->add_flag("--trace-timed", bench.trace_timed, "Record every kernel span of the timed runs too (measures the tracing overhead)");
 
   add_record(run_cmd, run.record);
   add_record(train_cmd, train.record);
