@@ -97,11 +97,16 @@ std::vector<ValueId> GradientContext::emit_n(const std::string& op, std::vector<
   return emitter_.emit(op, std::move(inputs), num_outputs, std::move(attrs));
 }
 
+namespace {
+// A rank-0 tensor of `dt` holding v (converted as Cast converts; zero if Cast refuses the type).
+Tensor scalar_of_type(const OpRegistry& registry, double v, DType dt) {
+  auto cast = runtime::run_single_op(registry, "Cast", {Tensor::scalar<double>(v)}, {{"to", std::string(dtype_name(dt))}});
+  return cast ? (*cast)[0] : Tensor(dt, {});
+}
+}  // namespace
+
 ValueId GradientContext::scalar(double v, DType dt) {
-  Tensor t(dt, {});
-  Tensor f = Tensor::scalar<double>(v);
-  auto cast = runtime::run_single_op(emitter_.registry(), "Cast", {f}, {{"to", std::string(dtype_name(dt))}});
-  return emitter_.constant(cast ? (*cast)[0] : t);
+  return emitter_.constant(scalar_of_type(emitter_.registry(), v, dt));
 }
 
 ValueId GradientContext::ints(const std::vector<int64_t>& v) {
@@ -118,10 +123,7 @@ ValueId GradientContext::shape_of(ValueId v) {
 
 namespace {
 ValueId filled_like(GradientContext& g, ValueId v, double x) {
-  DType dt = g.dtype(v);
-  Tensor f = Tensor::scalar<double>(x);
-  auto one = runtime::run_single_op(g.registry(), "Cast", {f}, {{"to", std::string(dtype_name(dt))}});
-  Tensor value = one ? (*one)[0] : Tensor(dt, {});
+  Tensor value = scalar_of_type(g.registry(), x, g.dtype(v));
   auto flat = value.reshape({1});
   return g.emit("ConstantOfShape", {g.shape_of(v)}, {{"value", flat ? *flat : value}});
 }

@@ -64,11 +64,6 @@ class Reader {
   size_t size_, pos_ = 0, base_;
 };
 
-std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 Expected<std::string> read_all(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");
@@ -84,6 +79,12 @@ Expected<std::string> read_all(const std::string& path) {
 }
 
 }  // namespace
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
 
 const Tensor* Checkpoint::find(const std::string& name) const {
   for (const auto& [n, t] : tensors)

@@ -37,6 +37,8 @@ struct Checkpoint {
 
 Status write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 Expected<Checkpoint> read_checkpoint(const std::string& path);
+// 64-bit value as 16 lower-case hex digits (checksums, graph signatures).
+std::string hex64(uint64_t v);
 // The checksum stored in a checkpoint file, as 16 hex digits (for lineage records).
 Expected<std::string> checkpoint_checksum(const std::string& path);
 

@@ -39,11 +39,6 @@ struct Trainer::Sessions {
 
 namespace {
 
-std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 // Row-wise argmax of [N, C] scores (f32 or f64) against i64 labels: the number of hits.
 int64_t count_correct(const Tensor& scores, const Tensor& labels) {
