@@ -1,6 +1,7 @@
 // Host tensor storage, element access and conversions.
 #include "engine/core/tensor.h"
 
+#include <cstdint>
 #include <cstdio>
 
 #include <cmath>
@@ -41,8 +42,12 @@ Expected<int64_t> checked_numel(const Shape& shape, DType dtype) {
 }
 
 std::vector<int64_t> contiguous_strides(const Shape& shape) {
+  // Saturates instead of overflowing: a shape with a zero dimension passes checked_numel with any
+  // other dimensions, and its strides are never used to address memory.
   std::vector<int64_t> s(shape.size(), 1);
-  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) {
+    if (__builtin_mul_overflow(s[i + 1], shape[i + 1], &s[i])) s[i] = INT64_MAX;
+  }
   return s;
 }
 

@@ -1,6 +1,8 @@
 // TensorType printing and queries.
 #include "engine/ir/type.h"
 
+#include <cstdint>
+
 namespace tessera::ir {
 
 std::string Dim::to_string() const {
@@ -30,8 +32,12 @@ Shape TensorType::static_shape() const {
 
 int64_t TensorType::static_numel() const {
   if (!is_static()) return -1;
+  // Saturates at INT64_MAX (imported shapes are untrusted; such a tensor is refused at allocation).
   int64_t n = 1;
-  for (const Dim& d : dims) n *= d.size;
+  for (const Dim& d : dims) {
+    if (d.size == 0) return 0;
+    if (__builtin_mul_overflow(n, d.size, &n)) n = INT64_MAX;
+  }
   return n;
 }
 

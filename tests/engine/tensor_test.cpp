@@ -37,6 +37,19 @@ TEST(Tensor, CreateRejectsHugeAndNegativeShapes) {
   EXPECT_NE(neg.error().message.find("negative"), std::string::npos);
 }
 
+TEST(Tensor, EmptyTensorWithHugeDimsHasSaturatedStrides) {
+  // Found by onnx_fuzz: a zero dimension lets any other dimension through checked_numel, and the
+  // strides of such a shape must not overflow (they saturate; nothing is addressed through them).
+  const int64_t big = int64_t{1} << 40;
+  auto t = Tensor::create(DType::kF32, {0, big, big, 99});
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  EXPECT_EQ(t->numel(), 0);
+  EXPECT_EQ(t->strides()[3], 1);
+  EXPECT_EQ(t->strides()[2], 99);
+  EXPECT_EQ(t->strides()[1], big * 99);
+  EXPECT_EQ(t->strides()[0], INT64_MAX);
+}
+
 TEST(Tensor, ViewsShareStorageAndCloneDoesNot) {
   Tensor t = Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4});
   Tensor transposed = t.view({2, 2}, {1, 2}, 0);
