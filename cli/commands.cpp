@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <random>
@@ -18,8 +19,13 @@
 #include "engine/ops/infer.h"
 #include "engine/runtime/interpreter.h"
 #include "engine/stages/session.h"
+#include "formats/document.h"
+#include "formats/file_io.h"
 #include "formats/graph_file.h"
+#include "formats/json_graph.h"
 #include "formats/npy.h"
+#include "formats/onnx_export.h"
+#include "formats/tsr.h"
 
 namespace tessera::cli {
 namespace {
@@ -34,10 +40,11 @@ int fail(const Error& e) {
 int default_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 // Loads, checks and infers: every command works on a typed graph.
-Expected<ir::Graph> load_typed(const std::string& path, const ops::OpRegistry& reg) {
-  TRY(ir::Graph g, formats::load_graph_file(path));
+Expected<formats::GraphDocument> load_typed_document(const std::string& path, const ops::OpRegistry& reg) {
+  TRY(formats::GraphDocument doc, formats::load_document(path));
+  ir::Graph& g = doc.graph;
   Status st = ops::infer_types(g, reg);
-  if (st.is_ok()) return g;
+  if (st.is_ok()) return doc;
   Error e = st.error();
   // Point at the node's place in the file (a JSON pointer, say) when the loader recorded it.
   if (g.has_node(e.node) && !g.node(e.node).provenance.origin.empty()) {
@@ -45,6 +52,11 @@ Expected<ir::Graph> load_typed(const std::string& path, const ops::OpRegistry& r
     return e;
   }
   return e.within(path);
+}
+
+Expected<ir::Graph> load_typed(const std::string& path, const ops::OpRegistry& reg) {
+  TRY(formats::GraphDocument doc, load_typed_document(path, reg));
+  return std::move(doc.graph);
 }
 
 namespace {
@@ -143,10 +155,15 @@ Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std
 
 int run_info(const InfoOptions& o) {
   const ops::OpRegistry reg = ops::make_default_registry();
-  auto g = load_typed(o.file, reg);
-  if (!g) return fail(g.error());
+  auto doc = load_typed_document(o.file, reg);
+  if (!doc) return fail(doc.error());
+  const ir::Graph* g = &doc->graph;
+  const formats::Metadata& meta = doc->metadata;
   auto cost = ops::graph_cost(*g, reg, 1);
   if (!cost) return fail(cost.error().within(o.file));
+  int64_t weight_bytes = 0;
+  for (ir::ValueId v : g->params())
+    if (const Tensor* t = g->param_data(v)) weight_bytes += static_cast<int64_t>(t->nbytes());
   auto io = [&](const std::vector<ir::ValueId>& ids) {
     nlohmann::json arr = nlohmann::json::array();
     for (ir::ValueId v : ids) arr.push_back({{"name", g->value(v).name}, {"type", g->value(v).type.to_string()}});
@@ -162,6 +179,15 @@ int run_info(const InfoOptions& o) {
     j["op_counts"] = cost->op_counts;
     j["parameters"] = cost->params;
     j["flops_per_sample"] = cost->flops;
+    j["weight_bytes"] = weight_bytes;
+    j["content_hash"] = formats::graph_content_hash(*g);
+    nlohmann::json m = nlohmann::json::object();
+    if (!meta.producer.empty()) m["producer"] = meta.producer;
+    if (!meta.engine_version.empty()) m["engine_version"] = meta.engine_version;
+    if (meta.created_unix_ms != 0) m["created_unix_ms"] = meta.created_unix_ms;
+    if (!meta.properties.empty()) m["properties"] = meta.properties;
+    j["metadata"] = std::move(m);
+    j["layout"] = {{"positions", doc->layout.positions.size()}, {"groups", doc->layout.groups.size()}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -177,6 +203,22 @@ int run_info(const InfoOptions& o) {
   for (const auto& [op, count] : cost->op_counts) std::cout << "  " << op << " x" << count << "\n";
   std::cout << "parameters: " << cost->params << " (" << human(static_cast<double>(cost->params)) << ")\n";
   std::cout << "FLOPs per sample (symbolic dims = 1): " << human(cost->flops) << " (" << static_cast<int64_t>(cost->flops) << ")\n";
+  std::cout << "weights: " << human(static_cast<double>(weight_bytes)) << "B\n";
+  std::cout << "content hash: " << formats::graph_content_hash(*g) << "\n";
+  if (!meta.producer.empty() || !meta.engine_version.empty() || meta.created_unix_ms != 0) {
+    std::cout << "written by: " << (meta.producer.empty() ? "?" : meta.producer) << ", tessera "
+              << (meta.engine_version.empty() ? "?" : meta.engine_version);
+    if (meta.created_unix_ms != 0) {
+      const std::time_t t = static_cast<std::time_t>(meta.created_unix_ms / 1000);
+      char buf[32];
+      std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&t));
+      std::cout << ", " << buf;
+    }
+    std::cout << "\n";
+  }
+  for (const auto& [k, v] : meta.properties) std::cout << "  " << k << ": " << v << "\n";
+  if (!doc->layout.empty())
+    std::cout << "layout: " << doc->layout.positions.size() << " positions, " << doc->layout.groups.size() << " groups\n";
   return 0;
 }
 
@@ -257,11 +299,37 @@ int run_run(const RunOptions& o) {
 
 int run_convert(const ConvertOptions& o) {
   const ops::OpRegistry reg = ops::make_default_registry();
-  auto g = load_typed(o.in, reg);
-  if (!g) return fail(g.error());
-  Status st = formats::save_graph_file(*g, o.out);
+  std::string format = o.to;
+  if (format.empty()) {
+    const size_t dot = o.out.find_last_of('.');
+    format = dot == std::string::npos ? "" : o.out.substr(dot + 1);
+  }
+  if (format != "tsr" && format != "json" && format != "tir" && format != "onnx")
+    return fail(make_error("cannot tell the output format from '" + o.out +
+                           "': use the extension .tsr, .json, .tir or .onnx, or --to tsr|json|tir|onnx"));
+  if (o.opset != 0 && format != "onnx") return fail(make_error("--opset applies to ONNX output only"));
+  if (o.external_data && format != "tsr") return fail(make_error("--external-data applies to .tsr output only"));
+  auto doc = load_typed_document(o.in, reg);
+  if (!doc) return fail(doc.error());
+  if (doc->metadata.properties.count("source") == 0) doc->metadata.properties["source"] = formats::base_name(o.in);
+  Status st = Status::ok();
+  if (format == "tsr") {
+    formats::TsrSaveOptions to;
+    to.producer = "tessera convert";
+    to.force_external = o.external_data;
+    st = formats::write_tsr(*doc, o.out, to);
+  } else if (format == "json") {
+    st = formats::save_json_document(*doc, o.out);
+  } else if (format == "tir") {
+    st = formats::write_file_atomic(o.out, ir::print_graph(doc->graph));
+  } else {
+    formats::OnnxExportOptions eo;
+    if (o.opset != 0) eo.opset = o.opset;
+    eo.producer_version = TESSERA_VERSION;
+    st = formats::export_onnx_file(doc->graph, o.out, reg, eo);
+  }
   if (!st.is_ok()) return fail(st.error());
-  std::cout << "wrote " << o.out << " (" << g->num_nodes() << " nodes)\n";
+  std::cout << "wrote " << o.out << " (" << format << ", " << doc->graph.num_nodes() << " nodes)\n";
   return 0;
 }
 

@@ -136,6 +136,9 @@ int run_bench(const BenchOptions& o);
 
 struct ConvertOptions {
   std::string in, out;
+  std::string to;              // tsr | json | tir | onnx; empty: by OUT's extension
+  int opset = 0;               // ONNX output: 13..17 (0: the exporter's default, 17)
+  bool external_data = false;  // .tsr output: weights of 1 KiB and more in OUT.data
 };
 int run_convert(const ConvertOptions& o);
 

@@ -41,13 +41,13 @@ int main(int argc, char** argv) {
 
   InfoOptions info;
   CLI::App* info_cmd = app.add_subcommand("info", "Print a graph's inputs, outputs, op counts, parameter count and FLOPs");
-  info_cmd->add_option("FILE", info.file, "Graph file (.json, .tir or .onnx)")->required();
+  info_cmd->add_option("FILE", info.file, "Graph file (.tsr, .json, .tir or .onnx)")->required();
   info_cmd->add_flag("--json", info.json, "Print the same as one JSON object");
 
   RunOptions run;
   CLI::App* run_cmd = app.add_subcommand(
       "run", "Run a graph on inputs from .npy files (random from --seed for inputs not given)");
-  run_cmd->add_option("FILE", run.file, "Graph file (.json, .tir or .onnx)")->required();
+  run_cmd->add_option("FILE", run.file, "Graph file (.tsr, .json, .tir or .onnx)")->required();
   run_cmd->add_option("--input,-i", run.inputs, "NAME=FILE.npy: feed graph input NAME (repeatable)");
   run_cmd->add_option("--output-dir,-o", run.output_dir, "Write each output to DIR/<output name>.npy");
   run_cmd->add_option("--seed", run.seed, "Seed for random inputs (default 0)");
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
 
   TrainOptions train;
   CLI::App* train_cmd = app.add_subcommand("train", "Train a graph on a dataset (autodiff + optimizer through the six stages)");
-  train_cmd->add_option("FILE", train.file, "Graph file (.json, .tir or .onnx)")->required();
+  train_cmd->add_option("FILE", train.file, "Graph file (.tsr, .json, .tir or .onnx)")->required();
   train_cmd->add_option("--data", train.data, "Dataset: MNIST-style IDX folder, folder of class folders, .csv or .npz")->required();
   train_cmd->add_option("--test-data", train.test_data, "Test split (default: the test split of --data, when it has one)");
   train_cmd->add_option("--epochs", train.epochs, "Epochs (default 1)")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   PassesOptions passes;
   CLI::App* passes_cmd = app.add_subcommand(
       "passes", "Compile a graph and print each stage and each pass that changed it (name, time, node counts)");
-  passes_cmd->add_option("FILE", passes.file, "Graph file (.json, .tir or .onnx)")->required();
+  passes_cmd->add_option("FILE", passes.file, "Graph file (.tsr, .json, .tir or .onnx)")->required();
   passes_cmd->add_option("--pipeline", passes.pipeline, "Optimise pipeline, e.g. \"canonicalize,constant-fold,dce,cse,fold-batchnorm,fuse,dce,layout\"");
   passes_cmd->add_option("--dump", passes.dump_dir, "Write every snapshot to DIR/NNN-stage-pass.tir");
   passes_cmd->add_option("--dim", passes.dims, "SYMBOL=SIZE: bind a symbolic input dimension (default 1)");
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
 
   BenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand("bench", "Time a graph through the six stages on random or given inputs");
-  bench_cmd->add_option("FILE", bench.file, "Graph file (.json, .tir or .onnx)")->required();
+  bench_cmd->add_option("FILE", bench.file, "Graph file (.tsr, .json, .tir or .onnx)")->required();
   bench_cmd->add_option("--input,-i", bench.inputs, "NAME=FILE.npy: feed graph input NAME (repeatable)");
   bench_cmd->add_option("--dim", bench.dims, "SYMBOL=SIZE: size of a symbolic dimension (default 1)");
   bench_cmd->add_option("--threads,-t", bench.threads, "Threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
@@ -139,13 +139,20 @@ int main(int argc, char** argv) {
   runs_export->add_option("--chrome", runs.chrome, "Output file (.json)")->required();
 
   ConvertOptions convert;
-  CLI::App* convert_cmd = app.add_subcommand("convert", "Convert a graph between formats (by extension: .json, .tir)");
-  convert_cmd->add_option("IN", convert.in, "Input graph file")->required();
+  CLI::App* convert_cmd = app.add_subcommand(
+      "convert", "Convert a graph between formats: .tsr (native), .json, .tir (IR text), .onnx (by extension, or --to)");
+  convert_cmd->add_option("IN", convert.in, "Input graph file (.tsr, .json, .tir or .onnx)")->required();
   convert_cmd->add_option("OUT", convert.out, "Output graph file")->required();
+  convert_cmd->add_option("--to", convert.to, "Output format whatever OUT's extension")
+      ->check(CLI::IsMember({"tsr", "json", "tir", "onnx"}));
+  convert_cmd->add_option("--opset", convert.opset, "ONNX opset of the output (13 to 17; default 17)")
+      ->check(CLI::Range(13, 17));
+  convert_cmd->add_flag("--external-data", convert.external_data,
+                        "Write the weights of a .tsr to a side file OUT.data (automatic past 1 GiB)");
 
   std::string print_file;
   CLI::App* print_cmd = app.add_subcommand("print", "Print a graph in the IR text form, with inferred types");
-  print_cmd->add_option("FILE", print_file, "Graph file (.json, .tir or .onnx)")->required();
+  print_cmd->add_option("FILE", print_file, "Graph file (.tsr, .json, .tir or .onnx)")->required();
 
   try {
     app.parse(argc, argv);

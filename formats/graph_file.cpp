@@ -5,7 +5,9 @@
 #include "formats/file_io.h"
 #include "engine/ops/op_def.h"
 #include "formats/json_graph.h"
+#include "formats/onnx_export.h"
 #include "formats/onnx_import.h"
+#include "formats/tsr.h"
 
 namespace tessera::formats {
 namespace {
@@ -19,7 +21,7 @@ std::string extension(const std::string& path) {
 
 Error unsupported(const std::string& path) {
   return make_error("unsupported graph file extension '" + extension(path) +
-                        "' (supported: .json for the JSON graph format, .tir for the IR text form, .onnx to read ONNX)",
+                        "' (supported: .tsr for the native format, .json for the JSON graph format, .tir for the IR text form, .onnx for ONNX)",
                     path);
 }
 
@@ -36,6 +38,10 @@ Expected<ir::Graph> load_graph_file(const std::string& path) {
     const ops::OpRegistry registry = ops::make_default_registry();
     return import_onnx_file(path, registry);
   }
+  if (ext == ".tsr") {
+    TRY(GraphDocument doc, read_tsr(path));
+    return std::move(doc.graph);
+  }
   return unsupported(path);
 }
 
@@ -43,6 +49,11 @@ Status save_graph_file(const ir::Graph& graph, const std::string& path) {
   const std::string ext = extension(path);
   if (ext == ".json") return save_json_graph(graph, path);
   if (ext == ".tir") return write_file_atomic(path, ir::print_graph(graph));
+  if (ext == ".onnx") {
+    const ops::OpRegistry registry = ops::make_default_registry();
+    return export_onnx_file(graph, path, registry);  // opset 17
+  }
+  if (ext == ".tsr") return write_tsr(GraphDocument{graph, {}, {}}, path);
   return unsupported(path);
 }
 

@@ -1,5 +1,6 @@
-// Loading and saving a graph by file extension: ".json" (the JSON graph format) and ".tir" (the
-// IR text form). The native .tsr and ONNX join this dispatcher in later issues.
+// Loading and saving a graph by file extension: ".tsr" (the native format), ".json" (the JSON
+// graph format), ".tir" (the IR text form) and ".onnx". Only the graph: formats/document.h keeps
+// the metadata and layout that .tsr and .json carry as well.
 //
 //   TRY(ir::Graph g, formats::load_graph_file("samples/lenet.json"));
 #pragma once

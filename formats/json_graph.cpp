@@ -104,7 +104,85 @@ class Loader {
     return load_graph(root, "", nullptr, 0, "main");
   }
 
+  // The graph plus "metadata" and "layout" (formats/document.h).
+  Expected<GraphDocument> load_document(const Json& root) {
+    GraphDocument doc;
+    TRY(doc.graph, load(root));
+    TRY(const Json* meta, member(root, "", "metadata", Kind::kObject, false));
+    if (meta != nullptr) {
+      RETURN_IF_ERROR(check_keys(*meta, "/metadata", {"producer", "engine_version", "created_unix_ms", "properties"}));
+      TRY(const Json* producer, member(*meta, "/metadata", "producer", Kind::kString, false));
+      TRY(const Json* version, member(*meta, "/metadata", "engine_version", Kind::kString, false));
+      TRY(const Json* created, member(*meta, "/metadata", "created_unix_ms", Kind::kInteger, false));
+      TRY(const Json* props, member(*meta, "/metadata", "properties", Kind::kObject, false));
+      if (producer) doc.metadata.producer = producer->get<std::string>();
+      if (version) doc.metadata.engine_version = version->get<std::string>();
+      if (created) {
+        if (created->is_number_unsigned() && created->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+          return error("/metadata/created_unix_ms", "out of range");
+        doc.metadata.created_unix_ms = created->get<int64_t>();
+      }
+      if (props != nullptr) {
+        for (auto it = props->cbegin(); it != props->cend(); ++it) {
+          if (!it->is_string())
+            return error("/metadata/properties/" + pointer_token(it.key()), "expected a string, got " + got(*it));
+          doc.metadata.properties[it.key()] = it->get<std::string>();
+        }
+      }
+    }
+    doc.metadata.content_hash = graph_content_hash(doc.graph);
+    TRY(const Json* layout, member(root, "", "layout", Kind::kObject, false));
+    if (layout != nullptr) RETURN_IF_ERROR(load_layout(*layout, doc));
+    return doc;
+  }
+
  private:
+  // "layout": {"positions": {"<node id>": [x, y], ...}, "groups": [{"name", "nodes", "collapsed"}]}
+  Status load_layout(const Json& layout, GraphDocument& doc) {
+    RETURN_IF_ERROR(check_keys(layout, "/layout", {"positions", "groups"}));
+    TRY(const Json* positions, member(layout, "/layout", "positions", Kind::kObject, false));
+    static const Json kNoPositions = Json::object();
+    if (positions == nullptr) positions = &kNoPositions;
+    for (auto it = positions->cbegin(); it != positions->cend(); ++it) {
+      const std::string p = "/layout/positions/" + pointer_token(it.key());
+      const std::string& key = it.key();
+      if (key.empty() || key.size() > 9 || key.find_first_not_of("0123456789") != std::string::npos)
+        return error(p, "expected a node id as the key, got \"" + excerpt(key) + "\"");
+      const int id = std::stoi(key);
+      if (!doc.graph.has_node(id)) return error(p, "the graph has no node " + key);
+      const Json& xy = *it;
+      if (!xy.is_array() || xy.size() != 2 || !xy[0].is_number() || !xy[1].is_number())
+        return error(p, "expected [x, y], got " + got(xy));
+      doc.layout.positions[id] = NodePosition{xy[0].get<double>(), xy[1].get<double>()};
+    }
+    TRY(const Json* groups, member(layout, "/layout", "groups", Kind::kArray, false));
+    for (size_t k = 0; groups != nullptr && k < groups->size(); ++k) {
+      const std::string p = "/layout/groups/" + std::to_string(k);
+      const Json& gj = (*groups)[k];
+      if (!gj.is_object()) return error(p, "expected a group object, got " + got(gj));
+      RETURN_IF_ERROR(check_keys(gj, p, {"name", "nodes", "collapsed"}));
+      TRY(const Json* name, member(gj, p, "name", Kind::kString, true));
+      TRY(const Json* nodes, member(gj, p, "nodes", Kind::kArray, true));
+      NodeGroup group;
+      group.name = name->get<std::string>();
+      for (size_t i = 0; i < nodes->size(); ++i) {
+        const Json& n = (*nodes)[i];
+        const std::string pn = p + "/nodes/" + std::to_string(i);
+        if (!n.is_number_integer() || n.get<int64_t>() < 0 || n.get<int64_t>() > INT32_MAX ||
+            !doc.graph.has_node(static_cast<int>(n.get<int64_t>())))
+          return error(pn, "expected the id of a node of the graph, got " + got(n));
+        group.nodes.push_back(static_cast<int>(n.get<int64_t>()));
+      }
+      auto c = gj.find("collapsed");
+      if (c != gj.end()) {
+        if (!c->is_boolean()) return error(p + "/collapsed", "expected true or false, got " + got(*c));
+        group.collapsed = c->get<bool>();
+      }
+      doc.layout.groups.push_back(std::move(group));
+    }
+    return check_layout(doc.layout, doc.graph, file_ + ":/layout");
+  }
+
   Error error(const std::string& ptr, std::string msg, int node = -1) const {
     return make_error(std::move(msg), ptr.empty() ? file_ : file_ + ":" + ptr, node);
   }
@@ -402,7 +480,7 @@ class Loader {
         return error(id_json ? p + "/id" : p,
                      "node id " + std::to_string(id) + (id_json ? "" : " (its index, as it has no \"id\")") +
                          " is already used by " + it->second, node);
-      RETURN_IF_ERROR(check_keys(n, p, {"id", "op", "name", "inputs", "outputs", "attrs", "from"}, node));
+      RETURN_IF_ERROR(check_keys(n, p, {"id", "op", "name", "inputs", "outputs", "attrs", "from", "origin"}, node));
       TRY(const Json* op, member(n, p, "op", Kind::kString, true, node));
       if (op->get<std::string>().empty()) return error(p + "/op", "the op name is empty", node);
       TRY(const Json* name, member(n, p, "name", Kind::kString, false, node));
@@ -410,7 +488,8 @@ class Loader {
       ir::Node def;
       def.op = op->get<std::string>();
       def.name = name ? name->get<std::string>() : "";
-      def.provenance.origin = file_ + ":" + p;
+      TRY(const Json* origin, member(n, p, "origin", Kind::kString, false, node));
+      def.provenance.origin = origin ? origin->get<std::string>() : file_ + ":" + p;
       for (size_t k = 0; k < outputs->size(); ++k) {
         const std::string po = p + "/outputs/" + std::to_string(k);
         const Json& o = (*outputs)[k];
@@ -487,7 +566,8 @@ class Loader {
     if (!j.is_object()) return error(ptr, "expected a graph object, got " + got(j));
     const bool top = depth == 0;
     if (top) {
-      RETURN_IF_ERROR(check_keys(j, ptr, {"format", "version", "name", "inputs", "params", "weights_file", "nodes", "outputs"}));
+      RETURN_IF_ERROR(check_keys(j, ptr, {"format", "version", "name", "inputs", "params", "weights_file", "nodes", "outputs",
+                                          "metadata", "layout"}));
     } else {
       RETURN_IF_ERROR(check_keys(j, ptr, {"name", "inputs", "params", "captures", "nodes", "outputs"}));
     }
@@ -537,8 +617,8 @@ Error syntax_error(const Json::parse_error& e, const std::string& where) {
 
 }  // namespace
 
-Expected<ir::Graph> parse_json_graph(const std::string& text, const std::string& where,
-                                     const std::string& base_dir) {
+Expected<GraphDocument> parse_json_document(const std::string& text, const std::string& where,
+                                            const std::string& base_dir) {
   try {
     Json root;
     try {
@@ -546,7 +626,7 @@ Expected<ir::Graph> parse_json_graph(const std::string& text, const std::string&
     } catch (const Json::parse_error& e) {
       return syntax_error(e, where);
     }
-    return Loader(where, base_dir).load(root);
+    return Loader(where, base_dir).load_document(root);
   } catch (const std::bad_alloc&) {
     return make_error("out of memory loading the graph", where);
   } catch (const std::exception& e) {
@@ -554,9 +634,20 @@ Expected<ir::Graph> parse_json_graph(const std::string& text, const std::string&
   }
 }
 
-Expected<ir::Graph> load_json_graph(const std::string& path) {
+Expected<ir::Graph> parse_json_graph(const std::string& text, const std::string& where,
+                                     const std::string& base_dir) {
+  TRY(GraphDocument doc, parse_json_document(text, where, base_dir));
+  return std::move(doc.graph);
+}
+
+Expected<GraphDocument> load_json_document(const std::string& path) {
   TRY(std::string text, read_file(path));
-  return parse_json_graph(text, path, parent_dir(path));
+  return parse_json_document(text, path, parent_dir(path));
+}
+
+Expected<ir::Graph> load_json_graph(const std::string& path) {
+  TRY(GraphDocument doc, load_json_document(path));
+  return std::move(doc.graph);
 }
 
 Expected<ir::TensorType> parse_tensor_type(std::string_view text) {

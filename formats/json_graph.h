@@ -18,6 +18,7 @@
 #include "engine/core/status.h"
 #include "engine/ir/graph.h"
 #include "engine/ir/type.h"
+#include "formats/document.h"
 
 namespace tessera::formats {
 
@@ -28,6 +29,11 @@ Expected<ir::Graph> load_json_graph(const std::string& path);
 // "weights_file" is looked up ("" = the working directory).
 Expected<ir::Graph> parse_json_graph(const std::string& text, const std::string& where,
                                      const std::string& base_dir);
+
+// The graph with its "metadata" and "layout" (formats/document.h); content_hash is computed.
+Expected<GraphDocument> load_json_document(const std::string& path);
+Expected<GraphDocument> parse_json_document(const std::string& text, const std::string& where,
+                                            const std::string& base_dir);
 
 struct JsonSaveOptions {
   // Params with more elements than this go to the side .npz; a negative limit keeps every param
@@ -43,6 +49,10 @@ struct JsonSaveOptions {
 // written: they are inferred again after loading.
 Status save_json_graph(const ir::Graph& graph, const std::string& path,
                        const JsonSaveOptions& options = {});
+// The same plus "metadata" (the fields that are set; content_hash is not written: it is
+// recomputed on load) and "layout" (when not empty), after "outputs".
+Status save_json_document(const GraphDocument& doc, const std::string& path,
+                          const JsonSaveOptions& options = {});
 
 // Parses the IR's type spelling, with or without spaces: "f32[N, 1, 28, 28]", "i64[?]", "f32[*]",
 // "f32[]". Dimensions are sizes, identifiers (symbols) or '?'.

@@ -34,7 +34,9 @@ class Saver {
  public:
   Saver(const JsonSaveOptions& options, std::string path) : options_(options), path_(std::move(path)) {}
 
-  Expected<Json> graph_json(const ir::Graph& g, bool top) {
+  // `ptr` is the graph's JSON pointer in the file being written ("" for the top level): an origin
+  // that is the node's own place in this file is left out (the loader gives it back).
+  Expected<Json> graph_json(const ir::Graph& g, bool top, const std::string& ptr = "") {
     TRY(auto names, assign_names(g));
     auto name_of = [&](ir::ValueId v) -> Expected<std::string> {
       if (!g.has_value(v)) return make_error("refers to value %" + std::to_string(v) + ", which does not exist");
@@ -80,6 +82,7 @@ class Saver {
     for (ir::NodeId id : g.node_ids()) {
       const ir::Node& n = g.node(id);
       Json node = Json::object();
+      const std::string node_ptr = ptr + "/nodes/" + std::to_string(index);
       if (id != index) node["id"] = id;
       ++index;
       node["op"] = n.op;
@@ -101,13 +104,17 @@ class Saver {
       if (!n.attrs.empty()) {
         Json attrs = Json::object();
         for (const auto& [key, a] : n.attrs) {
-          auto aj = attr_json(a);
+          auto aj = attr_json(a, node_ptr + "/attrs/" + key);
           if (!aj) return Error{"node #" + std::to_string(id) + " attribute '" + key + "': " + aj.error().message, path_, id};
           attrs[key] = std::move(*aj);
         }
         node["attrs"] = std::move(attrs);
       }
       if (!n.provenance.from.empty()) node["from"] = n.provenance.from;
+      const std::string& origin = n.provenance.origin;
+      const std::string own = ":" + node_ptr;
+      const bool own_place = origin.size() >= own.size() && origin.compare(origin.size() - own.size(), own.size(), own) == 0;
+      if (!own_place) node["origin"] = origin;  // "" too: the loader would put its place there
       nodes.push_back(std::move(node));
     }
     j["nodes"] = std::move(nodes);
@@ -172,7 +179,7 @@ class Saver {
     return key;
   }
 
-  Expected<Json> attr_json(const ir::Attribute& a) {
+  Expected<Json> attr_json(const ir::Attribute& a, const std::string& ptr) {
     switch (a.kind()) {
       case ir::AttrKind::kInt: return Json(a.i());
       case ir::AttrKind::kFloat:
@@ -194,7 +201,7 @@ class Saver {
         return Json{{"tensor", std::move(body)}};
       }
       case ir::AttrKind::kGraph: {
-        TRY(Json g, graph_json(a.g(), false));
+        TRY(Json g, graph_json(a.g(), false, ptr + "/graph"));
         return Json{{"graph", std::move(g)}};
       }
     }
@@ -213,12 +220,45 @@ std::string side_file_path(const std::string& path) {
   return path + ".npz";
 }
 
-}  // namespace
+Json metadata_json(const Metadata& m) {
+  Json j = Json::object();
+  if (!m.producer.empty()) j["producer"] = m.producer;
+  if (!m.engine_version.empty()) j["engine_version"] = m.engine_version;
+  if (m.created_unix_ms != 0) j["created_unix_ms"] = m.created_unix_ms;
+  if (!m.properties.empty()) j["properties"] = m.properties;
+  return j;
+}
 
-Status save_json_graph(const ir::Graph& graph, const std::string& path, const JsonSaveOptions& options) {
+Json layout_json(const Layout& l) {
+  Json j = Json::object();
+  if (!l.positions.empty()) {
+    Json pos = Json::object();
+    for (const auto& [id, p] : l.positions)
+      pos[std::to_string(id)] = Json::array({json_detail::float_to_json(p.x, DType::kF64),
+                                             json_detail::float_to_json(p.y, DType::kF64)});
+    j["positions"] = std::move(pos);
+  }
+  if (!l.groups.empty()) {
+    Json groups = Json::array();
+    for (const NodeGroup& g : l.groups) groups.push_back(Json{{"name", g.name}, {"nodes", g.nodes}, {"collapsed", g.collapsed}});
+    j["groups"] = std::move(groups);
+  }
+  return j;
+}
+
+Status save_json(const ir::Graph& graph, const Metadata* meta, const Layout* layout, const std::string& path,
+                 const JsonSaveOptions& options) {
   try {
     Saver saver(options, path);
     TRY(Json root, saver.graph_json(graph, true));
+    if (meta != nullptr) {
+      Json m = metadata_json(*meta);
+      if (!m.empty()) root["metadata"] = std::move(m);
+    }
+    if (layout != nullptr && !layout->empty()) {
+      RETURN_IF_ERROR(check_layout(*layout, graph, path));
+      root["layout"] = layout_json(*layout);
+    }
     if (saver.weights().empty()) {
       root.erase("weights_file");
     } else {
@@ -232,6 +272,16 @@ Status save_json_graph(const ir::Graph& graph, const std::string& path, const Js
   } catch (const std::exception& e) {
     return make_error(std::string("internal error saving the graph: ") + e.what(), path);
   }
+}
+
+}  // namespace
+
+Status save_json_graph(const ir::Graph& graph, const std::string& path, const JsonSaveOptions& options) {
+  return save_json(graph, nullptr, nullptr, path, options);
+}
+
+Status save_json_document(const GraphDocument& doc, const std::string& path, const JsonSaveOptions& options) {
+  return save_json(doc.graph, &doc.metadata, &doc.layout, path, options);
 }
 
 }  // namespace tessera::formats

@@ -36,14 +36,11 @@ for v in "$threads" "$runs" "$rounds"; do
   [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "bench: --threads, --runs, --rounds take positive integers" >&2; exit 2; }
 done
 
-# 1. Debian packages (idempotent, as scripts/setup.sh). nodejs may come from another source that
-#    bundles npm (and conflicts with Debian's npm package): working commands are enough.
+# 1. Debian packages (idempotent, as scripts/setup.sh); node and npm come with step 2.
 missing=()
 for p in python3-torch python3-torchvision python3-numpy libopenblas0-openmp; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-command -v node >/dev/null || missing+=(nodejs)
-command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -58,15 +55,9 @@ case "$blas" in
           "(update-alternatives --config libblas.so.3-x86_64-linux-gnu)" >&2 ;;
 esac
 
-# 2. onnxruntime-node, CPU build (its install script only fetches GPU binaries, hence --ignore-scripts).
-npm_dir=build/npm
-if [ ! -f "$npm_dir/node_modules/onnxruntime-node/package.json" ]; then
-  echo "bench: installing onnxruntime-node into $npm_dir"
-  mkdir -p "$npm_dir"
-  npm install --prefix "$npm_dir" --ignore-scripts --no-audit --no-fund --loglevel=error \
-    onnxruntime-node@1.30.0 >/dev/null
-fi
-export NODE_PATH="$PWD/$npm_dir/node_modules"
+# 2. node, npm and onnxruntime-node (CPU build) in build/npm.
+NODE_PATH=$(bash scripts/npm.sh | tail -n 1)
+export NODE_PATH
 
 # 3. The tessera CLI.
 tessera=build/release/cli/tessera

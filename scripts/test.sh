@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 bash scripts/setup.sh
 bash scripts/build.sh release
+# ONNX Runtime for node, for the export check (formats.ort_export skips, exit 77, without it).
+if NODE_PATH=$(bash scripts/npm.sh | tail -1); then export NODE_PATH; else echo "test.sh: onnxruntime-node not installed; formats.ort_export will skip"; fi
 ctest --preset release -j2
 bash scripts/build.sh asan
 ctest --preset asan -j2

@@ -1,12 +1,15 @@
 // tessera-onnx-conformance: runs ONNX backend test cases (model.onnx + test_data_set_N/) through
 // the ONNX importer and an engine, compares every output with the stored one, and prints a
-// summary. Cases listed in the filter file are skipped (grouped by reason there).
+// summary. Cases listed in the filter file are skipped (grouped by reason there). With
+// --roundtrip EXT every imported graph is first saved through formats::save_graph_file as
+// case.EXT and loaded back (formats::load_graph_file), so the run checks that format's writer.
 //
-//   tessera-onnx-conformance --filter tests/conformance/onnx_filters.txt \
+//   tessera-onnx-conformance --filter tests/conformance/onnx_filters.txt
 //       /usr/share/libonnx-testdata/data/node /usr/share/libonnx-testdata/data/simple
 //
 // Exit code 0 when every case that is not skipped passes, 1 otherwise, 2 on bad usage.
 #include <fnmatch.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -18,12 +21,14 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/ops/op_def.h"
 #include "engine/runtime/interpreter.h"
 #include "engine/stages/session.h"
+#include "formats/graph_file.h"
 #include "formats/onnx_import.h"
 
 namespace fs = std::filesystem;
@@ -180,8 +185,44 @@ std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix, c
   return out;
 }
 
-Status run_case(const Case& c, const ops::OpRegistry& registry, const Execute& execute, const Tolerance& tol) {
+// --roundtrip: where the saved copies go, and what counts as a format's refusal (the writer says
+// the graph is "not exportable to ..." because the format cannot express an op) rather than a bug.
+struct RoundTrip {
+  std::string ext;  // "onnx", "tsr"; empty: no round trip
+  fs::path dir;
+};
+
+// A case the format refuses to write: reported as skipped, with the writer's reason.
+struct Refused {
+  std::string reason;
+};
+
+// Saves `graph` as DIR/<case>.EXT and loads it back. A writer refusal ("not exportable to ...")
+// comes back in `refused`, anything else as an error.
+Expected<ir::Graph> round_trip(ir::Graph graph, const Case& c, const RoundTrip& rt, std::optional<Refused>& refused) {
+  const std::string path = (rt.dir / (c.name + "." + rt.ext)).string();
+  Status saved = formats::save_graph_file(graph, path);
+  if (!saved.is_ok()) {
+    if (saved.error().message.rfind("not exportable to", 0) == 0) {
+      refused = Refused{saved.error().message};
+      return graph;
+    }
+    return make_error("saving as ." + rt.ext + ": " + saved.error().to_string());
+  }
+  auto loaded = formats::load_graph_file(path);
+  std::error_code ec;
+  fs::remove(path, ec);
+  if (!loaded) return make_error("loading the saved ." + rt.ext + ": " + loaded.error().to_string());
+  return std::move(loaded).value();
+}
+
+Status run_case(const Case& c, const ops::OpRegistry& registry, const Execute& execute, const Tolerance& tol,
+                const RoundTrip& rt, std::optional<Refused>& refused) {
   TRY(ir::Graph graph, formats::import_onnx_file((c.dir / "model.onnx").string(), registry));
+  if (!rt.ext.empty()) {
+    TRY(graph, round_trip(std::move(graph), c, rt, refused));
+    if (refused) return Status::ok();
+  }
   const auto sets = numbered(c.dir, "test_data_set_", "");
   if (sets.empty()) return make_error("no test_data_set_N folder");
   for (const fs::path& set : sets) {
@@ -217,12 +258,14 @@ int run_main(int argc, char** argv) {
   CLI::App app{"Runs ONNX backend test cases through the ONNX importer and a Tessera engine.",
                "tessera-onnx-conformance"};
   std::vector<std::string> roots;
-  std::string filter_path, engine_name = "reference", only;
+  std::string filter_path, engine_name = "reference", only, roundtrip_ext;
   bool verbose = false, check_skips = false;
   app.add_option("roots", roots, "data roots: case folders or folders of them (node/, simple/, ...)")->required();
   app.add_option("--filter", filter_path, "filter file: skipped cases grouped by reason");
   app.add_option("--engine", engine_name, "engine that executes the graphs: reference | compiled");
   app.add_option("--only", only, "run only cases whose name contains this substring");
+  app.add_option("--roundtrip", roundtrip_ext,
+                 "save each imported graph as case.EXT (formats::save_graph_file) and load it back before running");
   app.add_flag("--verbose", verbose, "print every case, skipped ones with their reason");
   app.add_flag("--check-skips", check_skips, "also run skipped cases and list those that pass (stale filter entries)");
   try {
@@ -241,6 +284,17 @@ int run_main(int argc, char** argv) {
     std::cerr << "tessera-onnx-conformance: " << filters.error().to_string() << "\n";
     return 2;
   }
+  RoundTrip rt{roundtrip_ext, {}};
+  if (!rt.ext.empty()) {
+    if (rt.ext[0] == '.') rt.ext.erase(0, 1);
+    std::error_code ec;
+    rt.dir = fs::temp_directory_path(ec) / ("tessera-roundtrip-" + std::to_string(::getpid()));
+    fs::create_directories(rt.dir, ec);
+    if (ec) {
+      std::cerr << "tessera-onnx-conformance: cannot create " << rt.dir << ": " << ec.message() << "\n";
+      return 2;
+    }
+  }
   std::vector<Case> cases;
   for (const std::string& r : roots) {
     if (!fs::is_directory(r)) {
@@ -249,7 +303,7 @@ int run_main(int argc, char** argv) {
     }
     collect_cases(r, 0, cases);
   }
-  int total = 0, passed = 0, skipped = 0, failed = 0;
+  int total = 0, passed = 0, skipped = 0, failed = 0, refused_count = 0;
   const auto start = std::chrono::steady_clock::now();
   for (const Case& c : cases) {
     if (!only.empty() && c.name.find(only) == std::string::npos) continue;
@@ -257,12 +311,18 @@ int run_main(int argc, char** argv) {
     if (const std::string* reason = filters->skip_reason(c.name)) {
       ++skipped;
       if (verbose) std::cout << "SKIP " << c.name << " (" << *reason << ")\n";
-      if (check_skips && run_case(c, registry, *execute, filters->tolerance(c.name)).is_ok())
+      std::optional<Refused> refused;
+      if (check_skips && run_case(c, registry, *execute, filters->tolerance(c.name), rt, refused).is_ok() && !refused)
         std::cout << "STALE " << c.name << " passes but is skipped (" << *reason << ")\n";
       continue;
     }
-    Status st = run_case(c, registry, *execute, filters->tolerance(c.name));
-    if (st.is_ok()) {
+    std::optional<Refused> refused;
+    Status st = run_case(c, registry, *execute, filters->tolerance(c.name), rt, refused);
+    if (st.is_ok() && refused) {
+      ++skipped;
+      ++refused_count;
+      if (verbose) std::cout << "SKIP " << c.name << " (." << rt.ext << " refuses it: " << refused->reason << ")\n";
+    } else if (st.is_ok()) {
       ++passed;
       if (verbose) std::cout << "PASS " << c.name << "\n";
     } else {
@@ -273,10 +333,16 @@ int run_main(int argc, char** argv) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   char pct[32];
   std::snprintf(pct, sizeof pct, "%.1f", total ? 100.0 * passed / total : 0.0);
-  std::cout << "onnx conformance: " << passed << "/" << total << " passed (" << pct << "%), " << skipped
-            << " skipped by filter, " << failed << " failed";
+  std::cout << "onnx conformance" << (rt.ext.empty() ? "" : " (round trip through ." + rt.ext + ")") << ": " << passed
+            << "/" << total << " passed (" << pct << "%), " << skipped - refused_count << " skipped by filter, ";
+  if (!rt.ext.empty()) std::cout << refused_count << " refused by ." << rt.ext << ", ";
+  std::cout << failed << " failed";
   if (verbose) std::cout << " [" << static_cast<int>(secs + 0.5) << " s, engine " << engine_name << "]";
   std::cout << "\n";
+  if (!rt.ext.empty()) {
+    std::error_code ec;
+    fs::remove_all(rt.dir, ec);
+  }
   return failed == 0 ? 0 : 1;
 }
 

@@ -1,0 +1,59 @@
+// GraphDocument helpers and load/save of documents by extension.
+#include "formats/document.h"
+
+#include <cstdio>
+#include <set>
+
+#include "engine/ir/hash.h"
+#include "formats/graph_file.h"
+#include "formats/json_graph.h"
+#include "formats/tsr.h"
+
+namespace tessera::formats {
+namespace {
+
+bool has_extension(const std::string& path, const std::string& ext) {
+  return path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+}
+
+}  // namespace
+
+std::string graph_content_hash(const ir::Graph& graph) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(ir::structural_hash(graph)));
+  return buf;
+}
+
+Status check_layout(const Layout& layout, const ir::Graph& graph, const std::string& where) {
+  for (const auto& [id, pos] : layout.positions) {
+    if (!graph.has_node(id))
+      return make_error("layout: a position for node #" + std::to_string(id) + ", which the graph does not have", where);
+  }
+  std::set<std::string> names;
+  for (const NodeGroup& g : layout.groups) {
+    if (!names.insert(g.name).second) return make_error("layout: two groups named '" + g.name + "'", where);
+    for (ir::NodeId id : g.nodes)
+      if (!graph.has_node(id))
+        return make_error("layout: group '" + g.name + "' lists node #" + std::to_string(id) +
+                              ", which the graph does not have",
+                          where);
+  }
+  return Status::ok();
+}
+
+Expected<GraphDocument> load_document(const std::string& path) {
+  if (has_extension(path, ".tsr")) return read_tsr(path);
+  if (has_extension(path, ".json")) return load_json_document(path);
+  GraphDocument doc;
+  TRY(doc.graph, load_graph_file(path));
+  return doc;
+}
+
+Status save_document(const GraphDocument& doc, const std::string& path) {
+  if (has_extension(path, ".tsr")) return write_tsr(doc, path);
+  if (has_extension(path, ".json")) return save_json_document(doc, path);
+  RETURN_IF_ERROR(check_layout(doc.layout, doc.graph, path));
+  return save_graph_file(doc.graph, path);
+}
+
+}  // namespace tessera::formats
