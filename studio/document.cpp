@@ -1,10 +1,15 @@
-// The studio's document: loading a graph file, inference results, and the graph_reset signal.
+// The studio's document: files, inference results, the edit methods and their change signals.
 #include "studio/document.h"
 
+#include <QDateTime>
 #include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <algorithm>
+#include <set>
 
-#include "engine/ops/infer.h"
-#include "formats/graph_file.h"
+#include "studio/edit_commands.h"
 
 namespace tessera::studio {
 
@@ -16,81 +21,346 @@ Error naming_file(Error e, const std::string& path) {
   return e;
 }
 
-}  // namespace
-
-Expected<LoadedGraph> load_graph(const std::string& path, const ops::OpRegistry& registry) {
-  Expected<ir::Graph> read = formats::load_graph_file(path);
-  if (!read) return naming_file(read.error(), path);
-  LoadedGraph out{std::move(read).value(), path, std::nullopt, {}};
-  ir::Graph& graph = out.graph;
-  out.typed.assign(static_cast<size_t>(graph.value_capacity()), false);
-  for (const auto* list : {&graph.inputs(), &graph.params(), &graph.captures()})
-    for (ir::ValueId v : *list)
-      if (graph.has_value(v)) out.typed[v] = true;
-
-  // Structural and schema problems first: then no node output has a type yet.
-  if (Status checked = ops::check_graph(graph, registry); !checked) {
-    out.inference_error = naming_file(checked.error(), path);
-    return out;
-  }
-  const Status inferred = ops::infer_types(graph, registry);
-  // infer_types visits the nodes in graph.topological_order() and stops at the first failure, so
-  // the nodes before the failing one (in that order) have their types and the rest do not.
-  const ir::NodeId failed = inferred ? ir::kNoNode : inferred.error().node;
-  if (!inferred && failed == ir::kNoNode) {
-    out.inference_error = naming_file(inferred.error(), path);
-    return out;
-  }
-  Expected<std::vector<ir::NodeId>> order = graph.topological_order();
-  if (order) {
-    for (ir::NodeId id : *order) {
-      if (id == failed) break;
-      for (ir::ValueId v : graph.node(id).outputs) out.typed[v] = true;
-    }
-  }
-  if (!inferred) out.inference_error = naming_file(inferred.error(), path);
-  return out;
+// Value positions travel in a metadata property, by name: {"x": [10, 20], ...}.
+std::string value_positions_json(const DocumentState& state) {
+  QJsonObject o;
+  for (const auto& [id, pos] : state.value_positions)
+    if (state.graph().has_value(id))
+      o.insert(QString::fromStdString(state.graph().value(id).name), QJsonArray{pos.x, pos.y});
+  return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
 }
 
+// Takes the property out of the metadata; entries that name no input or param are dropped.
+void read_value_positions(DocumentState& state) {
+  auto& props = state.file.metadata.properties;
+  auto it = props.find(kValuePositionsProperty);
+  if (it == props.end()) return;
+  const QJsonObject o = QJsonDocument::fromJson(QByteArray::fromStdString(it->second)).object();
+  props.erase(it);
+  const ir::Graph& g = state.graph();
+  for (const auto* list : {&g.inputs(), &g.params()}) {
+    for (ir::ValueId v : *list) {
+      const QJsonArray xy = o.value(QString::fromStdString(g.value(v).name)).toArray();
+      if (xy.size() == 2)
+        state.value_positions[v] = NodePosition{xy[0].toDouble(), xy[1].toDouble()};
+    }
+  }
+}
+
+template <class T>
+bool differs(const std::optional<T>& a, const std::optional<T>& b) {
+  return a.has_value() != b.has_value() || (a && !(*a == *b));
+}
+
+bool same_value(const ValueState& a, const ValueState& b) {
+  return a.value.name == b.value.name && a.data.has_value() == b.data.has_value() &&
+         (!a.data || a.data->raw_data() == b.data->raw_data() || a.data->equals(*b.data));
+}
+
+}  // namespace
+
 Document::Document(const ops::OpRegistry& registry, QObject* parent)
-    : QObject(parent), registry_(registry) {}
+    : QObject(parent), registry_(registry) {
+  QObject::connect(&stack_, &QUndoStack::cleanChanged, this,
+                   [this](bool clean) { emit modified_changed(!clean); });
+  reanalyse();
+}
+
+Document::~Document() = default;
+
+// ---- files ----
+
+void Document::replace_state(DocumentState state, std::string path) {
+  state_ = std::move(state);
+  path_ = std::move(path);
+  reanalyse();
+  stack_.clear();  // may emit modified_changed(false)
+  emit graph_reset();
+}
 
 Status Document::load(const std::string& path) {
-  TRY(LoadedGraph loaded, load_graph(path, registry_));
-  graph_ = std::move(loaded.graph);
-  path_ = std::move(loaded.path);
-  inference_error_ = std::move(loaded.inference_error);
-  typed_ = std::move(loaded.typed);
-  node_errors_.clear();
-  if (inference_error_ && graph_.has_node(inference_error_->node))
-    node_errors_.emplace(inference_error_->node, *inference_error_);
-  emit graph_reset();
+  Expected<formats::GraphDocument> read = formats::load_document(path);
+  if (!read) return naming_file(read.error(), path);
+  DocumentState state;
+  state.file = std::move(read).value();
+  read_value_positions(state);
+  replace_state(std::move(state), path);
   return Status::ok();
 }
 
+Status Document::save(const std::string& path) {
+  formats::GraphDocument out = state_.file;
+  out.metadata.producer = "tessera-studio";
+  out.metadata.engine_version = TESSERA_VERSION;
+  if (out.metadata.created_unix_ms == 0)
+    out.metadata.created_unix_ms = QDateTime::currentMSecsSinceEpoch();
+  formats::Metadata kept = out.metadata;
+  if (!state_.value_positions.empty())
+    out.metadata.properties[kValuePositionsProperty] = value_positions_json(state_);
+  if (Status st = formats::save_document(out, path); !st) return naming_file(st.error(), path);
+  state_.file.metadata = std::move(kept);
+  const bool renamed = path != path_;
+  path_ = path;
+  stack_.setClean();
+  if (renamed) emit path_changed();
+  return Status::ok();
+}
+
+void Document::reset() {
+  DocumentState empty;
+  replace_state(std::move(empty), std::string());
+}
+
+bool Document::is_empty() const {
+  const ir::Graph& g = graph();
+  return path_.empty() && g.num_nodes() == 0 && g.inputs().empty() && g.params().empty();
+}
+
+std::optional<NodePosition> Document::position(ir::NodeId id) const {
+  auto it = layout().positions.find(id);
+  return it == layout().positions.end() ? std::nullopt : std::optional<NodePosition>(it->second);
+}
+
+std::optional<NodePosition> Document::value_position(ir::ValueId id) const {
+  auto it = state_.value_positions.find(id);
+  return it == state_.value_positions.end() ? std::nullopt
+                                            : std::optional<NodePosition>(it->second);
+}
+
 QString Document::file_name() const {
+  if (path_.empty()) return tr("Untitled");
   return QFileInfo(QString::fromStdString(path_)).fileName();
 }
 
 const ops::OpDef* Document::op_def(ir::NodeId id) const {
-  if (!graph_.has_node(id)) return nullptr;
-  return registry_.find(graph_.node(id).op);
+  if (!graph().has_node(id)) return nullptr;
+  return registry_.find(graph().node(id).op);
+}
+
+// ---- inference ----
+
+void Document::reanalyse() {
+  analysis_ = analyse_types(state_.graph(), registry_);
+  inference_error_ = analysis_.first_error;
+  if (inference_error_ && !path_.empty()) inference_error_ = naming_file(*inference_error_, path_);
 }
 
 const Error* Document::node_error(ir::NodeId id) const {
-  auto it = node_errors_.find(id);
-  return it == node_errors_.end() ? nullptr : &it->second;
+  const NodeProblem* p = analysis_.problem(id);
+  return p ? &p->error : nullptr;
+}
+
+bool Document::is_incomplete(ir::NodeId id) const {
+  const NodeProblem* p = analysis_.problem(id);
+  return p && p->incomplete;
 }
 
 bool Document::is_typed(ir::ValueId id) const {
-  return id >= 0 && id < static_cast<ir::ValueId>(typed_.size()) && typed_[id];
+  return id >= 0 && id < static_cast<ir::ValueId>(analysis_.typed.size()) &&
+         analysis_.typed[static_cast<size_t>(id)];
 }
 
 int64_t Document::parameter_count() const {
   int64_t total = 0;
-  for (ir::ValueId v : graph_.params())
-    if (const Tensor* t = graph_.param_data(v)) total += t->numel();
+  for (ir::ValueId v : graph().params())
+    if (const Tensor* t = graph().param_data(v)) total += t->numel();
   return total;
+}
+
+std::vector<std::optional<ir::TensorType>> Document::inferred_types() const {
+  std::vector<std::optional<ir::TensorType>> types(analysis_.typed.size());
+  for (size_t v = 0; v < types.size(); ++v)
+    if (analysis_.typed[v]) types[v] = graph().value(static_cast<ir::ValueId>(v)).type;
+  return types;
+}
+
+// ---- edits ----
+
+Status Document::push(Expected<Edit> edit) {
+  if (!edit) return edit.error();
+  if (edit->no_op) return Status::ok();
+  stack_.push(new EditCommand(*this, std::move(edit).value()));
+  return Status::ok();
+}
+
+Expected<ir::NodeId> Document::add_node(const std::string& op, const std::string& name,
+                                        NodePosition position, const ir::Attributes& attrs) {
+  TRY(Edit edit, plan_add_node(context(), op, name, position, attrs));
+  const ir::NodeId id = edit.nodes.front();
+  RETURN_IF_ERROR(push(std::move(edit)));
+  return id;
+}
+
+Expected<ir::ValueId> Document::add_input(const std::string& name, const ir::TensorType& type,
+                                          NodePosition position) {
+  TRY(Edit edit, plan_add_input(context(), name, type, position));
+  const ir::ValueId id = edit.value;
+  RETURN_IF_ERROR(push(std::move(edit)));
+  return id;
+}
+
+Expected<ir::ValueId> Document::add_param(const std::string& name, const Tensor& data,
+                                          NodePosition position) {
+  TRY(Edit edit, plan_add_param(context(), name, data, position));
+  const ir::ValueId id = edit.value;
+  RETURN_IF_ERROR(push(std::move(edit)));
+  return id;
+}
+
+Status Document::remove_value(ir::ValueId id) {
+  return push(plan_remove_value(context(), id));
+}
+
+Status Document::set_graph_outputs(const std::vector<ir::ValueId>& outputs) {
+  if (outputs == graph().outputs()) return Status::ok();
+  return push(plan_set_outputs(context(), outputs));
+}
+
+Status Document::add_output(ir::ValueId value) {
+  std::vector<ir::ValueId> outputs = graph().outputs();
+  if (std::find(outputs.begin(), outputs.end(), value) != outputs.end()) return Status::ok();
+  outputs.push_back(value);
+  return push(plan_set_outputs(context(), outputs));
+}
+
+Status Document::remove_output(ir::ValueId value) {
+  std::vector<ir::ValueId> outputs = graph().outputs();
+  auto it = std::find(outputs.begin(), outputs.end(), value);
+  if (it == outputs.end())
+    return make_error("value %" + std::to_string(value) + " is not a graph output");
+  outputs.erase(it);
+  return push(plan_set_outputs(context(), outputs));
+}
+
+Status Document::remove_nodes(const std::vector<ir::NodeId>& ids) {
+  return push(plan_remove_nodes(context(), ids));
+}
+
+Status Document::connect(ir::ValueId value, ir::NodeId node, int input_index) {
+  return push(plan_connect(context(), value, node, input_index));
+}
+
+Status Document::disconnect(ir::NodeId node, int input_index) {
+  return push(plan_disconnect(context(), node, input_index));
+}
+
+Status Document::set_attribute(ir::NodeId node, const std::string& key,
+                               const ir::Attribute& value) {
+  return push(plan_set_attribute(context(), node, key, value));
+}
+
+Status Document::clear_attribute(ir::NodeId node, const std::string& key) {
+  return push(plan_set_attribute(context(), node, key, std::nullopt));
+}
+
+Status Document::rename_node(ir::NodeId node, const std::string& name) {
+  return push(plan_rename_node(context(), node, name));
+}
+
+Status Document::rename_value(ir::ValueId value, const std::string& name) {
+  return push(plan_rename_value(context(), value, name));
+}
+
+Status Document::move_nodes(const std::vector<ir::NodeId>& ids, double dx, double dy) {
+  return push(plan_move_nodes(context(), ids, dx, dy));
+}
+
+Status Document::set_positions(const std::map<ir::NodeId, NodePosition>& positions) {
+  return push(plan_set_positions(context(), positions));
+}
+
+Status Document::set_value_position(ir::ValueId value, NodePosition position) {
+  return push(plan_set_value_position(context(), value, position));
+}
+
+Status Document::group(const std::vector<ir::NodeId>& ids, const std::string& name) {
+  return push(plan_group(context(), ids, name));
+}
+
+Status Document::ungroup(const std::string& name) {
+  return push(plan_ungroup(context(), name));
+}
+
+Status Document::set_group_collapsed(const std::string& name, bool collapsed) {
+  return push(plan_set_group_collapsed(context(), name, collapsed));
+}
+
+Expected<ClipboardPayload> Document::copy(const std::vector<ir::NodeId>& ids) const {
+  return copy_selection(state_, ids);
+}
+
+Expected<std::vector<ir::NodeId>> Document::paste(const ClipboardPayload& payload, double dx,
+                                                  double dy) {
+  TRY(Edit edit, plan_paste(context(), payload, dx, dy));
+  std::vector<ir::NodeId> ids = edit.nodes;
+  RETURN_IF_ERROR(push(std::move(edit)));
+  return ids;
+}
+
+// ---- applying changes ----
+
+void Document::apply_change(const StatePatch& to, const StatePatch& from) {
+  const std::map<ir::NodeId, NodeProblem> problems = analysis_.problems;
+  const std::vector<std::optional<ir::TensorType>> types = inferred_types();
+  apply_patch(state_, to);
+  reanalyse();
+  emit_changes(to, from, problems, types);
+}
+
+void Document::emit_changes(const StatePatch& to, const StatePatch& from,
+                            const std::map<ir::NodeId, NodeProblem>& problems,
+                            const std::vector<std::optional<ir::TensorType>>& types) {
+  std::vector<ir::NodeId> added, removed;
+  std::set<ir::NodeId> changed;
+  bool edges = false;
+  for (const auto& [id, node] : to.nodes) {
+    const std::optional<ir::Node>& was = from.nodes.at(id);
+    if (node && !was)
+      added.push_back(id);
+    else if (!node && was)
+      removed.push_back(id);
+    else if (node && was) {
+      changed.insert(id);
+      edges = edges || node->inputs != was->inputs;
+    }
+  }
+  edges = edges || !added.empty() || !removed.empty() || differs(to.outputs, from.outputs);
+  const bool terminals = differs(to.inputs, from.inputs) || differs(to.params, from.params) ||
+                         differs(to.outputs, from.outputs);
+  edges = edges || terminals;
+  std::set<ir::ValueId> values;
+  for (const auto& [id, v] : to.values) {
+    const std::optional<ValueState>& was = from.values.at(id);
+    if (v && was && !same_value(*v, *was)) values.insert(id);
+  }
+  for (const auto& [id, pos] : to.value_positions)
+    if (differs(pos, from.value_positions.at(id)) && graph().has_value(id)) values.insert(id);
+  QList<ir::NodeId> moved;
+  for (const auto& [id, pos] : to.positions)
+    if (differs(pos, from.positions.at(id))) moved.append(id);
+  // Nodes whose inference problem appeared, went or changed.
+  std::set<ir::NodeId> ids;
+  for (const auto& [id, p] : problems) ids.insert(id);
+  for (const auto& [id, p] : analysis_.problems) ids.insert(id);
+  for (ir::NodeId id : ids) {
+    const NodeProblem* now = analysis_.problem(id);
+    auto before = problems.find(id);
+    const bool same = now && before != problems.end() &&
+                      now->error.message == before->second.error.message &&
+                      now->incomplete == before->second.incomplete;
+    if (!same && graph().has_node(id) && std::find(added.begin(), added.end(), id) == added.end())
+      changed.insert(id);
+  }
+
+  for (ir::NodeId id : removed) emit node_removed(id);
+  for (ir::NodeId id : added) emit node_added(id);
+  for (ir::NodeId id : changed) emit node_changed(id);
+  for (ir::ValueId id : values) emit value_changed(id);
+  if (edges) emit edges_changed();
+  if (terminals) emit terminals_changed();
+  if (!moved.isEmpty()) emit layout_changed(moved);
+  if (differs(to.groups, from.groups)) emit groups_changed();
+  if (inferred_types() != types) emit types_changed();
 }
 
 }  // namespace tessera::studio

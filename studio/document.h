@@ -1,19 +1,32 @@
-// The studio's document: the one graph being shown, the file it came from, and what type inference
-// said about it. It is the model of model/view (as QtNodes' AbstractGraphModel): the canvas and
-// every later panel observe it through its signals and never keep their own copy of the graph.
-// It runs headless, so tests drive it without a window. (Later issues add the layout, selection
-// and an undo stack of edit commands here.)
+// The studio's document: the graph being edited with its metadata and layout, the file it came
+// from, what type inference says about it, and the undo stack of the edits made to it. It is the
+// model of model/view (as QtNodes' AbstractGraphModel): the graph's ids are the model's ids, the
+// canvas, palette and inspector observe it through its signals and change it only through its edit
+// methods, and none of them keeps a copy of the graph. It runs headless, so tests drive it without
+// a window.
+//
+// Every edit method validates first and either pushes one undo command (an EditCommand, see
+// studio/edit_commands.h) or returns the reason it is refused, leaving the document, the stack and
+// the signals untouched. After every do, undo and redo the document runs type inference on the
+// whole graph, then emits the signals below (in this order: node_removed, node_added,
+// node_changed, value_changed, edges_changed, terminals_changed, layout_changed, groups_changed,
+// types_changed). Observers may query the document from any of them: it is already up to date.
 //
 // Usage:
 //   ops::OpRegistry registry = ops::make_default_registry();
 //   Document doc(registry);                        // the registry outlives the document
 //   Status st = doc.load("samples/lenet.json");    // emits graph_reset() on success
 //   if (!st) report(st.to_string());               // the message names the file
-//   doc.graph().value(doc.graph().outputs()[0]).type.to_string();   // "f32[N, 10]"
+//   TRY(ir::NodeId relu, doc.add_node("Relu", "act", {40, 300}));
+//   RETURN_IF_ERROR(doc.connect(doc.graph().outputs()[0], relu, 0));
+//   doc.undo_stack().undo();                       // the edge goes, then the node
+//   RETURN_IF_ERROR(doc.save("lenet.tsr"));        // .tsr and .json keep the layout
 #pragma once
 
+#include <QList>
 #include <QObject>
 #include <QString>
+#include <QUndoStack>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -23,62 +36,136 @@
 #include "engine/core/status.h"
 #include "engine/ir/graph.h"
 #include "engine/ops/op_def.h"
+#include "studio/clipboard.h"
+#include "studio/document_state.h"
+#include "studio/edits.h"
+#include "studio/type_analysis.h"
 
 namespace tessera::studio {
-
-// A graph read from a file with its types inferred as far as inference got.
-struct LoadedGraph {
-  ir::Graph graph;
-  std::string path;
-  // Why inference stopped, when it did. A graph whose inference fails still opens (that is when a
-  // user most needs to see it); the node named by the error is drawn in red.
-  std::optional<Error> inference_error;
-  // By ValueId: the value's type is known (declared input or param, or inferred output). Outputs
-  // of nodes that inference did not reach keep a meaningless default type and are false here.
-  std::vector<bool> typed;
-};
-
-// Reads PATH (.json or .tir, by extension), then checks the graph against the registry and infers
-// its types. Fails only when the file cannot be read or parsed; the error then names the file.
-Expected<LoadedGraph> load_graph(const std::string& path, const ops::OpRegistry& registry);
 
 class Document : public QObject {
   Q_OBJECT
 
  public:
   explicit Document(const ops::OpRegistry& registry, QObject* parent = nullptr);
+  ~Document() override;
 
-  // Replaces the graph with the file's. On failure the document keeps what it had, emits nothing
-  // and returns an error whose text names the file.
+  // ---- files ----
+  // Replaces the document with the file's (.tsr, .json, .tir or .onnx, by extension) and clears
+  // the undo stack. On failure the document keeps what it had, emits nothing and returns an error
+  // whose text names the file. A file that parses but fails type inference still opens.
   Status load(const std::string& path);
+  // Writes the document (by extension: .tsr and .json keep metadata and layout, .tir and .onnx
+  // only the graph), then takes PATH as its path and marks the stack clean. Errors name the file.
+  Status save(const std::string& path);
+  // An empty, unnamed document; clears the undo stack; emits graph_reset().
+  void reset();
 
-  bool is_empty() const { return path_.empty(); }
-  const ir::Graph& graph() const { return graph_; }
-  const std::string& path() const { return path_; }  // as given to load(); empty when none
-  QString file_name() const;                         // the last path component
+  // No file and nothing built: no node, graph input or param.
+  bool is_empty() const;
+  bool is_modified() const { return !stack_.isClean(); }
+  const ir::Graph& graph() const { return state_.graph(); }
+  const DocumentState& state() const { return state_; }
+  const formats::Layout& layout() const { return state_.layout(); }
+  const formats::Metadata& metadata() const { return state_.file.metadata; }
+  std::optional<NodePosition> position(ir::NodeId id) const;
+  std::optional<NodePosition> value_position(ir::ValueId id) const;
+  const std::string& path() const {
+    return path_;
+  }                           // as given to load() or save(); empty when none
+  QString file_name() const;  // the last path component; "Untitled" when none
   const ops::OpRegistry& registry() const { return registry_; }
   const ops::OpDef* op_def(ir::NodeId id) const;  // nullptr for an unknown op
+  // For the Edit menu (createUndoAction), the history view, macros. Push only EditCommands.
+  QUndoStack& undo_stack() { return stack_; }
 
-  // Inference: the error that stopped it (absent when every node was typed), the error that
-  // concerns node `id` (nullptr when none), and whether value `id` has a known type.
+  // ---- inference ----
+  // The first problem in topological order (named with the file when there is one), absent when
+  // every node was typed; the problem of node `id` (a failure, or a required input or attribute
+  // missing), nullptr when none; whether value `id` has a known type.
   const std::optional<Error>& inference_error() const { return inference_error_; }
   const Error* node_error(ir::NodeId id) const;
+  bool is_incomplete(ir::NodeId id) const;  // its problem is only a missing input or attribute
   bool is_typed(ir::ValueId id) const;
+  const TypeAnalysis& analysis() const { return analysis_; }
 
   // Number of weight elements: the sum of the element counts of the graph's params.
   int64_t parameter_count() const;
 
+  // ---- edits: each pushes one undo command or returns why it is refused (studio/edits.h) ----
+  Expected<ir::NodeId> add_node(const std::string& op, const std::string& name = {},
+                                NodePosition position = {}, const ir::Attributes& attrs = {});
+  Expected<ir::ValueId> add_input(const std::string& name, const ir::TensorType& type,
+                                  NodePosition position = {});
+  Expected<ir::ValueId> add_param(const std::string& name, const Tensor& data,
+                                  NodePosition position = {});
+  Status remove_value(ir::ValueId id);  // a graph input or param
+  Status set_graph_outputs(const std::vector<ir::ValueId>& outputs);
+  Status add_output(ir::ValueId value);     // appended; nothing to do when already an output
+  Status remove_output(ir::ValueId value);  // refused when it is not an output
+  Status remove_nodes(const std::vector<ir::NodeId>& ids);
+  Status connect(ir::ValueId value, ir::NodeId node, int input_index);
+  Status disconnect(ir::NodeId node, int input_index);
+  Status set_attribute(ir::NodeId node, const std::string& key, const ir::Attribute& value);
+  Status clear_attribute(ir::NodeId node, const std::string& key);
+  Status rename_node(ir::NodeId node, const std::string& name);
+  Status rename_value(ir::ValueId value, const std::string& name);
+  Status move_nodes(const std::vector<ir::NodeId>& ids, double dx, double dy);
+  Status set_positions(const std::map<ir::NodeId, NodePosition>& positions);
+  Status set_value_position(ir::ValueId value, NodePosition position);
+  Status group(const std::vector<ir::NodeId>& ids, const std::string& name);
+  Status ungroup(const std::string& name);
+  Status set_group_collapsed(const std::string& name, bool collapsed);
+  // The selection as a clipboard payload (studio/clipboard.h), and pasting one: the new node ids.
+  Expected<ClipboardPayload> copy(const std::vector<ir::NodeId>& ids) const;
+  Expected<std::vector<ir::NodeId>> paste(const ClipboardPayload& payload, double dx, double dy);
+  // Groups the edits made until end_macro() into one undo step ("Add conv layer").
+  void begin_macro(const QString& text) { stack_.beginMacro(text); }
+  void end_macro() { stack_.endMacro(); }
+
  signals:
-  // The whole graph was replaced (a file was opened): observers rebuild from scratch.
+  // The whole document was replaced (a file was opened, reset()): observers rebuild from scratch.
   void graph_reset();
+  void node_added(ir::NodeId id);
+  void node_removed(ir::NodeId id);
+  // Attributes, name, inputs or the inference problem of a node that stays changed.
+  void node_changed(ir::NodeId id);
+  // A graph input, param or node output that stays changed its name, data or position.
+  void value_changed(ir::ValueId id);
+  // Some node input or graph output now refers to another value (or to none).
+  void edges_changed();
+  // The graph input, param or output lists changed.
+  void terminals_changed();
+  // These nodes' positions changed (or were set or removed).
+  void layout_changed(QList<ir::NodeId> ids);
+  void groups_changed();
+  // Some value's inferred type, or whether it is typed, changed.
+  void types_changed();
+  // is_modified() changed (an edit after a save, undo back to the saved state, a save).
+  void modified_changed(bool modified);
+  // path() changed (save as).
+  void path_changed();
 
  private:
+  friend class EditCommand;
+  // Writes a patch and updates inference and observers; EditCommand's redo and undo call it with
+  // the patch to write (`to`) and the one it replaces (`from`, the same items).
+  void apply_change(const StatePatch& to, const StatePatch& from);
+  EditContext context() const { return EditContext{state_, registry_, analysis_}; }
+  Status push(Expected<Edit> edit);
+  void reanalyse();
+  void emit_changes(const StatePatch& to, const StatePatch& from,
+                    const std::map<ir::NodeId, NodeProblem>& problems,
+                    const std::vector<std::optional<ir::TensorType>>& types);
+  std::vector<std::optional<ir::TensorType>> inferred_types() const;
+  void replace_state(DocumentState state, std::string path);
+
   const ops::OpRegistry& registry_;
-  ir::Graph graph_;
+  DocumentState state_;
   std::string path_;
+  TypeAnalysis analysis_;
   std::optional<Error> inference_error_;
-  std::map<ir::NodeId, Error> node_errors_;
-  std::vector<bool> typed_;
+  QUndoStack stack_;  // after state_: destroyed first, its commands refer to this document
 };
 
 }  // namespace tessera::studio

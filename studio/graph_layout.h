@@ -1,5 +1,6 @@
 // Layered (longest-path) layout of a directed graph of boxes, drawn top to bottom. Pure geometry:
-// no Qt and no IR, so that the Graphviz layout that replaces it later fits behind the same types.
+// no Qt and no IR. GraphvizLayout (graphviz_layout.h) fills the same types; this one is the fast
+// first picture and the fallback when Graphviz fails or the graph is too big for it.
 //
 // Usage:
 //   std::vector<LayoutBox> boxes = {{120, 40}, {160, 60}};   // width, height (scene pixels)
@@ -32,8 +33,11 @@ struct Layout {
   std::vector<int> layers;             // row of each box, 0 at the top
   // By edge: the points a long edge passes through between its ends, two per row it crosses (at
   // the row's top and bottom, on a lane that no box occupies). Empty for an edge between adjacent
-  // rows, and for ignored edges.
+  // rows, and for ignored edges. (GraphvizLayout: the joints of the spline's Bezier pieces.)
   std::vector<std::vector<LayoutPoint>> routes;
+  // By edge: the whole curve as cubic Bezier control points (1 + 3k points, from the source box's
+  // bottom to the target box's top). Only GraphvizLayout fills it; empty otherwise.
+  std::vector<std::vector<LayoutPoint>> splines;
   double width = 0;  // bounding size of all boxes and routes
   double height = 0;
 };

@@ -1,6 +1,8 @@
 // The graph canvas's scene: building items from the document and placing them.
 #include "studio/graph_scene.h"
 
+#include <QtGlobal>
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -107,27 +109,54 @@ QString terminal_tooltip(const Document& doc, const char* what, ir::ValueId v) {
       .arg(QLatin1String(what), html(value_name(doc.graph(), v)), html(type_text(doc, v)));
 }
 
-constexpr double kMargin = 24;  // scene space around the graph (room to pan a little)
+constexpr double kMargin = 24;       // scene space around the graph (room to pan a little)
+constexpr double kTerminalGap = 40;  // between a pinned node and a graph input/output beside it
 
-struct PendingEdge {
-  ir::ValueId value;
-  int from_box, from_slot, to_box, to_slot;
-};
+QString thousands(int n) {
+  QString s = QString::number(n);
+  for (int i = s.size() - 3; i > 0; i -= 3) s.insert(i, QLatin1Char(','));
+  return s;
+}
 
 }  // namespace
 
 GraphScene::GraphScene(const Document& document, QObject* parent)
-    : QGraphicsScene(parent), document_(document) {
+    : GraphScene(document, SceneLayoutOptions{}, parent) {}
+
+GraphScene::GraphScene(const Document& document, SceneLayoutOptions options, QObject* parent)
+    : QGraphicsScene(parent),
+      document_(document),
+      options_(std::move(options)),
+      job_(new LayoutJob(options_.refine, this)) {
   setBackgroundBrush(style::kCanvasBackground);
   connect(&document_, &Document::graph_reset, this, [this] {
     guarded(nullptr, tr("Drawing the graph"), [&] {
       try {
         rebuild();
       } catch (...) {
+        job_->cancel();
         clear();  // never leave a half-built scene behind
         node_items_.clear();
+        boxes_.clear();
+        pinned_.clear();
+        edges_.clear();
+        edge_items_.clear();
         throw;
       }
+    });
+  });
+  connect(job_, &LayoutJob::finished, this, [this](quint64, const Layout& layout) {
+    guarded(nullptr, tr("Laying the graph out"), [&] {
+      if (layout.positions.size() != boxes_.size() || layout.routes.size() != edges_.size()) return;
+      apply_layout(layout);
+      set_note(tr("Graphviz layout"));
+      emit layout_changed();
+    });
+  });
+  connect(job_, &LayoutJob::failed, this, [this](quint64, const QString& message) {
+    guarded(nullptr, tr("Laying the graph out"), [&] {
+      set_note(tr("layered layout (Graphviz failed: %1)").arg(message));
+      qInfo("%s", qPrintable(layout_note_));
     });
   });
   rebuild();
@@ -138,12 +167,39 @@ NodeItem* GraphScene::node_item(ir::NodeId id) const {
   return it == node_items_.end() ? nullptr : it->second;
 }
 
+void GraphScene::set_known_positions(std::map<ir::NodeId, QPointF> positions) {
+  known_positions_ = std::move(positions);
+}
+
+std::map<ir::NodeId, QPointF> GraphScene::node_positions() const {
+  std::map<ir::NodeId, QPointF> out;
+  for (const auto& [id, item] : node_items_) out[id] = item->pos();
+  return out;
+}
+
+void GraphScene::set_note(const QString& note) {
+  if (note == layout_note_) return;
+  layout_note_ = note;
+  emit layout_note_changed(layout_note_);
+}
+
 void GraphScene::rebuild() {
+  job_->cancel();  // a pending layout belongs to the old graph
+  // Positions saved with the document (.tsr / .json layout) are used as they are.
+  if (!document_.layout().positions.empty()) {
+    known_positions_.clear();
+    for (const auto& [id, p] : document_.layout().positions) known_positions_[id] = QPointF(p.x, p.y);
+  }
   clear();
   node_items_.clear();
+  boxes_.clear();
+  pinned_.clear();
+  edges_.clear();
+  edge_items_.clear();
   graph_rect_ = QRectF();
   if (document_.is_empty()) {
     setSceneRect(QRectF());
+    set_note(QString());
     emit rebuilt();
     return;
   }
@@ -156,79 +212,157 @@ void GraphScene::rebuild() {
 
   // Boxes: graph inputs, nodes (id order), graph outputs. `source` maps each drawn value to the
   // box and output port that define it.
-  std::vector<BoxItem*> boxes;
   struct Source {
     int box, slot;
   };
   std::map<ir::ValueId, Source> source;
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const ir::ValueId v = g.inputs()[i];
-    source[v] = {static_cast<int>(boxes.size()), 0};
-    boxes.push_back(
+    source[v] = {static_cast<int>(boxes_.size()), 0};
+    boxes_.push_back(
         add(new TerminalItem(TerminalItem::Kind::kInput, static_cast<int>(i),
                              qstr(value_name(g, v)), terminal_tooltip(document_, "input", v))));
+    pinned_.push_back(false);
   }
-  std::vector<PendingEdge> edges;
   for (ir::NodeId id : g.node_ids()) {
     const ir::Node& n = g.node(id);
-    const int box = static_cast<int>(boxes.size());
+    const int box = static_cast<int>(boxes_.size());
     auto* item = add(new NodeItem(id, node_content(document_, n)));
     node_items_[id] = item;
-    boxes.push_back(item);
+    boxes_.push_back(item);
+    auto known = known_positions_.find(id);
+    pinned_.push_back(known != known_positions_.end());
+    if (pinned_.back()) item->setPos(known->second);
     for (size_t k = 0; k < n.outputs.size(); ++k) source[n.outputs[k]] = {box, static_cast<int>(k)};
   }
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     const ir::ValueId v = g.outputs()[i];
-    boxes.push_back(
+    boxes_.push_back(
         add(new TerminalItem(TerminalItem::Kind::kOutput, static_cast<int>(i),
                              qstr(value_name(g, v)), terminal_tooltip(document_, "output", v))));
+    pinned_.push_back(false);
   }
 
   // Edges, now that every producer is known (node ids need not follow data order).
-  for (size_t b = 0; b < boxes.size(); ++b) {
+  for (size_t b = 0; b < boxes_.size(); ++b) {
     const int to_box = static_cast<int>(b);
-    if (boxes[b]->type() == static_cast<int>(CanvasItemType::kNode)) {
-      const ir::Node& n = g.node(static_cast<NodeItem*>(boxes[b])->node_id());
+    if (boxes_[b]->type() == static_cast<int>(CanvasItemType::kNode)) {
+      const ir::Node& n = g.node(static_cast<NodeItem*>(boxes_[b])->node_id());
       int slot = 0;
       for (ir::ValueId v : n.inputs) {
         if (!is_data_input(g, v)) continue;
         auto it = source.find(v);
-        if (it != source.end()) edges.push_back({v, it->second.box, it->second.slot, to_box, slot});
+        if (it != source.end()) edges_.push_back({v, it->second.box, it->second.slot, to_box, slot});
         ++slot;
       }
     } else {
-      auto* terminal = static_cast<TerminalItem*>(boxes[b]);
+      auto* terminal = static_cast<TerminalItem*>(boxes_[b]);
       if (terminal->kind() != TerminalItem::Kind::kOutput) continue;
       const ir::ValueId v = g.outputs()[static_cast<size_t>(terminal->index())];
       auto it = source.find(v);
-      if (it != source.end()) edges.push_back({v, it->second.box, it->second.slot, to_box, 0});
+      if (it != source.end()) edges_.push_back({v, it->second.box, it->second.slot, to_box, 0});
     }
   }
+  edge_items_.assign(edges_.size(), nullptr);
 
   std::vector<LayoutBox> layout_boxes;
-  for (const BoxItem* box : boxes)
+  for (const BoxItem* box : boxes_)
     layout_boxes.push_back({box->size().width(), box->size().height()});
   std::vector<LayoutEdge> layout_edges;
-  for (const PendingEdge& e : edges) layout_edges.push_back({e.from_box, e.to_box});
-  const Layout layout = LayeredLayout().compute(layout_boxes, layout_edges);
-  for (size_t b = 0; b < boxes.size(); ++b)
-    boxes[b]->setPos(layout.positions[b].x, layout.positions[b].y);
+  for (const Edge& e : edges_) layout_edges.push_back({e.from_box, e.to_box});
+  apply_layout(LayeredLayout().compute(layout_boxes, layout_edges));
 
   // One type label per value (at its source port, shared by all its uses).
   std::set<ir::ValueId> labelled;
-  for (size_t k = 0; k < edges.size(); ++k) {
-    const PendingEdge& e = edges[k];
-    const bool typed = document_.is_typed(e.value);
-    std::vector<QPointF> route;
-    for (const LayoutPoint& p : layout.routes[k]) route.emplace_back(p.x, p.y);
-    auto* edge = add(new EdgeItem(e.value, boxes[e.from_box], e.from_slot, boxes[e.to_box],
-                                  e.to_slot, std::move(route), typed));
-    if (typed && labelled.insert(e.value).second)
-      edge->set_label(add(new EdgeLabelItem(qstr(g.value(e.value).type.to_string()))));
+  for (size_t k = 0; k < edges_.size(); ++k) {
+    const ir::ValueId v = edges_[k].value;
+    if (document_.is_typed(v) && labelled.insert(v).second)
+      edge_items_[k]->set_label(add(new EdgeLabelItem(qstr(g.value(v).type.to_string()))));
   }
   graph_rect_ = itemsBoundingRect();
   setSceneRect(graph_rect_.adjusted(-kMargin, -kMargin, kMargin, kMargin));
   emit rebuilt();
+  start_refinement();
+}
+
+void GraphScene::start_refinement() {
+  const int count = static_cast<int>(boxes_.size());
+  if (!options_.refine) {
+    set_note(tr("layered layout"));
+  } else if (!node_items_.empty() &&
+             std::count(pinned_.begin(), pinned_.end(), true) ==
+                 static_cast<std::ptrdiff_t>(node_items_.size())) {
+    set_note(tr("saved positions"));
+  } else if (count > options_.refine_max_boxes) {
+    set_note(tr("layered layout (%1 boxes: above the Graphviz limit of %2)")
+                 .arg(thousands(count), thousands(options_.refine_max_boxes)));
+    qInfo("%s", qPrintable(layout_note_));
+  } else {
+    std::vector<LayoutBox> layout_boxes;
+    for (const BoxItem* box : boxes_)
+      layout_boxes.push_back({box->size().width(), box->size().height()});
+    std::vector<LayoutEdge> layout_edges;
+    for (const Edge& e : edges_) layout_edges.push_back({e.from_box, e.to_box});
+    job_->start(std::move(layout_boxes), std::move(layout_edges));
+    set_note(tr("laying out with Graphviz..."));
+  }
+}
+
+void GraphScene::apply_layout(const Layout& layout) {
+  for (size_t b = 0; b < boxes_.size(); ++b)
+    if (!pinned_[b]) boxes_[b]->setPos(layout.positions[b].x, layout.positions[b].y);
+  if (std::find(pinned_.begin(), pinned_.end(), true) != pinned_.end())
+    place_terminals_by_pinned_neighbours();
+  // The edges are drawn anew through the new routes (an EdgeItem's route is fixed). All old ones
+  // go first: QGraphicsScene renumbers its items on every addItem() after a removeItem(), so
+  // alternating the two is quadratic (0.75 s for 2,700 edges).
+  std::vector<EdgeLabelItem*> labels(edges_.size(), nullptr);
+  for (size_t k = 0; k < edges_.size(); ++k) {
+    if (EdgeItem* old = edge_items_[k]) {
+      labels[k] = old->label();
+      removeItem(old);
+      delete old;
+      edge_items_[k] = nullptr;
+    }
+  }
+  for (size_t k = 0; k < edges_.size(); ++k) {
+    const Edge& e = edges_[k];
+    std::vector<QPointF> route;
+    if (!pinned_[e.from_box] && !pinned_[e.to_box])  // a route only fits the layout's own places
+      for (const LayoutPoint& p : layout.routes[k]) route.emplace_back(p.x, p.y);
+    auto* edge = new EdgeItem(e.value, boxes_[e.from_box], e.from_slot, boxes_[e.to_box],
+                              e.to_slot, std::move(route), document_.is_typed(e.value));
+    addItem(edge);
+    edge_items_[k] = edge;
+    if (labels[k]) edge->set_label(labels[k]);
+  }
+  graph_rect_ = itemsBoundingRect();
+  setSceneRect(graph_rect_.adjusted(-kMargin, -kMargin, kMargin, kMargin));
+}
+
+// A graph input goes just above the first pinned node it feeds, a graph output just below the
+// pinned node that produces it, side by side when several share a neighbour.
+void GraphScene::place_terminals_by_pinned_neighbours() {
+  std::map<int, int> stacked;   // by neighbour box: terminals already put beside it
+  std::set<const BoxItem*> placed;  // a terminal goes beside its first pinned neighbour only
+  for (const Edge& e : edges_) {
+    const bool input = !pinned_[e.from_box] && pinned_[e.to_box] &&
+                       boxes_[e.from_box]->type() == static_cast<int>(CanvasItemType::kTerminal);
+    const bool output = pinned_[e.from_box] && !pinned_[e.to_box] &&
+                        boxes_[e.to_box]->type() == static_cast<int>(CanvasItemType::kTerminal);
+    if (!input && !output) continue;
+    BoxItem* terminal = boxes_[input ? e.from_box : e.to_box];
+    const int neighbour = input ? e.to_box : e.from_box;
+    if (!placed.insert(terminal).second) continue;
+    const BoxItem* n = boxes_[neighbour];
+    const QSizeF size = terminal->size();
+    const int index = stacked[neighbour]++;
+    const double x = (input ? n->input_port(e.to_slot) : n->output_port(e.from_slot)).x() -
+                     size.width() / 2 + index * (size.width() + kTerminalGap / 2);
+    const double y = input ? n->pos().y() - kTerminalGap - size.height()
+                           : n->pos().y() + n->size().height() + kTerminalGap;
+    terminal->setPos(x, y);
+  }
 }
 
 }  // namespace tessera::studio

@@ -1,26 +1,49 @@
 // The graph canvas's scene: observes a Document and mirrors its graph as items (a box per node,
-// a small box per graph input and output, an edge per use of a value), placed by LayeredLayout.
-// It never changes the document; it rebuilds when the document says the graph changed (an
-// exception while rebuilding is reported and leaves an empty scene).
+// a small box per graph input and output, an edge per use of a value). It never changes the
+// document; it rebuilds when the document says the graph changed (an exception while rebuilding
+// is reported and leaves an empty scene).
+//
+// Placement, in two steps so that opening never waits for Graphviz: the items appear at once at
+// the fast LayeredLayout, then a LayoutJob lays the graph out again with Graphviz off the UI
+// thread and the boxes move there when it finishes (layout_changed()). Graphs of more than
+// `refine_max_boxes` boxes keep the layered layout (dot takes too long on them), as does a graph
+// on which Graphviz fails; layout_note() says which happened. Nodes with a known position (saved
+// with the document) stay where they are.
 //
 // Usage:
 //   Document doc(registry);
 //   GraphScene scene(doc);            // follows doc from now on
 //   doc.load("samples/lenet.json");   // scene rebuilds, then emits rebuilt()
 //   scene.node_item(3)->content().op; // "Conv"
+//   // ... later, on the event loop: layout_changed(), the boxes are at Graphviz's positions
 #pragma once
 
 #include <QGraphicsScene>
+#include <QPointF>
+#include <QString>
 #include <map>
+#include <vector>
 
 #include "engine/ir/graph.h"
+#include "studio/layout_job.h"
 
 namespace tessera::studio {
 
+class BoxItem;
 class Document;
 class EdgeItem;
 class NodeItem;
 class TerminalItem;
+
+struct SceneLayoutOptions {
+  // The second, better layout, run on a worker thread after the layered one is shown; an empty
+  // function keeps the layered layout.
+  LayoutFunction refine = graphviz_layout_function();
+  // Above this many boxes (nodes plus graph inputs and outputs) the layered layout is kept: dot
+  // needs about 0.3 s for 1,000 boxes, 3.4 s for 4,000 and 20 s or more for 10,000 on this
+  // project's 2-core machines (studio/README.md, Benchmark).
+  int refine_max_boxes = 5000;
+};
 
 class GraphScene : public QGraphicsScene {
   Q_OBJECT
@@ -28,6 +51,7 @@ class GraphScene : public QGraphicsScene {
  public:
   // `document` must outlive the scene.
   explicit GraphScene(const Document& document, QObject* parent = nullptr);
+  GraphScene(const Document& document, SceneLayoutOptions options, QObject* parent = nullptr);
 
   const Document& document() const { return document_; }
   NodeItem* node_item(ir::NodeId id) const;  // nullptr when the node has no item
@@ -35,16 +59,51 @@ class GraphScene : public QGraphicsScene {
   // The rectangle holding every item (empty for an empty document).
   QRectF graph_rect() const { return graph_rect_; }
 
+  // Top-left corners (scene coordinates) of nodes whose place is already known, e.g. saved with
+  // the document. From the next rebuild on, those nodes are put there and never moved by a
+  // layout; ids the graph lacks are ignored. Graph inputs and outputs next to such a node are put
+  // just above or below it.
+  void set_known_positions(std::map<ir::NodeId, QPointF> positions);
+  // Where every node box is now (top-left corners), to be saved with the document.
+  std::map<ir::NodeId, QPointF> node_positions() const;
+
+  // What placed the items, for the status bar: "Graphviz layout", "laying out with Graphviz...",
+  // "layered layout (12,000 boxes: above the Graphviz limit of 2,000)", ...
+  const QString& layout_note() const { return layout_note_; }
+  bool is_refining() const { return job_->is_running(); }  // a Graphviz layout is pending
+
  signals:
   // Emitted after the items were rebuilt for a new graph (views refit).
   void rebuilt();
+  // The boxes moved to the refined (Graphviz) layout of the current graph.
+  void layout_changed();
+  void layout_note_changed(const QString& note);
 
  private:
+  struct Edge {  // one drawn edge: a value from an output port to an input port
+    ir::ValueId value;
+    int from_box, from_slot, to_box, to_slot;
+  };
+
   void rebuild();
+  // Moves the boxes that are not pinned to `layout` and redraws the edges through its routes.
+  void apply_layout(const Layout& layout);
+  void place_terminals_by_pinned_neighbours();
+  void start_refinement();
+  void set_note(const QString& note);
 
   const Document& document_;
-  std::map<ir::NodeId, NodeItem*> node_items_;  // owned by the scene
+  SceneLayoutOptions options_;
+  LayoutJob* job_;  // a child of the scene
+  std::map<ir::NodeId, QPointF> known_positions_;
+  // The current graph's items (owned by the scene), by box index as given to the layout.
+  std::vector<BoxItem*> boxes_;
+  std::vector<bool> pinned_;  // by box: at a known position
+  std::vector<Edge> edges_;
+  std::vector<EdgeItem*> edge_items_;  // by edge
+  std::map<ir::NodeId, NodeItem*> node_items_;
   QRectF graph_rect_;
+  QString layout_note_;
 };
 
 }  // namespace tessera::studio

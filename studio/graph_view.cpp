@@ -25,6 +25,13 @@ GraphView::GraphView(GraphScene* scene, QWidget* parent)
   setFrameShape(QFrame::NoFrame);
   connect(scene, &GraphScene::rebuilt, this,
           [this] { guarded(this, tr("Showing the graph"), [&] { on_scene_rebuilt(); }); });
+  // The Graphviz layout arrives later and moves the boxes: show the whole of it again unless the
+  // user has zoomed or panned since.
+  connect(scene, &GraphScene::layout_changed, this, [this] {
+    guarded(this, tr("Showing the graph"), [&] {
+      if (auto_fit_) overview();
+    });
+  });
 }
 
 double GraphView::zoom() const {

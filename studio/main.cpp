@@ -11,9 +11,11 @@
 #include <QTimer>
 #include <cstdio>
 #include <exception>
+#include <memory>
 
 #include "engine/ops/op_def.h"
 #include "studio/document.h"
+#include "studio/graph_scene.h"
 #include "studio/guard.h"
 #include "studio/main_window.h"
 
@@ -109,8 +111,15 @@ int run(StudioApplication& app) {
   window.show();
   if (shooting) {
     const QString png = parser.value(screenshot);
-    // A short delay lets the window system map and size the window before the grab.
-    QTimer::singleShot(200, &window, [&window, png] {
+    // A short delay lets the window system map and size the window before the grab; then wait
+    // (up to 30 s) for the Graphviz layout, which runs on a worker thread.
+    auto* poll = new QTimer(&window);
+    auto waited = std::make_shared<int>(0);
+    poll->setInterval(50);
+    QObject::connect(poll, &QTimer::timeout, &window, [&window, png, poll, waited] {
+      *waited += 50;
+      if (*waited < 200 || (window.scene()->is_refining() && *waited < 30000)) return;
+      poll->stop();
       int code = 1;
       try {
         code = save_screenshot(window, png);
@@ -121,6 +130,7 @@ int run(StudioApplication& app) {
       }
       QCoreApplication::exit(code);
     });
+    poll->start();
   }
   return app.exec();
 }

@@ -29,8 +29,9 @@ MainWindow::MainWindow(Document& document, QWidget* parent)
   nodes_label_ = new QLabel(this);
   params_label_ = new QLabel(this);
   types_label_ = new QLabel(this);
+  layout_label_ = new QLabel(this);
   statusBar()->addWidget(file_label_, 1);
-  for (QLabel* label : {types_label_, nodes_label_, params_label_}) {
+  for (QLabel* label : {layout_label_, types_label_, nodes_label_, params_label_}) {
     label->setContentsMargins(10, 0, 10, 0);
     auto* separator = new QFrame(this);
     separator->setFrameShape(QFrame::VLine);
@@ -40,6 +41,10 @@ MainWindow::MainWindow(Document& document, QWidget* parent)
     graph_status_ << separator << label;
   }
   file_label_->setContentsMargins(6, 0, 6, 0);
+
+  // Which layout is shown: "Graphviz layout", or the layered one and why.
+  connect(scene_, &GraphScene::layout_note_changed, layout_label_, &QLabel::setText);
+  layout_label_->setText(scene_->layout_note());
 
   create_menus();
   connect(&document_, &Document::graph_reset, this,

@@ -50,6 +50,7 @@ class MainWindow : public QMainWindow {
   QLabel* nodes_label_;
   QLabel* params_label_;
   QLabel* types_label_;
+  QLabel* layout_label_;
   QList<QWidget*> graph_status_;  // the labels above and their separators: hidden when empty
   QString last_dir_;
 };

@@ -1,5 +1,7 @@
 // Tests of studio/document.cpp and of the scene observing it: loading JSON and IR text files,
-// inferred types, errors that name the file, inference failures on a node, one item per node.
+// inferred types, errors that name the file, inference failures on a node (and past it, in other
+// branches), incomplete nodes, layout and input positions from the file, one item per node.
+// Edits are tested in document_edit_test.cpp.
 // Expected values are worked out by hand from samples/lenet.json (LeNet-5 on 1x28x28 inputs).
 #include <QFile>
 #include <QSignalSpy>
@@ -32,6 +34,36 @@ const char kBadShapeTir[] = R"(graph "bad" {
   #1 "mix" = Add(%2, %1) -> (%3 "m" : f32[N, 16])
   #2 "out" = Tanh(%3) -> (%4 "o" : f32[N, 16])
   output %4
+}
+)";
+
+// Two branches from x: "mix" fails (f32[N, 16] + f32[N, 8]), "act" is typed all the same; "pool"
+// has no kernel_shape: incomplete, not failed.
+const char kTwoBranchesTir[] = R"(graph "two" {
+  input %0 "x" : f32[N, 16]
+  input %1 "y" : f32[N, 8]
+  #0 "mix" = Add(%0, %1) -> (%2 "m" : f32[*])
+  #1 "after" = Tanh(%2) -> (%3 "t" : f32[*])
+  #2 "act" = Relu(%0) -> (%4 "a" : f32[*])
+  #3 "pool" = MaxPool(%4) -> (%5 "p" : f32[*])
+  output %3, %4
+}
+)";
+
+// A JSON graph with a layout and the studio's input positions in a metadata property (a JSON text
+// in a JSON string: escaped quotes, kept out of raw strings, which moc misreads).
+const std::string kLaidOutJson = std::string(R"({
+  "format": "tessera-graph", "version": 1, "name": "laid",
+  "inputs": [{"name": "x", "type": "f32[2, 3]"}],
+  "nodes": [
+    {"op": "Relu", "name": "a", "inputs": ["x"], "outputs": ["ya"]},
+    {"op": "Tanh", "name": "b", "inputs": ["ya"], "outputs": ["yb"]}
+  ],
+  "outputs": ["yb"],
+  "metadata": {"producer": "hand", "properties": {"tessera-studio.value_positions": )") +
+                                 "\"{\\\"x\\\":[5,-40]}\"" + R"(, "k": "v"}},
+  "layout": {"positions": {"0": [10, 20], "1": [10.5, 90]},
+             "groups": [{"name": "pair", "nodes": [0, 1], "collapsed": true}]}
 }
 )";
 
@@ -167,6 +199,42 @@ class DocumentTest : public QObject {
     QVERIFY(scene.node_item(1)->toolTip().contains(QStringLiteral("broadcast")));
     // Only the typed values get labels: x, y and a.
     QCOMPARE(count_items(scene, CanvasItemType::kEdgeLabel), 3);
+  }
+
+  void inference_goes_on_past_a_failing_branch() {
+    Document doc(registry_);
+    const std::string path = write_file("two.tir", kTwoBranchesTir);
+    QVERIFY(doc.load(path).is_ok());
+    QVERIFY(doc.inference_error().has_value());
+    QCOMPARE(doc.inference_error()->node, 0);  // mix comes first in topological order
+    QVERIFY(doc.node_error(0) != nullptr && !doc.is_incomplete(0));
+    QVERIFY(doc.node_error(1) == nullptr);  // waits for mix: no problem of its own, no type
+    QVERIFY(!doc.is_typed(3));
+    QCOMPARE(doc.graph().value(3).type.to_string(), std::string("f32[*]"));
+    QVERIFY(doc.is_typed(4));  // the other branch
+    QCOMPARE(doc.graph().value(4).type.to_string(), std::string("f32[N, 16]"));
+    QVERIFY(doc.is_incomplete(3));
+    QVERIFY(contains(doc.node_error(3)->to_string(),
+                     "MaxPool 'pool' (#3): required attribute 'kernel_shape' is missing"));
+    QVERIFY(!doc.is_typed(5));
+  }
+
+  void loads_layout_and_value_positions() {
+    Document doc(registry_);
+    const std::string path = write_file("laid.json", QByteArray::fromStdString(kLaidOutJson));
+    const Status st = doc.load(path);
+    QVERIFY2(st.is_ok(), st.to_string().c_str());
+    QVERIFY(doc.position(0) == (tessera::formats::NodePosition{10, 20}));
+    QVERIFY(doc.position(1) == (tessera::formats::NodePosition{10.5, 90}));
+    QCOMPARE(doc.layout().groups.size(), size_t{1});
+    QVERIFY(doc.layout().groups[0] == (tessera::formats::NodeGroup{"pair", {0, 1}, true}));
+    QVERIFY(doc.value_position(0) == (tessera::formats::NodePosition{5, -40}));
+    // The studio's property is read into the document, the others stay metadata.
+    QCOMPARE(doc.metadata().producer, std::string("hand"));
+    QCOMPARE(doc.metadata().properties.size(), size_t{1});
+    QCOMPARE(doc.metadata().properties.at("k"), std::string("v"));
+    QVERIFY(!doc.is_modified());
+    QCOMPARE(doc.undo_stack().count(), 0);
   }
 
   void scene_has_one_item_per_node() {

@@ -1,0 +1,219 @@
+// Tests of studio/layout_job.cpp: results arrive on the job's thread, only the latest request's,
+// never after cancel(); start() returns while the layout still runs; errors and exceptions become
+// failed(); destroying a job while its worker runs is safe. Layout functions that wait on a gate
+// make the order of events deterministic.
+#include <QSignalSpy>
+#include <QThread>
+#include <QThreadPool>
+#include <QtTest>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+
+#include "studio/layout_job.h"
+
+using tessera::Expected;
+using tessera::make_error;
+using tessera::studio::Layout;
+using tessera::studio::LayoutBox;
+using tessera::studio::LayoutEdge;
+using tessera::studio::LayoutFunction;
+using tessera::studio::LayoutJob;
+
+namespace {
+
+// A door the layout functions wait at until the test opens it; counts the calls that went through.
+struct Gate {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool open = false;
+  std::atomic<int> entered{0};
+  std::atomic<int> returned{0};
+
+  void pass() {
+    ++entered;
+    std::unique_lock<std::mutex> lock(mutex);
+    cv.wait(lock, [&] { return open; });
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      open = true;
+    }
+    cv.notify_all();
+  }
+};
+
+// A layout whose width is the number of boxes (so that results of different requests differ),
+// computed after the gate opens.
+LayoutFunction gated(std::shared_ptr<Gate> gate) {
+  return [gate](const std::vector<LayoutBox>& boxes, const std::vector<LayoutEdge>& edges) {
+    gate->pass();
+    Layout l;
+    l.positions.resize(boxes.size());
+    l.routes.resize(edges.size());
+    l.width = static_cast<double>(boxes.size());
+    ++gate->returned;
+    return Expected<Layout>(l);
+  };
+}
+
+std::vector<LayoutBox> boxes(int n) {
+  return std::vector<LayoutBox>(static_cast<size_t>(n), LayoutBox{50, 20});
+}
+
+// Waits until every worker is done, then delivers what they posted.
+void drain() {
+  QVERIFY(QThreadPool::globalInstance()->waitForDone(10000));
+  QCoreApplication::processEvents();
+  QCoreApplication::sendPostedEvents();
+}
+
+}  // namespace
+
+class LayoutJobTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void graphviz_result_arrives_on_the_job_thread() {
+    LayoutJob job;  // GraphvizLayout
+    QThread* delivered_on = nullptr;
+    connect(&job, &LayoutJob::finished, this,
+            [&](quint64, const Layout&) { delivered_on = QThread::currentThread(); });
+    QSignalSpy finished(&job, &LayoutJob::finished);
+    const quint64 g = job.start(boxes(3), {{0, 1}, {1, 2}});
+    QCOMPARE(g, quint64{1});
+    QVERIFY(job.is_running());
+    QVERIFY(finished.wait(10000));
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(finished[0][0].value<quint64>(), quint64{1});
+    const Layout l = finished[0][1].value<Layout>();
+    QCOMPARE(static_cast<int>(l.positions.size()), 3);
+    QVERIFY(l.positions[0].y < l.positions[1].y && l.positions[1].y < l.positions[2].y);
+    QCOMPARE(delivered_on, QThread::currentThread());
+    QVERIFY(!job.is_running());
+  }
+
+  void start_returns_while_the_layout_runs() {
+    auto gate = std::make_shared<Gate>();
+    LayoutJob job(gated(gate));
+    QSignalSpy finished(&job, &LayoutJob::finished);
+    const auto t0 = std::chrono::steady_clock::now();
+    job.start(boxes(2), {});
+    QTRY_COMPARE(gate->entered.load(), 1);  // the worker is now blocked inside the layout
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - t0).count();
+    QVERIFY2(ms < 2000, "start() waited for the layout");
+    QCoreApplication::processEvents();
+    QCOMPARE(finished.count(), 0);
+    gate->release();
+    QVERIFY(finished.wait(5000));
+    QCOMPARE(finished[0][1].value<Layout>().width, 2.0);
+  }
+
+  void newer_request_supersedes_older() {
+    auto gate = std::make_shared<Gate>();
+    LayoutJob job(gated(gate));
+    QSignalSpy finished(&job, &LayoutJob::finished);
+    QCOMPARE(job.start(boxes(1), {}), quint64{1});
+    QTRY_COMPARE(gate->entered.load(), 1);  // request 1 is running
+    QCOMPARE(job.start(boxes(2), {}), quint64{2});
+    QCOMPARE(job.start(boxes(3), {}), quint64{3});
+    gate->release();
+    drain();
+    // Only the latest request's result (3 boxes) arrives; request 1 ran but was dropped.
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(finished[0][0].value<quint64>(), quint64{3});
+    QCOMPARE(finished[0][1].value<Layout>().width, 3.0);
+    QVERIFY(gate->returned.load() >= 2);  // 1 and 3 at least (2 may be skipped before it starts)
+  }
+
+  void cancelled_result_is_dropped() {
+    auto gate = std::make_shared<Gate>();
+    LayoutJob job(gated(gate));
+    QSignalSpy finished(&job, &LayoutJob::finished);
+    QSignalSpy failed(&job, &LayoutJob::failed);
+    job.start(boxes(2), {});
+    QTRY_COMPARE(gate->entered.load(), 1);
+    job.cancel();
+    QVERIFY(!job.is_running());
+    gate->release();
+    drain();
+    QCOMPARE(gate->returned.load(), 1);  // it did run to the end ...
+    QCOMPARE(finished.count(), 0);       // ... and nothing was emitted
+    QCOMPARE(failed.count(), 0);
+  }
+
+  void cancel_then_start_delivers_only_the_new_request() {
+    auto gate = std::make_shared<Gate>();
+    LayoutJob job(gated(gate));
+    QSignalSpy finished(&job, &LayoutJob::finished);
+    job.start(boxes(5), {});
+    QTRY_COMPARE(gate->entered.load(), 1);
+    job.cancel();
+    job.start(boxes(7), {});
+    gate->release();
+    drain();
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(finished[0][0].value<quint64>(), quint64{2});
+    QCOMPARE(finished[0][1].value<Layout>().width, 7.0);
+  }
+
+  void errors_and_exceptions_are_reported_by_failed() {
+    LayoutJob job([](const std::vector<LayoutBox>&, const std::vector<LayoutEdge>&) {
+      return Expected<Layout>(make_error("dot gave up"));
+    });
+    QSignalSpy failed(&job, &LayoutJob::failed);
+    QSignalSpy finished(&job, &LayoutJob::finished);
+    job.start(boxes(1), {});
+    QVERIFY(failed.wait(5000));
+    QCOMPARE(failed[0][1].toString(), QStringLiteral("dot gave up"));
+    QCOMPARE(finished.count(), 0);
+
+    LayoutJob throwing([](const std::vector<LayoutBox>&, const std::vector<LayoutEdge>&)
+                           -> Expected<Layout> { throw std::runtime_error("out of luck"); });
+    QSignalSpy failed2(&throwing, &LayoutJob::failed);
+    throwing.start(boxes(1), {});
+    QVERIFY(failed2.wait(5000));
+    QVERIFY(failed2[0][1].toString().contains(QStringLiteral("out of luck")));
+  }
+
+  void destroying_the_job_while_it_runs_is_safe() {
+    auto gate = std::make_shared<Gate>();
+    int delivered = 0;
+    auto* job = new LayoutJob(gated(gate));
+    connect(job, &LayoutJob::finished, this, [&](quint64, const Layout&) { ++delivered; });
+    job->start(boxes(4), {});
+    QTRY_COMPARE(gate->entered.load(), 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    delete job;  // the worker is blocked inside the layout: the destructor must not wait for it
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - t0).count();
+    QVERIFY2(ms < 1000, "the destructor waited for the worker");
+    gate->release();
+    drain();
+    QCOMPARE(gate->returned.load(), 1);
+    QCOMPARE(delivered, 0);
+  }
+
+  void destroying_the_job_after_the_result_was_posted_is_safe() {
+    auto gate = std::make_shared<Gate>();
+    gate->release();
+    int delivered = 0;
+    auto* job = new LayoutJob(gated(gate));
+    connect(job, &LayoutJob::finished, this, [&](quint64, const Layout&) { ++delivered; });
+    job->start(boxes(4), {});
+    // The worker finishes and posts its result, which is still in the queue when the job dies.
+    QVERIFY(QThreadPool::globalInstance()->waitForDone(10000));
+    delete job;
+    QCoreApplication::processEvents();
+    QCoreApplication::sendPostedEvents();
+    QCOMPARE(delivered, 0);
+  }
+};
+
+QTEST_MAIN(LayoutJobTest)
+#include "layout_job_test.moc"
