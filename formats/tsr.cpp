@@ -159,7 +159,7 @@ Expected<std::string> serialize(const tsr::File& file, const std::string& where)
   {
     google::protobuf::io::StringOutputStream stream(&out);
     google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);  // map order fixed: same document, same bytes
+    coded.SetSerializationDeterministic(true);  // same document, same bytes
     if (!file.SerializeToCodedStream(&coded))
       return make_error("the graph is too large for one protobuf message (2 GiB); save with external weights",
                         where);
@@ -178,7 +178,11 @@ Expected<std::string> encode(const GraphDocument& doc, const TsrSaveOptions& opt
   m->set_created_unix_ms(doc.metadata.created_unix_ms != 0   ? doc.metadata.created_unix_ms
                          : options.created_unix_ms >= 0 ? options.created_unix_ms
                                                         : now_unix_ms());
-  for (const auto& [k, v] : doc.metadata.properties) (*m->mutable_properties())[k] = v;
+  for (const auto& [k, v] : doc.metadata.properties) {
+    tsr::Property* p = m->add_properties();
+    p->set_key(k);
+    p->set_value(v);
+  }
   w.graph(doc.graph, file.mutable_graph());
   if (!doc.layout.empty()) {
     tsr::Layout* l = file.mutable_layout();
@@ -433,7 +437,7 @@ Expected<GraphDocument> parse_tsr(const void* data, size_t size, const std::stri
   doc.metadata.producer = m.producer();
   doc.metadata.engine_version = m.engine_version();
   doc.metadata.created_unix_ms = m.created_unix_ms();
-  doc.metadata.properties.insert(m.properties().begin(), m.properties().end());
+  for (const tsr::Property& p : m.properties()) doc.metadata.properties[p.key()] = p.value();
   doc.metadata.content_hash = graph_content_hash(doc.graph);
   if (!m.content_hash().empty() && m.content_hash() != doc.metadata.content_hash)
     return make_error("content hash mismatch: the file records " + m.content_hash() + " but its graph hashes to " +

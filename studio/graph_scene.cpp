@@ -1,6 +1,9 @@
 // The graph canvas's scene: building items from the document and placing them.
 #include "studio/graph_scene.h"
 
+#include <QGraphicsPathItem>
+#include <QPainterPath>
+#include <QTimer>
 #include <QtGlobal>
 #include <algorithm>
 #include <set>
@@ -109,6 +112,7 @@ QString terminal_tooltip(const Document& doc, const char* what, ir::ValueId v) {
       .arg(QLatin1String(what), html(value_name(doc.graph(), v)), html(type_text(doc, v)));
 }
 
+const QColor kSelectionHalo{0x3b, 0x82, 0xf6, 150};  // behind a selected node box
 constexpr double kMargin = 24;       // scene space around the graph (room to pan a little)
 constexpr double kTerminalGap = 40;  // between a pinned node and a graph input/output beside it
 
@@ -135,8 +139,8 @@ GraphScene::GraphScene(const Document& document, SceneLayoutOptions options, QOb
         rebuild();
       } catch (...) {
         job_->cancel();
+        node_items_.clear();  // first: clear() reports the selection, which reads node_items_
         clear();  // never leave a half-built scene behind
-        node_items_.clear();
         boxes_.clear();
         pinned_.clear();
         edges_.clear();
@@ -144,6 +148,16 @@ GraphScene::GraphScene(const Document& document, SceneLayoutOptions options, QOb
         throw;
       }
     });
+  });
+  // Edits: one in-place rebuild per batch of signals (an edit emits several).
+  connect(&document_, &Document::node_added, this, [this] { schedule_update(); });
+  connect(&document_, &Document::node_removed, this, [this] { schedule_update(); });
+  connect(&document_, &Document::node_changed, this, [this] { schedule_update(); });
+  connect(&document_, &Document::edges_changed, this, [this] { schedule_update(); });
+  connect(&document_, &Document::terminals_changed, this, [this] { schedule_update(); });
+  connect(&document_, &Document::types_changed, this, [this] { schedule_update(); });
+  connect(this, &QGraphicsScene::selectionChanged, this, [this] {
+    guarded(nullptr, tr("Selecting"), [&] { on_selection_changed(); });
   });
   connect(job_, &LayoutJob::finished, this, [this](quint64, const Layout& layout) {
     guarded(nullptr, tr("Laying the graph out"), [&] {
@@ -160,6 +174,15 @@ GraphScene::GraphScene(const Document& document, SceneLayoutOptions options, QOb
     });
   });
   rebuild();
+}
+
+GraphScene::~GraphScene() {
+  // QGraphicsScene's destructor deletes the items after our members are gone: no selection
+  // signal may reach on_selection_changed() then.
+  rebuilding_ = true;
+  disconnect(this, &QGraphicsScene::selectionChanged, this, nullptr);
+  clear();
+  node_items_.clear();
 }
 
 NodeItem* GraphScene::node_item(ir::NodeId id) const {
@@ -183,10 +206,91 @@ void GraphScene::set_note(const QString& note) {
   emit layout_note_changed(layout_note_);
 }
 
-void GraphScene::rebuild() {
+QList<ir::NodeId> GraphScene::selected_node_ids() const {
+  QList<ir::NodeId> ids;
+  for (const auto& [id, item] : node_items_)
+    if (item->isSelected()) ids << id;
+  return ids;
+}
+
+void GraphScene::select_nodes(const QList<ir::NodeId>& ids) {
+  clearSelection();
+  for (ir::NodeId id : ids)
+    if (NodeItem* item = node_item(id)) item->setSelected(true);
+}
+
+void GraphScene::update_selection_marks() {
+  constexpr int kMarkKey = 0;
+  const QString kMark = QStringLiteral("selection-mark");
+  for (const auto& [id, item] : node_items_) {
+    QGraphicsItem* mark = nullptr;
+    for (QGraphicsItem* child : item->childItems())
+      if (child->data(kMarkKey).toString() == kMark) mark = child;
+    if (item->isSelected() && !mark) {
+      QPainterPath path;
+      path.addRoundedRect(item->boundingRect().adjusted(-4, -4, 4, 4), 8, 8);
+      auto* halo = new QGraphicsPathItem(path, item);
+      halo->setPen(Qt::NoPen);
+      halo->setBrush(kSelectionHalo);
+      halo->setFlag(QGraphicsItem::ItemStacksBehindParent);
+      halo->setData(kMarkKey, kMark);
+    } else if (!item->isSelected() && mark) {
+      delete mark;
+    }
+  }
+}
+
+void GraphScene::on_selection_changed() {
+  if (rebuilding_) return;
+  update_selection_marks();
+  const QList<ir::NodeId> ids = selected_node_ids();
+  if (ids == last_selection_) return;
+  last_selection_ = ids;
+  emit node_selection_changed(ids);
+}
+
+void GraphScene::schedule_update() {
+  if (update_pending_) return;
+  update_pending_ = true;
+  QTimer::singleShot(0, this, [this] {
+    guarded(nullptr, tr("Drawing the graph"), [&] { flush_update(); });
+  });
+}
+
+void GraphScene::flush_update() {
+  if (!update_pending_) return;
+  update_pending_ = false;
+  const QList<ir::NodeId> selection = selected_node_ids();
+  {
+    struct Restore {
+      bool& flag;
+      ~Restore() { flag = false; }
+    } restore{rebuilding_};
+    rebuilding_ = true;
+    rebuild(/*in_place=*/true);
+    select_nodes(selection);  // ids the graph lost are skipped
+  }
+  on_selection_changed();
+  emit updated();
+}
+
+void GraphScene::rebuild(bool in_place) {
   job_->cancel();  // a pending layout belongs to the old graph
-  // Positions saved with the document (.tsr / .json layout) are used as they are.
-  if (!document_.layout().positions.empty()) {
+  // clear() below deletes selected items: no selection signal until the items are consistent.
+  const bool was_rebuilding = rebuilding_;
+  rebuilding_ = true;
+  struct Restore {
+    bool& flag;
+    bool value;
+    ~Restore() { flag = value; }
+  } restore{rebuilding_, was_rebuilding};
+  if (!in_place) update_pending_ = false;  // the full rebuild covers any pending edit
+  if (in_place) {
+    // Nothing jumps: every box stays where it is now, unless the document places it.
+    known_positions_ = node_positions();
+    for (const auto& [id, p] : document_.layout().positions) known_positions_[id] = QPointF(p.x, p.y);
+  } else if (!document_.layout().positions.empty()) {
+    // Positions saved with the document (.tsr / .json layout) are used as they are.
     known_positions_.clear();
     for (const auto& [id, p] : document_.layout().positions) known_positions_[id] = QPointF(p.x, p.y);
   }
@@ -200,7 +304,11 @@ void GraphScene::rebuild() {
   if (document_.is_empty()) {
     setSceneRect(QRectF());
     set_note(QString());
-    emit rebuilt();
+    if (!in_place) {
+      rebuilding_ = was_rebuilding;
+      emit rebuilt();
+      on_selection_changed();
+    }
     return;
   }
   const ir::Graph& g = document_.graph();
@@ -228,6 +336,7 @@ void GraphScene::rebuild() {
     const ir::Node& n = g.node(id);
     const int box = static_cast<int>(boxes_.size());
     auto* item = add(new NodeItem(id, node_content(document_, n)));
+    item->setFlag(QGraphicsItem::ItemIsSelectable);
     node_items_[id] = item;
     boxes_.push_back(item);
     auto known = known_positions_.find(id);
@@ -281,7 +390,11 @@ void GraphScene::rebuild() {
   }
   graph_rect_ = itemsBoundingRect();
   setSceneRect(graph_rect_.adjusted(-kMargin, -kMargin, kMargin, kMargin));
-  emit rebuilt();
+  if (!in_place) {
+    rebuilding_ = was_rebuilding;
+    emit rebuilt();
+    on_selection_changed();  // a new graph: nothing selected
+  }
   start_refinement();
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <QGraphicsScene>
+#include <QList>
 #include <QPointF>
 #include <QString>
 #include <map>
@@ -52,6 +53,7 @@ class GraphScene : public QGraphicsScene {
   // `document` must outlive the scene.
   explicit GraphScene(const Document& document, QObject* parent = nullptr);
   GraphScene(const Document& document, SceneLayoutOptions options, QObject* parent = nullptr);
+  ~GraphScene() override;
 
   const Document& document() const { return document_; }
   NodeItem* node_item(ir::NodeId id) const;  // nullptr when the node has no item
@@ -72,12 +74,27 @@ class GraphScene : public QGraphicsScene {
   const QString& layout_note() const { return layout_note_; }
   bool is_refining() const { return job_->is_running(); }  // a Graphviz layout is pending
 
+  // Node boxes are selectable; the ids of the selected ones (id order), and selecting by id.
+  QList<ir::NodeId> selected_node_ids() const;
+  void select_nodes(const QList<ir::NodeId>& ids);
+
+  // Edits (node added, removed or changed, edges or terminals changed) rebuild the items on the
+  // next turn of the event loop, once per batch of signals, keeping every box where it is (the
+  // document's positions, else the box's current place) and the selection; update_pending() says
+  // one is due and flush_update() does it now (tests). A reset or load rebuilds at once.
+  bool update_pending() const { return update_pending_; }
+  void flush_update();
+
  signals:
   // Emitted after the items were rebuilt for a new graph (views refit).
   void rebuilt();
   // The boxes moved to the refined (Graphviz) layout of the current graph.
   void layout_changed();
   void layout_note_changed(const QString& note);
+  // The items were rebuilt after an edit, in place (views keep their zoom and scroll).
+  void updated();
+  // The selected nodes changed (by the user, or because a selected node went away).
+  void node_selection_changed(QList<ir::NodeId> ids);
 
  private:
   struct Edge {  // one drawn edge: a value from an output port to an input port
@@ -85,7 +102,13 @@ class GraphScene : public QGraphicsScene {
     int from_box, from_slot, to_box, to_slot;
   };
 
-  void rebuild();
+  // `in_place`: after an edit; every node is pinned at the document's position or its current
+  // one, and rebuilt() is not emitted (updated() is).
+  void rebuild(bool in_place = false);
+  void schedule_update();
+  void on_selection_changed();
+  // A halo behind each selected node box (a child item, so it goes with its box).
+  void update_selection_marks();
   // Moves the boxes that are not pinned to `layout` and redraws the edges through its routes.
   void apply_layout(const Layout& layout);
   void place_terminals_by_pinned_neighbours();
@@ -104,6 +127,9 @@ class GraphScene : public QGraphicsScene {
   std::map<ir::NodeId, NodeItem*> node_items_;
   QRectF graph_rect_;
   QString layout_note_;
+  bool update_pending_ = false;
+  bool rebuilding_ = false;  // selection changes while rebuilding are not reported
+  QList<ir::NodeId> last_selection_;
 };
 
 }  // namespace tessera::studio

@@ -1,6 +1,9 @@
 // The graph canvas's view: zoom, pan, fit, overview, and a hint while nothing is open.
 #include "studio/graph_view.h"
 
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QMimeData>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QWheelEvent>
@@ -11,6 +14,7 @@
 #include "studio/document.h"
 #include "studio/graph_scene.h"
 #include "studio/guard.h"
+#include "studio/palette.h"
 
 namespace tessera::studio {
 
@@ -122,6 +126,63 @@ void GraphView::drawForeground(QPainter* painter, const QRectF& rect) {
   painter->drawText(viewport()->rect(), Qt::AlignCenter,
                     tr("Open a graph (.json or .tir) with File \u203a Open\u2026  (Ctrl+O)"));
   painter->restore();
+}
+
+
+void GraphView::set_document(Document* document) {
+  document_ = document;
+  setAcceptDrops(document_ != nullptr);
+  viewport()->setAcceptDrops(document_ != nullptr);
+}
+
+Expected<ir::NodeId> GraphView::add_op(const QString& op, QPointF scene_pos) {
+  if (!document_) return make_error("the canvas has no document to edit");
+  auto_fit_ = false;  // the user is editing: the view stays where it is
+  // An empty name makes the document pick "conv1", "conv2", ...
+  Expected<ir::NodeId> id =
+      document_->add_node(op.toStdString(), {}, NodePosition{scene_pos.x(), scene_pos.y()});
+  if (!id) emit edit_refused(tr("Cannot add %1: %2").arg(op, QString::fromStdString(id.error().message)));
+  return id;
+}
+
+Expected<ir::NodeId> GraphView::add_op_at_centre(const QString& op) {
+  return add_op(op, mapToScene(viewport()->rect().center()));
+}
+
+Expected<ir::NodeId> GraphView::drop_op(const QMimeData* data, QPointF scene_pos) {
+  const QString mime = QString::fromLatin1(kOpMimeType);
+  if (!data || !data->hasFormat(mime)) return make_error("the dropped data is not an op");
+  return add_op(QString::fromUtf8(data->data(mime)), scene_pos);
+}
+
+void GraphView::dragEnterEvent(QDragEnterEvent* event) {
+  if (document_ && event->mimeData()->hasFormat(QString::fromLatin1(kOpMimeType))) {
+    event->setDropAction(Qt::CopyAction);
+    event->accept();
+  } else {
+    event->ignore();
+  }
+}
+
+void GraphView::dragMoveEvent(QDragMoveEvent* event) {
+  if (document_ && event->mimeData()->hasFormat(QString::fromLatin1(kOpMimeType))) {
+    event->setDropAction(Qt::CopyAction);
+    event->accept();
+  } else {
+    event->ignore();
+  }
+}
+
+void GraphView::dropEvent(QDropEvent* event) {
+  guarded(this, tr("Adding an op"), [&] {
+    const QPointF at = mapToScene(event->position().toPoint());
+    if (drop_op(event->mimeData(), at)) {
+      event->setDropAction(Qt::CopyAction);
+      event->accept();
+    } else {
+      event->ignore();
+    }
+  });
 }
 
 }  // namespace tessera::studio

@@ -2,12 +2,22 @@
 // After a graph is opened it shows an overview (and keeps doing so as the window resizes) until
 // the user zooms or pans: the whole graph when it fits at a readable zoom, else the top of the
 // graph at that zoom, with scroll bars telling that there is more.
+// Ops dropped from the palette (mime type kOpMimeType, studio/palette.h) are added to the document
+// where they are dropped, once set_document() gave the view a document to edit.
 #pragma once
 
 #include <QGraphicsView>
+#include <QPointF>
+#include <QString>
+
+#include "engine/core/status.h"
+#include "engine/ir/graph.h"
+
+class QMimeData;
 
 namespace tessera::studio {
 
+class Document;
 class GraphScene;
 
 class GraphView : public QGraphicsView {
@@ -27,22 +37,41 @@ class GraphView : public QGraphicsView {
   void zoom_out();
   void reset_zoom();  // 100 %
 
+  // The document that drops and add_op() edit (the scene's own; must outlive the view). Without
+  // one the view accepts no drops.
+  void set_document(Document* document);
+  // Adds node `op` (named op1, op2, ... in lower case) with its top-left corner at `scene_pos`.
+  // A refusal is returned and emitted as edit_refused().
+  Expected<ir::NodeId> add_op(const QString& op, QPointF scene_pos);
+  // The same at the centre of the viewport (the palette's double-click and Enter).
+  Expected<ir::NodeId> add_op_at_centre(const QString& op);
+  // What a drop does: the op named by `data` (kOpMimeType) added at `scene_pos`.
+  Expected<ir::NodeId> drop_op(const QMimeData* data, QPointF scene_pos);
+
   static constexpr double kMinZoom = 0.05;
   static constexpr double kMaxZoom = 8.0;
   static constexpr double kMaxFitZoom = 1.25;
   static constexpr double kReadableZoom = 0.75;  // smallest zoom at which labels stay legible
+
+ signals:
+  // An edit asked for here was refused; the text says why (for the status bar).
+  void edit_refused(const QString& message);
 
  protected:
   void wheelEvent(QWheelEvent* event) override;
   void mousePressEvent(QMouseEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
   void drawForeground(QPainter* painter, const QRectF& rect) override;
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dragMoveEvent(QDragMoveEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
 
  private:
   void set_zoom(double zoom);
   void on_scene_rebuilt();
 
   GraphScene* graph_scene_;
+  Document* document_ = nullptr;
   bool auto_fit_ = true;  // refit on resize until the user zooms or pans
 };
 

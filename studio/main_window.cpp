@@ -2,6 +2,7 @@
 #include "studio/main_window.h"
 
 #include <QAction>
+#include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFrame>
@@ -16,6 +17,8 @@
 #include "studio/graph_scene.h"
 #include "studio/graph_view.h"
 #include "studio/guard.h"
+#include "studio/inspector.h"
+#include "studio/palette.h"
 
 namespace tessera::studio {
 
@@ -46,10 +49,41 @@ MainWindow::MainWindow(Document& document, QWidget* parent)
   connect(scene_, &GraphScene::layout_note_changed, layout_label_, &QLabel::setText);
   layout_label_->setText(scene_->layout_note());
 
+  create_docks();
   create_menus();
   connect(&document_, &Document::graph_reset, this,
           [this] { guarded(this, tr("Updating the window"), [&] { refresh(); }); });
   refresh();
+}
+
+void MainWindow::create_docks() {
+  view_->set_document(&document_);
+  connect(view_, &GraphView::edit_refused, this, &MainWindow::show_refusal);
+
+  palette_ = new Palette(document_.registry(), this);
+  palette_dock_ = new QDockWidget(tr("Palette"), this);
+  palette_dock_->setObjectName(QStringLiteral("palette_dock"));
+  palette_dock_->setWidget(palette_);
+  addDockWidget(Qt::LeftDockWidgetArea, palette_dock_);
+  connect(palette_, &Palette::op_activated, this, [this](const QString& op) {
+    guarded(this, tr("Adding an op"), [&] { (void)view_->add_op_at_centre(op); });
+  });
+
+  inspector_ = new Inspector(document_, this);
+  inspector_dock_ = new QDockWidget(tr("Inspector"), this);
+  inspector_dock_->setObjectName(QStringLiteral("inspector_dock"));
+  inspector_dock_->setWidget(inspector_);
+  addDockWidget(Qt::RightDockWidgetArea, inspector_dock_);
+  connect(scene_, &GraphScene::node_selection_changed, inspector_,
+          [this](const QList<ir::NodeId>& ids) {
+            guarded(this, tr("Showing the node"), [&] { inspector_->show_selection(ids); });
+          });
+  connect(inspector_, &Inspector::edit_refused, this, &MainWindow::show_refusal);
+  resizeDocks({palette_dock_, inspector_dock_}, {220, 320}, Qt::Horizontal);
+}
+
+void MainWindow::show_refusal(const QString& message) {
+  statusBar()->showMessage(message, 10000);
 }
 
 void MainWindow::create_menus() {
@@ -80,6 +114,13 @@ void MainWindow::create_menus() {
   actual->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
   connect(actual, &QAction::triggered, this,
           [this] { guarded(this, tr("Actual size"), [&] { view_->reset_zoom(); }); });
+  view->addSeparator();
+  QAction* show_palette = palette_dock_->toggleViewAction();
+  show_palette->setText(tr("&Palette"));
+  view->addAction(show_palette);
+  QAction* show_inspector = inspector_dock_->toggleViewAction();
+  show_inspector->setText(tr("&Inspector"));
+  view->addAction(show_inspector);
 }
 
 Status MainWindow::open_file(const QString& path) {

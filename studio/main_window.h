@@ -1,5 +1,7 @@
-// The studio's main window: the graph canvas in the middle, File and View menus, and a status
-// bar with the file name, node count, parameter count and the outcome of type inference.
+// The studio's main window: the graph canvas in the middle, the op palette docked on the left and
+// the inspector of the selected node on the right, File and View menus (View toggles the docks),
+// and a status bar with the file name, node count, parameter count and the outcome of type
+// inference; refused edits show there for a while.
 //
 // Usage (main.cpp):
 //   Document doc(registry);
@@ -14,6 +16,7 @@
 
 #include "engine/core/status.h"
 
+class QDockWidget;
 class QLabel;
 
 namespace tessera::studio {
@@ -21,6 +24,8 @@ namespace tessera::studio {
 class Document;
 class GraphScene;
 class GraphView;
+class Inspector;
+class Palette;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -37,15 +42,25 @@ class MainWindow : public QMainWindow {
 
   GraphScene* scene() const { return scene_; }
   GraphView* view() const { return view_; }
+  Palette* palette() const { return palette_; }
+  Inspector* inspector() const { return inspector_; }
+  QDockWidget* palette_dock() const { return palette_dock_; }
+  QDockWidget* inspector_dock() const { return inspector_dock_; }
 
  private:
   void create_menus();
+  void create_docks();
+  void show_refusal(const QString& message);
   void open_with_dialog();
   void refresh();  // title and status bar from the document
 
   Document& document_;
   GraphScene* scene_;
   GraphView* view_;
+  Palette* palette_ = nullptr;
+  Inspector* inspector_ = nullptr;
+  QDockWidget* palette_dock_ = nullptr;
+  QDockWidget* inspector_dock_ = nullptr;
   QLabel* file_label_;
   QLabel* nodes_label_;
   QLabel* params_label_;

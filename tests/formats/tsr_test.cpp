@@ -117,6 +117,26 @@ TEST(Tsr, EveryFeatureRoundTripsInline) {
   EXPECT_EQ(*again, *first);
 }
 
+TEST(Tsr, TextThatIsNotUtf8RoundTrips) {
+  // ONNX does not check UTF-8, so imported names and strings may hold any bytes; so may ours.
+  GraphDocument doc;
+  const std::string odd("bad\xff\xfe name", 12);
+  const ir::ValueId x = doc.graph.add_input(odd, ir::TensorType(DType::kF32, {ir::Dim::named("\xc3\x28")}));
+  ir::Attributes attrs;
+  attrs.emplace("s", odd);
+  attrs.emplace("ss", std::vector<std::string>{odd, std::string("\0\x80", 2)});
+  const ir::NodeId n = doc.graph.add_node("Identity", {x}, 1, odd, std::move(attrs));
+  doc.graph.set_outputs({doc.graph.node(n).outputs[0]});
+  doc.metadata.properties[odd] = odd;
+  const std::string path = temp_dir() + "/odd.tsr";
+  ASSERT_TRUE(write_tsr(doc, path).is_ok());
+  auto back = read_tsr(path);
+  ASSERT_TRUE(back.has_value()) << back.error().to_string();
+  EXPECT_EQ(ir::print_graph(back->graph), ir::print_graph(doc.graph));
+  EXPECT_EQ(back->graph.node(n).name, odd);
+  EXPECT_EQ(back->metadata.properties.at(odd), odd);
+}
+
 TEST(Tsr, SamplesRoundTripWithNestedGraphs) {
   for (const char* name : {"lenet", "mlp", "rnn"}) {
     auto g = load_json_graph(kSamples + name + ".json");
