@@ -37,7 +37,10 @@
 namespace tessera::ir {
 
 std::string print_graph(const Graph& graph);
-// `where` names the source in errors ("file.tir" -> "file.tir:3:17: ...").
+// `where` names the source in errors ("file.tir" -> "file.tir:3:17: ..."). Hostile text is
+// bounded: graphs nest at most 32 levels below the top graph, all graphs of one text share
+// max(65536, 4 x text size) id slots (ids are dense), and a tensor literal must hold as many
+// elements as its type declares before anything is allocated.
 Expected<Graph> parse_graph(std::string_view text, const std::string& where = "<text>");
 
 }  // namespace tessera::ir

@@ -1,13 +1,25 @@
 // Parsing the textual IR (grammar in text.h). Errors carry "where:line:col".
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 
 #include "engine/ir/text.h"
 
 namespace tessera::ir {
 namespace {
+
+// Graph attributes nest at most this deep below the top graph (as in the JSON graph format and
+// .tsr); the parser recurses per level, so a deeper text would only exhaust the stack.
+constexpr int kMaxGraphDepth = 32;
+// Graphs store values and nodes densely by id, so an id costs a slot for every smaller id. All
+// graphs of one text together get at most max(kMinIdSlots, kIdSlotsPerChar * text size) slots: a
+// printed graph needs far fewer (every live id takes a line), while "%99999999" alone would make
+// the graph allocate gigabytes.
+constexpr int64_t kMinIdSlots = 65536;
+constexpr int64_t kIdSlotsPerChar = 4;
 
 enum class Tok { kEnd, kIdent, kInt, kFloat, kString, kValue, kNode, kPunct, kArrow };
 
@@ -62,6 +74,9 @@ class Lexer {
   Error error(const Token& at, const std::string& msg) const {
     return make_error(msg, where_ + ":" + std::to_string(at.line) + ":" + std::to_string(at.col));
   }
+  // Characters not yet lexed.
+  size_t remaining() const { return src_.size() - pos_; }
+  size_t size() const { return src_.size(); }
 
  private:
   char advance() {
@@ -148,7 +163,8 @@ class Lexer {
 
 class Parser {
  public:
-  Parser(std::string_view src, const std::string& where) : lex_(src, where) {}
+  Parser(std::string_view src, const std::string& where)
+      : lex_(src, where), id_slots_(id_slot_budget(src.size())), id_slots_left_(id_slots_) {}
 
   Expected<Graph> parse_top() {
     RETURN_IF_ERROR(advance());
@@ -248,6 +264,13 @@ class Parser {
     TRY(TensorType tt, type());
     RETURN_IF_ERROR(expect_punct('>'));
     if (!tt.is_static()) return err("a tensor literal needs a fully known shape, got " + tt.to_string());
+    // Nothing is allocated before the text shows it holds the elements: each takes at least one
+    // character (and a ',' or the closing ']').
+    auto numel = checked_numel(tt.static_shape(), tt.dtype);
+    if (!numel) return err(numel.error().message);
+    if (static_cast<uint64_t>(*numel) > lex_.remaining())
+      return err("tensor literal declares " + std::to_string(*numel) + " elements but only " +
+                 std::to_string(lex_.remaining()) + " characters of text follow");
     auto made = Tensor::create(tt.dtype, tt.static_shape());
     if (!made) return err(made.error().message);
     Tensor t = std::move(*made);
@@ -347,13 +370,37 @@ class Parser {
     return v;
   }
 
+  static int64_t id_slot_budget(size_t text_size) {
+    return std::max<int64_t>(kMinIdSlots, kIdSlotsPerChar * static_cast<int64_t>(text_size));
+  }
+  // Charges the slots that defining `id` adds to a table of `capacity` slots.
+  Status charge_id_slots(int capacity, int id, const char* sigil, const Token& at) {
+    const int64_t grow = std::max<int64_t>(0, int64_t{id} + 1 - capacity);
+    if (grow > id_slots_left_)
+      return lex_.error(at, std::string("id ") + sigil + std::to_string(id) + " is too large for a text of " +
+                                std::to_string(lex_.size()) + " characters (its graphs may use " +
+                                std::to_string(id_slots_) + " ids in all)");
+    id_slots_left_ -= grow;
+    return Status::ok();
+  }
+
   Status define(Graph& g, ValueId id, Value v, const Token& at) {
+    RETURN_IF_ERROR(charge_id_slots(g.value_capacity(), id, "%", at));
     Status st = g.define_value(id, std::move(v));
     if (!st.is_ok()) return lex_.error(at, st.error().message);
     return Status::ok();
   }
 
   Expected<Graph> graph() {
+    if (depth_ > kMaxGraphDepth)  // depth_ = the number of enclosing graphs
+      return err("graphs are nested more than " + std::to_string(kMaxGraphDepth) + " deep");
+    ++depth_;
+    auto g = graph_body();
+    --depth_;
+    return g;
+  }
+
+  Expected<Graph> graph_body() {
     RETURN_IF_ERROR(expect_ident("graph"));
     TRY(std::string name, string());
     Graph g(name);
@@ -462,6 +509,7 @@ class Parser {
       n.outputs.push_back(outs[i].first);
       RETURN_IF_ERROR(define(g, outs[i].first, std::move(outs[i].second), at));
     }
+    RETURN_IF_ERROR(charge_id_slots(g.node_capacity(), nid, "#", at));
     Status st = g.define_node(nid, std::move(n));
     if (!st.is_ok()) return lex_.error(at, st.error().message);
     return Status::ok();
@@ -469,6 +517,9 @@ class Parser {
 
   Lexer lex_;
   Token cur_;
+  int depth_ = 0;  // graph() calls in progress
+  int64_t id_slots_;       // id slots all graphs of the text may use (see kIdSlotsPerChar)
+  int64_t id_slots_left_;
 };
 
 }  // namespace

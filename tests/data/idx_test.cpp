@@ -200,6 +200,61 @@ TEST(Idx, AbsurdDimsAreBoundedByTheFile) {
   }
 }
 
+// parse_idx (the bytes entry point, which the fuzz target feeds) against the file reader: the same
+// dims and bytes for good input, the same message for bad input, plain and gzipped.
+TEST(Idx, ParseIdxMatchesTheFileReader) {
+  const std::string dir = fresh_dir("idx_parse");
+  auto gz_bytes = [&](const std::string& plain) {
+    write_gz(dir + "/tmp.gz", plain);
+    std::ifstream in(dir + "/tmp.gz", std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string images = idx_bytes({3, 2, 3}, pixels());
+  for (const std::string& bytes : {images, gz_bytes(images)}) {
+    auto a = parse_idx(bytes.data(), bytes.size(), 3, "mem");
+    ASSERT_TRUE(a) << a.error().to_string();
+    EXPECT_EQ(a->dims, (std::vector<int64_t>{3, 2, 3}));
+    EXPECT_EQ(a->bytes, pixels());
+  }
+  // Two gzip members are one stream (as gzread reads them); bytes after the last member that do
+  // not start another are ignored (gzread does the same).
+  const std::string labels = idx_bytes({3}, kLabels);
+  const std::string two = gz_bytes(labels.substr(0, 6)) + gz_bytes(labels.substr(6)) + "junk";
+  auto joined = parse_idx(two.data(), two.size(), 1, "mem");
+  ASSERT_TRUE(joined) << joined.error().to_string();
+  EXPECT_EQ(joined->bytes, kLabels);
+
+  const std::string gz = gz_bytes(images);
+  std::string corrupt = gz;
+  corrupt[corrupt.size() - 10] = static_cast<char>(corrupt[corrupt.size() - 10] ^ 0x55);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {idx_bytes({3}, kLabels), "bad magic 0x00000801: expected 0x00000803 (idx3 images"},
+      {"\x89PNG", "bad magic 0x89504e47"},
+      {idx_bytes({3, 2, 3}, {}).substr(0, 9), "expected 12 bytes of dims, found 5"},
+      {idx_bytes({3, 2, 3}, {1, 2, 3}), "need 18 bytes after the header, found 3"},
+      {idx_bytes({3, 2, 3}, pixels()) + "x", "trailing data"},
+      {idx_bytes({1000000, 100, 100}, pixels()),
+       "need 10000000000 bytes after the header, found 18"},
+      {idx_bytes({0xffffffffu, 0xffffffffu, 0xffffffffu}, {}), "absurd dims"},
+      {gz.substr(0, gz.size() - 12), "(zlib: unexpected end of file)"},
+      {gz.substr(0, 2), "expected 4 bytes of magic, found 0 (zlib: unexpected end of file)"},
+      {corrupt, "zlib"},
+  };
+  for (const auto& [bytes, want] : bad) {
+    SCOPED_TRACE(want);
+    auto mem = parse_idx(bytes.data(), bytes.size(), 3, "mem.idx");
+    ASSERT_FALSE(mem);
+    EXPECT_EQ(mem.error().where, "mem.idx");
+    EXPECT_NE(mem.error().message.find(want), std::string::npos) << mem.error().message;
+    write_bytes(dir + "/img", bytes);
+    auto file = open_idx_pair(dir + "/img", dir + "/img");
+    ASSERT_FALSE(file);
+    EXPECT_NE(file.error().message.find(want), std::string::npos) << file.error().message;
+  }
+  EXPECT_FALSE(parse_idx(images.data(), images.size(), 0, "mem"));
+  EXPECT_FALSE(parse_idx(nullptr, 0, 1, "mem"));
+}
+
 TEST(Idx, FashionMnist) {
   if (!std::filesystem::exists(testing::kFashionDir)) GTEST_SKIP() << "no " << testing::kFashionDir;
   auto train = open_mnist_dir(testing::kFashionDir, "train");

@@ -109,7 +109,53 @@ INSTANTIATE_TEST_SUITE_P(
                       BadText{"graph \"g\" { #0 = Relu(%1) -> (%1 : f32[2]) {a = [1, 2.0]} }", "mixes element kinds"},
                       BadText{"graph \"g\" { input %99999999999 \"x\" : f32[2] }", "too large"},
                       BadText{"graph \"g\" { param %0 \"w\" : f32[100000000000, 100000000000] = tensor<f32[100000000000, 100000000000]> [] }", "GiB limit"},
-                      BadText{"graph \"g\" { } trailing", "after the graph"}));
+                      BadText{"graph \"g\" { } trailing", "after the graph"},
+                      // Found while writing tir_fuzz: the literal's size was allocated
+                      // before its elements were seen (4 GB here).
+                      BadText{"graph \"g\" { param %0 : f32[1000000000] = tensor<f32[1000000000]> [1.0] }",
+                              "declares 1000000000 elements but only 6 characters of text follow"},
+                      // Found by tir_fuzz: ids are dense slots, so "%44444444" made the graph
+                      // allocate 3 GB of values; all ids of a text share a budget of
+                      // max(65536, 4 x its size) slots.
+                      BadText{"graph \"g\" { input %44444444 \"x\" : f32[2] }",
+                              "bad.tir:1:13: id %44444444 is too large for a text of 42 characters"},
+                      BadText{"graph \"g\" { #50000000 = Relu() -> () }", "id #50000000 is too large"},
+                      BadText{"graph \"g\" { input %40000 : f32[] input %40001 : f32[] #0 = If() -> () "
+                              "{g = graph \"h\" { input %40000 : f32[] }} }",
+                              "id %40000 is too large for a text of 112 characters (its graphs may use 65536 ids"}));
+
+// Ids are kept as printed, gaps included: sparse ids within the budget (values and nodes of all
+// graphs together) parse.
+TEST(Text, SparseIdsWithinTheBudgetParse) {
+  auto g = parse_graph("graph \"g\" { input %65000 \"x\" : f32[2] #500 = Relu(%65000) -> (%7 : f32[2]) "
+                       "output %7 }");
+  ASSERT_TRUE(g.has_value()) << g.error().to_string();
+  EXPECT_TRUE(g->has_value(65000));
+  EXPECT_TRUE(g->has_node(500));
+}
+
+// `depth` graphs nested inside the top one through graph attributes.
+std::string nested_text(int depth) {
+  std::string s;
+  for (int i = 0; i < depth; ++i) s += "graph \"\" {\n#0 = If() -> () {g = ";
+  s += "graph \"\" {\n}";
+  for (int i = 0; i < depth; ++i) s += "}\n}";
+  return s;
+}
+
+// Found while writing tir_fuzz (its 4 KB inputs cannot nest this deep): 3000 nested graphs
+// overflowed the stack. 32 below the top one are accepted
+// (as in the JSON graph format), deeper is an error.
+TEST(Text, NestingIsBounded) {
+  auto ok = parse_graph(nested_text(32), "deep.tir");
+  ASSERT_TRUE(ok.has_value()) << ok.error().to_string();
+  for (int depth : {33, 3000}) {
+    auto g = parse_graph(nested_text(depth), "deep.tir");
+    ASSERT_FALSE(g.has_value()) << depth;
+    EXPECT_NE(g.error().to_string().find("deep.tir:34:"), std::string::npos) << g.error().to_string();
+    EXPECT_NE(g.error().message.find("nested more than 32 deep"), std::string::npos) << g.error().message;
+  }
+}
 
 }  // namespace
 }  // namespace tessera::ir
