@@ -88,6 +88,27 @@ Status Document::load(const std::string& path) {
   return Status::ok();
 }
 
+Status Document::recover(const std::string& autosave_path, const std::string& original_path) {
+  Expected<formats::GraphDocument> read = formats::load_document(autosave_path);
+  if (!read) return naming_file(read.error(), autosave_path);
+  DocumentState state;
+  state.file = std::move(read).value();
+  read_value_positions(state);
+  replace_state(std::move(state), original_path);
+  stack_.resetClean();  // not saved to original_path yet: modified
+  return Status::ok();
+}
+
+Status Document::save_copy(const std::string& path) const {
+  formats::GraphDocument out = state_.file;
+  out.metadata.producer = "tessera-studio";
+  out.metadata.engine_version = TESSERA_VERSION;
+  if (!state_.value_positions.empty())
+    out.metadata.properties[kValuePositionsProperty] = value_positions_json(state_);
+  if (Status st = formats::save_document(out, path); !st) return naming_file(st.error(), path);
+  return Status::ok();
+}
+
 Status Document::save(const std::string& path) {
   formats::GraphDocument out = state_.file;
   out.metadata.producer = "tessera-studio";

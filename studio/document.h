@@ -60,6 +60,12 @@ class Document : public QObject {
   Status save(const std::string& path);
   // An empty, unnamed document; clears the undo stack; emits graph_reset().
   void reset();
+  // Writes the document to PATH like save() but keeps its path and the undo stack's clean state
+  // (autosaves). Errors name the file.
+  Status save_copy(const std::string& path) const;
+  // Opens an autosave (written by save_copy) in place of ORIGINAL_PATH: like load(autosave_path),
+  // then the path is ORIGINAL_PATH and the document is modified (not yet saved there).
+  Status recover(const std::string& autosave_path, const std::string& original_path);
 
   // No file and nothing built: no node, graph input or param.
   bool is_empty() const;

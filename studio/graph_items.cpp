@@ -263,6 +263,12 @@ void EdgeItem::update_geometry() {
   }
 }
 
+QPainterPath EdgeItem::shape() const {
+  QPainterPathStroker stroker;
+  stroker.setWidth(8);
+  return stroker.createStroke(path());
+}
+
 QRectF EdgeItem::boundingRect() const {
   return QGraphicsPathItem::boundingRect().united(arrow_.boundingRect()).adjusted(-1, -1, 1, 1);
 }

@@ -60,6 +60,9 @@ struct NodeContent {
   };
   std::vector<Row> params;  // weight inputs, shown inside the box
   int data_inputs = 0;      // ports on the top edge
+  // By top port (slot): the node input index it stands for. A port is drawn for every data input
+  // that is connected and for every required input that is absent (so it can be connected).
+  std::vector<int> port_inputs;
   int outputs = 0;          // ports on the bottom edge
   bool failed = false;      // inference failed here: red outline
   QString tooltip;          // rich text
@@ -122,6 +125,10 @@ class EdgeItem : public QGraphicsPathItem {
            std::vector<QPointF> route, bool typed);
   int type() const override { return static_cast<int>(CanvasItemType::kEdge); }
   ir::ValueId value_id() const { return value_; }
+  const BoxItem* target_box() const { return to_; }
+  int target_slot() const { return to_slot_; }
+  // A band along the curve (not the area it encloses), for clicks and hover.
+  QPainterPath shape() const override;
   void set_label(EdgeLabelItem* label);  // not owned
   EdgeLabelItem* label() const { return label_; }
   // Recomputes the curve (and moves the label) from the boxes' current ports.

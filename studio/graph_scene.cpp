@@ -2,6 +2,7 @@
 #include "studio/graph_scene.h"
 
 #include <QGraphicsPathItem>
+#include <QLineF>
 #include <QPainterPath>
 #include <QTimer>
 #include <QtGlobal>
@@ -92,9 +93,13 @@ NodeContent node_content(const Document& doc, const ir::Node& n) {
   c.op = qstr(n.op);
   c.name = qstr(n.name);
   c.colour = def ? style::category_colour(def->category) : style::unknown_op_colour();
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    const ir::ValueId v = n.inputs[i];
-    if (is_data_input(g, v)) {
+  const size_t declared = def ? def->inputs.size() : 0;
+  for (size_t i = 0; i < std::max(n.inputs.size(), declared); ++i) {
+    const ir::ValueId v = i < n.inputs.size() ? n.inputs[i] : ir::kNoValue;
+    // An absent input gets a port (to connect it) when its schema port is required.
+    const bool required = def && i < declared && !def->inputs[i].optional;
+    if (is_data_input(g, v) || (v == ir::kNoValue && required)) {
+      c.port_inputs.push_back(static_cast<int>(i));
       ++c.data_inputs;
     } else if (v != ir::kNoValue) {
       const std::string port = def ? port_name(def->inputs, i, "in") : "in" + std::to_string(i);
@@ -156,6 +161,7 @@ GraphScene::GraphScene(const Document& document, SceneLayoutOptions options, QOb
   connect(&document_, &Document::edges_changed, this, [this] { schedule_update(); });
   connect(&document_, &Document::terminals_changed, this, [this] { schedule_update(); });
   connect(&document_, &Document::types_changed, this, [this] { schedule_update(); });
+  connect(&document_, &Document::layout_changed, this, [this] { schedule_update(); });
   connect(this, &QGraphicsScene::selectionChanged, this, [this] {
     guarded(nullptr, tr("Selecting"), [&] { on_selection_changed(); });
   });
@@ -284,10 +290,16 @@ void GraphScene::rebuild(bool in_place) {
     bool value;
     ~Restore() { flag = value; }
   } restore{rebuilding_, was_rebuilding};
-  if (!in_place) update_pending_ = false;  // the full rebuild covers any pending edit
+  if (!in_place) {
+    update_pending_ = false;  // the full rebuild covers any pending edit
+    auto_positions_.clear();
+  }
   if (in_place) {
     // Nothing jumps: every box stays where it is now, unless the document places it.
     known_positions_ = node_positions();
+    // A node the document does not place goes back where the scene put it, not where a drag left
+    // it (an undone move of a node that had no saved position).
+    for (const auto& [id, p] : auto_positions_) known_positions_[id] = p;
     for (const auto& [id, p] : document_.layout().positions) known_positions_[id] = QPointF(p.x, p.y);
   } else if (!document_.layout().positions.empty()) {
     // Positions saved with the document (.tsr / .json layout) are used as they are.
@@ -337,6 +349,7 @@ void GraphScene::rebuild(bool in_place) {
     const int box = static_cast<int>(boxes_.size());
     auto* item = add(new NodeItem(id, node_content(document_, n)));
     item->setFlag(QGraphicsItem::ItemIsSelectable);
+    item->setFlag(QGraphicsItem::ItemIsMovable);  // the view turns a drag into move_nodes
     node_items_[id] = item;
     boxes_.push_back(item);
     auto known = known_positions_.find(id);
@@ -356,13 +369,16 @@ void GraphScene::rebuild(bool in_place) {
   for (size_t b = 0; b < boxes_.size(); ++b) {
     const int to_box = static_cast<int>(b);
     if (boxes_[b]->type() == static_cast<int>(CanvasItemType::kNode)) {
-      const ir::Node& n = g.node(static_cast<NodeItem*>(boxes_[b])->node_id());
-      int slot = 0;
-      for (ir::ValueId v : n.inputs) {
-        if (!is_data_input(g, v)) continue;
+      const auto* item = static_cast<NodeItem*>(boxes_[b]);
+      const ir::Node& n = g.node(item->node_id());
+      const std::vector<int>& ports = item->content().port_inputs;
+      for (size_t slot = 0; slot < ports.size(); ++slot) {
+        const size_t index = static_cast<size_t>(ports[slot]);
+        const ir::ValueId v = index < n.inputs.size() ? n.inputs[index] : ir::kNoValue;
+        if (v == ir::kNoValue) continue;
         auto it = source.find(v);
-        if (it != source.end()) edges_.push_back({v, it->second.box, it->second.slot, to_box, slot});
-        ++slot;
+        if (it != source.end())
+          edges_.push_back({v, it->second.box, it->second.slot, to_box, static_cast<int>(slot)});
       }
     } else {
       auto* terminal = static_cast<TerminalItem*>(boxes_[b]);
@@ -449,6 +465,8 @@ void GraphScene::apply_layout(const Layout& layout) {
     edge_items_[k] = edge;
     if (labels[k]) edge->set_label(labels[k]);
   }
+  for (const auto& [id, item] : node_items_)
+    if (!document_.position(id)) auto_positions_[id] = item->pos();
   graph_rect_ = itemsBoundingRect();
   setSceneRect(graph_rect_.adjusted(-kMargin, -kMargin, kMargin, kMargin));
 }
@@ -476,6 +494,86 @@ void GraphScene::place_terminals_by_pinned_neighbours() {
                            : n->pos().y() + n->size().height() + kTerminalGap;
     terminal->setPos(x, y);
   }
+}
+
+// ---- canvas editing helpers ----
+
+void GraphScene::refresh_edges() {
+  for (EdgeItem* edge : edge_items_)
+    if (edge) edge->update_geometry();
+  // The scene rect stays as it is until the drag ends (the edit's rebuild sets it): changing it
+  // now would scroll the view under the mouse.
+}
+
+std::optional<PortRef> GraphScene::output_port_at(QPointF p, double radius) const {
+  const ir::Graph& g = document_.graph();
+  for (const BoxItem* box : boxes_) {
+    for (int slot = 0; slot < box->num_output_ports(); ++slot) {
+      const QPointF c = box->output_port(slot);
+      if (QLineF(c, p).length() > radius) continue;
+      PortRef ref;
+      ref.centre = c;
+      if (box->type() == static_cast<int>(CanvasItemType::kNode)) {
+        const ir::Node& n = g.node(static_cast<const NodeItem*>(box)->node_id());
+        ref.node = n.id;
+        ref.value = n.outputs[static_cast<size_t>(slot)];
+      } else {
+        const auto* t = static_cast<const TerminalItem*>(box);
+        if (t->kind() != TerminalItem::Kind::kInput) continue;
+        ref.value = g.inputs()[static_cast<size_t>(t->index())];
+      }
+      return ref;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<PortRef> GraphScene::input_port_at(QPointF p, double radius) const {
+  for (const auto& [id, item] : node_items_) {
+    const std::vector<int>& ports = item->content().port_inputs;
+    for (size_t slot = 0; slot < ports.size(); ++slot) {
+      const QPointF c = item->input_port(static_cast<int>(slot));
+      if (QLineF(c, p).length() > radius) continue;
+      PortRef ref;
+      ref.centre = c;
+      ref.node = id;
+      ref.input = ports[slot];
+      const ir::Node& n = document_.graph().node(id);
+      if (static_cast<size_t>(ref.input) < n.inputs.size())
+        ref.value = n.inputs[static_cast<size_t>(ref.input)];
+      return ref;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<PortRef> GraphScene::edge_target_at(QPointF p) const {
+  for (QGraphicsItem* item : items(p)) {
+    if (item->type() != static_cast<int>(CanvasItemType::kEdge)) continue;
+    const auto* edge = static_cast<const EdgeItem*>(item);
+    const BoxItem* to = edge->target_box();
+    if (to->type() != static_cast<int>(CanvasItemType::kNode)) continue;  // a graph output
+    const auto* node = static_cast<const NodeItem*>(to);
+    const std::vector<int>& ports = node->content().port_inputs;
+    if (edge->target_slot() < 0 || static_cast<size_t>(edge->target_slot()) >= ports.size())
+      continue;
+    PortRef ref;
+    ref.node = node->node_id();
+    ref.input = ports[static_cast<size_t>(edge->target_slot())];
+    ref.value = edge->value_id();
+    ref.centre = node->input_port(edge->target_slot());
+    return ref;
+  }
+  return std::nullopt;
+}
+
+QPointF GraphScene::input_port_position(ir::NodeId node, int input) const {
+  const NodeItem* item = node_item(node);
+  if (!item) return {};
+  const std::vector<int>& ports = item->content().port_inputs;
+  for (size_t slot = 0; slot < ports.size(); ++slot)
+    if (ports[slot] == input) return item->input_port(static_cast<int>(slot));
+  return {};
 }
 
 }  // namespace tessera::studio

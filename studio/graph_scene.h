@@ -23,6 +23,7 @@
 #include <QPointF>
 #include <QString>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "engine/ir/graph.h"
@@ -35,6 +36,15 @@ class Document;
 class EdgeItem;
 class NodeItem;
 class TerminalItem;
+
+// A port on the canvas: an output port (the value it carries; `node` is kNoNode for a graph
+// input) or a node's input port (`node`, `input` index, and `value` when connected).
+struct PortRef {
+  ir::ValueId value = ir::kNoValue;
+  ir::NodeId node = ir::kNoNode;
+  int input = -1;
+  QPointF centre;  // scene coordinates
+};
 
 struct SceneLayoutOptions {
   // The second, better layout, run on a worker thread after the layered one is shown; an empty
@@ -85,6 +95,19 @@ class GraphScene : public QGraphicsScene {
   bool update_pending() const { return update_pending_; }
   void flush_update();
 
+  // ---- for the view's editing ----
+  // Redraws every edge from its boxes' current places (while boxes are dragged).
+  void refresh_edges();
+  // Rebuilds in place on the next turn of the event loop (as after an edit).
+  void schedule_update();
+  // The output port (of a node or graph input) / node input port within `radius` of `p`.
+  std::optional<PortRef> output_port_at(QPointF p, double radius) const;
+  std::optional<PortRef> input_port_at(QPointF p, double radius) const;
+  // The node input that the edge drawn at `p` ends in (edges into graph outputs are skipped).
+  std::optional<PortRef> edge_target_at(QPointF p) const;
+  // Where node input `input`'s port is drawn (scene coordinates); (0, 0) when it has none.
+  QPointF input_port_position(ir::NodeId node, int input) const;
+
  signals:
   // Emitted after the items were rebuilt for a new graph (views refit).
   void rebuilt();
@@ -105,7 +128,6 @@ class GraphScene : public QGraphicsScene {
   // `in_place`: after an edit; every node is pinned at the document's position or its current
   // one, and rebuilt() is not emitted (updated() is).
   void rebuild(bool in_place = false);
-  void schedule_update();
   void on_selection_changed();
   // A halo behind each selected node box (a child item, so it goes with its box).
   void update_selection_marks();
@@ -127,6 +149,9 @@ class GraphScene : public QGraphicsScene {
   std::map<ir::NodeId, NodeItem*> node_items_;
   QRectF graph_rect_;
   QString layout_note_;
+  // Where the layouts put the nodes that the document does not place (an undone drag of such a
+  // node puts it back there).
+  std::map<ir::NodeId, QPointF> auto_positions_;
   bool update_pending_ = false;
   bool rebuilding_ = false;  // selection changes while rebuilding are not reported
   QList<ir::NodeId> last_selection_;

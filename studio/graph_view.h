@@ -9,16 +9,20 @@
 #include <QGraphicsView>
 #include <QPointF>
 #include <QString>
+#include <map>
+#include <optional>
 
 #include "engine/core/status.h"
 #include "engine/ir/graph.h"
 
+class QGraphicsLineItem;
 class QMimeData;
 
 namespace tessera::studio {
 
 class Document;
 class GraphScene;
+struct PortRef;
 
 class GraphView : public QGraphicsView {
   Q_OBJECT
@@ -48,6 +52,18 @@ class GraphView : public QGraphicsView {
   // What a drop does: the op named by `data` (kOpMimeType) added at `scene_pos`.
   Expected<ir::NodeId> drop_op(const QMimeData* data, QPointF scene_pos);
 
+  // Editing on the canvas (with a document): dragging from an output port to an input port
+  // connects them (Document::connect; a refusal is emitted as edit_refused()); dragging selected
+  // boxes moves them, one undo step per drag (Document::move_nodes, after set_positions for boxes
+  // the document did not place yet); Shift+drag on empty canvas selects with a rubber band;
+  // a plain drag on empty canvas pans. Right-click on a connected input port or an edge offers
+  // Disconnect.
+  //
+  // The node input that Disconnect at viewport point `pos` would clear, if any.
+  std::optional<PortRef> disconnect_target_at(QPoint pos) const;
+  // Disconnects it; an error when there is nothing to disconnect there or it is refused.
+  Status disconnect_at(QPoint pos);
+
   static constexpr double kMinZoom = 0.05;
   static constexpr double kMaxZoom = 8.0;
   static constexpr double kMaxFitZoom = 1.25;
@@ -60,6 +76,9 @@ class GraphView : public QGraphicsView {
  protected:
   void wheelEvent(QWheelEvent* event) override;
   void mousePressEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mouseReleaseEvent(QMouseEvent* event) override;
+  void contextMenuEvent(QContextMenuEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
   void drawForeground(QPainter* painter, const QRectF& rect) override;
   void dragEnterEvent(QDragEnterEvent* event) override;
@@ -69,6 +88,17 @@ class GraphView : public QGraphicsView {
  private:
   void set_zoom(double zoom);
   void on_scene_rebuilt();
+  double port_radius() const;  // in scene units: about 8 screen pixels
+  void finish_connect(QPointF scene_pos);
+  void finish_move();
+  void drop_wire();
+
+  enum class Gesture { kNone, kConnect, kMove, kRubberBand };
+  Gesture gesture_ = Gesture::kNone;
+  ir::ValueId wire_value_ = ir::kNoValue;
+  QPointF wire_start_;
+  QGraphicsLineItem* wire_ = nullptr;         // the temporary line while connecting (scene-owned)
+  std::map<ir::NodeId, QPointF> move_start_;  // selected boxes' places when a drag began
 
   GraphScene* graph_scene_;
   Document* document_ = nullptr;

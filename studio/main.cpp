@@ -71,7 +71,7 @@ int run(StudioApplication& app) {
   parser.addHelpOption();
   parser.addVersionOption();
   parser.addPositionalArgument(QStringLiteral("file"),
-                               QStringLiteral("Graph file to open (.json or .tir)."),
+                               QStringLiteral("Graph file to open (.tsr, .json, .tir or .onnx)."),
                                QStringLiteral("[FILE]"));
   const QCommandLineOption screenshot(
       QStringLiteral("screenshot"),
@@ -89,8 +89,10 @@ int run(StudioApplication& app) {
 
   const tessera::ops::OpRegistry registry = tessera::ops::make_default_registry();
   Document document(registry);
-  MainWindow window(document);
-  window.resize(1200, 760);
+  // Screenshots are reproducible: no saved geometry, no autosave, never a prompt.
+  MainWindow window(document, shooting ? tessera::studio::MainWindowOptions{}
+                                       : tessera::studio::MainWindowOptions::persistent());
+  if (shooting) window.resize(1200, 760);  // otherwise the saved size, or 1200x760 the first time
   if (!files.isEmpty()) {
     const QString path = files.front();
     if (Status st = window.open_file(path); !st) {
@@ -106,6 +108,13 @@ int run(StudioApplication& app) {
       });
     } else if (const auto& error = document.inference_error(); error && shooting) {
       print_error(QStringLiteral("warning: %1").arg(QString::fromStdString(error->to_string())));
+    }
+    if (!shooting && !document.path().empty()) {
+      // An autosave newer than the file: offered once the window is up.
+      QTimer::singleShot(0, &window, [&window] {
+        guarded(&window, QObject::tr("Restoring an autosave"),
+                [&] { (void)window.offer_restore(); });
+      });
     }
   }
   window.show();

@@ -1,7 +1,10 @@
-// The studio's main window: menus, canvas, status bar.
+// The studio's main window: menus (the Edit menu here, files in main_window_files.cpp), canvas,
+// status bar.
 #include "studio/main_window.h"
 
 #include <QAction>
+#include <QApplication>
+#include <QClipboard>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -11,8 +14,14 @@
 #include <QLocale>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QMimeData>
 #include <QStatusBar>
+#include <QTimer>
+#include <QUndoStack>
+#include <set>
+#include <vector>
 
+#include "studio/clipboard.h"
 #include "studio/document.h"
 #include "studio/graph_scene.h"
 #include "studio/graph_view.h"
@@ -22,8 +31,21 @@
 
 namespace tessera::studio {
 
+namespace {
+
+QString qstr(const std::string& s) {
+  return QString::fromStdString(s);
+}
+
+constexpr double kPasteStep = 40;  // each paste lands this far right and down of the last
+
+}  // namespace
+
 MainWindow::MainWindow(Document& document, QWidget* parent)
-    : QMainWindow(parent), document_(document) {
+    : MainWindow(document, MainWindowOptions{}, parent) {}
+
+MainWindow::MainWindow(Document& document, MainWindowOptions options, QWidget* parent)
+    : QMainWindow(parent), document_(document), options_(std::move(options)) {
   scene_ = new GraphScene(document_, this);
   view_ = new GraphView(scene_, this);
   setCentralWidget(view_);
@@ -51,10 +73,30 @@ MainWindow::MainWindow(Document& document, QWidget* parent)
 
   create_docks();
   create_menus();
-  connect(&document_, &Document::graph_reset, this,
-          [this] { guarded(this, tr("Updating the window"), [&] { refresh(); }); });
+  auto update = [this] { guarded(this, tr("Updating the window"), [&] { refresh(); }); };
+  connect(&document_, &Document::graph_reset, this, update);
+  connect(&document_, &Document::modified_changed, this, update);
+  connect(&document_, &Document::path_changed, this, update);
+  connect(&document_, &Document::node_added, this, update);
+  connect(&document_, &Document::node_removed, this, update);
+  connect(&document_, &Document::terminals_changed, this, update);
+  connect(&document_, &Document::types_changed, this, update);
+
+  autosave_timer_ = new QTimer(this);
+  autosave_timer_->setInterval(options_.autosave_interval_ms);
+  connect(autosave_timer_, &QTimer::timeout, this, [this] {
+    guarded(this, tr("Autosaving"), [&] {
+      if (!document_.is_modified() || document_.is_empty()) return;
+      if (Status st = autosave_now(); !st)
+        show_refusal(tr("Autosave failed: %1").arg(qstr(st.error().to_string())));
+    });
+  });
+  if (!options_.autosave_dir.isEmpty()) autosave_timer_->start();
+  load_settings();
   refresh();
 }
+
+MainWindow::~MainWindow() = default;
 
 void MainWindow::create_docks() {
   view_->set_document(&document_);
@@ -88,14 +130,37 @@ void MainWindow::show_refusal(const QString& message) {
 
 void MainWindow::create_menus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
+  QAction* new_file = file->addAction(tr("&New"));
+  new_file->setObjectName(QStringLiteral("action_new"));
+  new_file->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_N));
+  connect(new_file, &QAction::triggered, this,
+          [this] { guarded(this, tr("New graph"), [&] { (void)new_document(); }); });
   QAction* open = file->addAction(tr("&Open\u2026"));
+  open->setObjectName(QStringLiteral("action_open"));
   open->setShortcut(QKeySequence::Open);
   connect(open, &QAction::triggered, this,
           [this] { guarded(this, tr("Opening a file"), [&] { open_with_dialog(); }); });
+  recent_menu_ = file->addMenu(tr("Recent &Files"));
+  recent_menu_->setObjectName(QStringLiteral("menu_recent"));
+  rebuild_recent_menu();
+  file->addSeparator();
+  QAction* save_action = file->addAction(tr("&Save"));
+  save_action->setObjectName(QStringLiteral("action_save"));
+  save_action->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_S));
+  connect(save_action, &QAction::triggered, this,
+          [this] { guarded(this, tr("Saving"), [&] { (void)save(); }); });
+  QAction* save_as_action = file->addAction(tr("Save &As\u2026"));
+  save_as_action->setObjectName(QStringLiteral("action_save_as"));
+  save_as_action->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+  connect(save_as_action, &QAction::triggered, this,
+          [this] { guarded(this, tr("Saving"), [&] { (void)save_as(); }); });
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"));
+  quit->setObjectName(QStringLiteral("action_quit"));
   quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));
   connect(quit, &QAction::triggered, this, &QWidget::close);
+
+  create_edit_menu();
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   QAction* fit = view->addAction(tr("&Fit"));
@@ -123,11 +188,6 @@ void MainWindow::create_menus() {
   view->addAction(show_inspector);
 }
 
-Status MainWindow::open_file(const QString& path) {
-  last_dir_ = QFileInfo(path).absolutePath();
-  return document_.load(path.toStdString());
-}
-
 void MainWindow::show_open_error(const QString& path, const Error& error) {
   QMessageBox box(QMessageBox::Warning, tr("Cannot open %1").arg(QFileInfo(path).fileName()),
                   tr("Could not open the graph file\n%1").arg(path), QMessageBox::Ok, this);
@@ -139,24 +199,128 @@ void MainWindow::show_open_error(const QString& path, const Error& error) {
   box.exec();
 }
 
-void MainWindow::open_with_dialog() {
-  const QString path = QFileDialog::getOpenFileName(
-      this, tr("Open graph"), last_dir_,
-      tr("Tessera graphs (*.json *.tir);;JSON graphs (*.json);;IR text (*.tir);;All files (*)"));
-  if (path.isEmpty()) return;
-  if (Status st = open_file(path); !st) show_open_error(path, st.error());
+void MainWindow::create_edit_menu() {
+  QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+  QUndoStack& stack = document_.undo_stack();
+  // The stack's own actions: enabled when there is something to undo, text "Undo Move node".
+  QAction* undo = stack.createUndoAction(this, tr("&Undo"));
+  undo->setObjectName(QStringLiteral("action_undo"));
+  undo->setShortcuts(QKeySequence::Undo);
+  edit->addAction(undo);
+  QAction* redo = stack.createRedoAction(this, tr("&Redo"));
+  redo->setObjectName(QStringLiteral("action_redo"));
+  redo->setShortcuts(
+      {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence(Qt::CTRL | Qt::Key_Y)});
+  edit->addAction(redo);
+  edit->addSeparator();
+  auto add = [&](const QString& text, const char* name, QList<QKeySequence> keys,
+                 void (MainWindow::*slot)()) {
+    QAction* a = edit->addAction(text);
+    a->setObjectName(QLatin1String(name));
+    a->setShortcuts(keys);
+    connect(a, &QAction::triggered, this,
+            [this, text, slot] { guarded(this, text, [&] { (this->*slot)(); }); });
+    return a;
+  };
+  add(tr("Cu&t"), "action_cut", {QKeySequence::Cut}, &MainWindow::cut_selection);
+  add(tr("&Copy"), "action_copy", {QKeySequence::Copy}, &MainWindow::copy_selection);
+  add(tr("&Paste"), "action_paste", {QKeySequence::Paste}, &MainWindow::paste);
+  add(tr("&Delete"), "action_delete",
+      {QKeySequence(Qt::Key_Delete), QKeySequence(Qt::Key_Backspace)},
+      &MainWindow::delete_selection);
+  edit->addSeparator();
+  QAction* all = edit->addAction(tr("Select &All"));
+  all->setObjectName(QStringLiteral("action_select_all"));
+  all->setShortcut(QKeySequence::SelectAll);
+  connect(all, &QAction::triggered, this, [this] {
+    guarded(this, tr("Select all"), [&] {
+      QList<ir::NodeId> ids;
+      for (ir::NodeId id : document_.graph().node_ids()) ids << id;
+      scene_->select_nodes(ids);
+    });
+  });
+}
+
+void MainWindow::delete_selection() {
+  const QList<ir::NodeId> ids = scene_->selected_node_ids();
+  if (ids.isEmpty()) return;
+  if (Status st = document_.remove_nodes({ids.begin(), ids.end()}); !st)
+    show_refusal(tr("Cannot delete: %1").arg(qstr(st.error().message)));
+}
+
+void MainWindow::copy_selection() {
+  const QList<ir::NodeId> ids = scene_->selected_node_ids();
+  if (ids.isEmpty()) return;
+  // Boxes the document does not place yet are copied where the canvas shows them.
+  std::vector<ir::NodeId> list(ids.begin(), ids.end());
+  Expected<ClipboardPayload> payload = document_.copy(list);
+  if (!payload) {
+    show_refusal(tr("Cannot copy: %1").arg(qstr(payload.error().message)));
+    return;
+  }
+  const std::map<ir::NodeId, QPointF> shown = scene_->node_positions();
+  // The payload's nodes are the selection in topological order (clipboard.cpp): fill in the
+  // places of those the document does not place.
+  std::vector<ir::NodeId> order;
+  if (Expected<std::vector<ir::NodeId>> all = document_.graph().topological_order(); all) {
+    const std::set<ir::NodeId> selected(list.begin(), list.end());
+    for (ir::NodeId id : all.value())
+      if (selected.count(id)) order.push_back(id);
+  }
+  const std::vector<ir::NodeId> payload_ids = payload.value().graph.node_ids();
+  auto& positions = payload.value().positions;
+  for (size_t i = 0; i < payload_ids.size() && i < order.size(); ++i) {
+    if (positions.count(payload_ids[i])) continue;
+    auto it = shown.find(order[i]);
+    if (it != shown.end()) positions[payload_ids[i]] = NodePosition{it->second.x(), it->second.y()};
+  }
+  const QByteArray text = QByteArray::fromStdString(clipboard_text(payload.value()));
+  auto* mime = new QMimeData;
+  mime->setData(QString::fromLatin1(kClipboardMimeType), text);
+  mime->setText(QString::fromUtf8(text));
+  QApplication::clipboard()->setMimeData(mime);
+  paste_count_ = 0;
+}
+
+void MainWindow::cut_selection() {
+  if (scene_->selected_node_ids().isEmpty()) return;
+  copy_selection();
+  delete_selection();
+}
+
+void MainWindow::paste() {
+  const QMimeData* mime = QApplication::clipboard()->mimeData();
+  if (!mime) return;
+  const QString type = QString::fromLatin1(kClipboardMimeType);
+  const std::string text =
+      mime->hasFormat(type) ? mime->data(type).toStdString() : mime->text().toStdString();
+  if (text.empty()) return;
+  Expected<ClipboardPayload> payload = parse_clipboard(text);
+  if (!payload) {
+    show_refusal(tr("Cannot paste: %1").arg(qstr(payload.error().message)));
+    return;
+  }
+  const double step = kPasteStep * ++paste_count_;
+  Expected<std::vector<ir::NodeId>> ids = document_.paste(payload.value(), step, step);
+  if (!ids) {
+    show_refusal(tr("Cannot paste: %1").arg(qstr(ids.error().message)));
+    return;
+  }
+  scene_->flush_update();
+  scene_->select_nodes({ids.value().begin(), ids.value().end()});
 }
 
 void MainWindow::refresh() {
   const QString app = tr("Tessera Studio");
-  if (document_.is_empty()) {
+  if (document_.is_empty() && !document_.is_modified()) {
     setWindowTitle(app);
     file_label_->setText(tr("No graph open"));
     for (QWidget* w : graph_status_) w->hide();
     return;
   }
   for (QWidget* w : graph_status_) w->show();
-  setWindowTitle(QStringLiteral("%1 \u2014 %2").arg(document_.file_name(), app));
+  const QString star = document_.is_modified() ? QStringLiteral("*") : QString();
+  setWindowTitle(QStringLiteral("%1%2 \u2014 %3").arg(document_.file_name(), star, app));
   file_label_->setText(document_.file_name());
   file_label_->setToolTip(QString::fromStdString(document_.path()));
   const QLocale numbers(QLocale::English);  // digit grouping: "61,706"

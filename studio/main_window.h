@@ -1,23 +1,35 @@
 // The studio's main window: the graph canvas in the middle, the op palette docked on the left and
-// the inspector of the selected node on the right, File and View menus (View toggles the docks),
-// and a status bar with the file name, node count, parameter count and the outcome of type
-// inference; refused edits show there for a while.
+// the inspector of the selected node on the right, File, Edit and View menus, and a status bar
+// with the file name, node count, parameter count and the outcome of type inference; refused
+// edits show there for a while.
+//
+// Files (main_window_files.cpp): New, Open, Save, Save As, Recent Files; a "Save changes?" prompt
+// before the document is replaced or the window closes while it is modified; autosave of a
+// modified document to a folder, offered back when its file is opened again; window geometry,
+// docks, recent files and the last folder kept in a settings file. Prompts go through replaceable
+// hooks so that tests answer them without a modal loop.
 //
 // Usage (main.cpp):
 //   Document doc(registry);
-//   MainWindow window(doc);
+//   MainWindow window(doc, MainWindowOptions::persistent());
 //   if (Status st = window.open_file(path); !st) window.show_open_error(path, st.error());
+//   else window.offer_restore();
 //   window.show();
 #pragma once
 
 #include <QList>
 #include <QMainWindow>
 #include <QString>
+#include <QStringList>
+#include <functional>
 
 #include "engine/core/status.h"
 
+class QAction;
 class QDockWidget;
 class QLabel;
+class QMenu;
+class QTimer;
 
 namespace tessera::studio {
 
@@ -27,18 +39,71 @@ class GraphView;
 class Inspector;
 class Palette;
 
+struct MainWindowOptions {
+  // INI file for window geometry and docks, recent files and the last folder; empty: nothing is
+  // read or written (tests). persistent() uses QSettings("Tessera", "tessera-studio")'s file.
+  QString settings_file;
+  // Folder for autosaves; empty: no autosave.
+  QString autosave_dir;
+  int autosave_interval_ms = 60000;
+  // What the app uses: the settings above and AppDataLocation/autosave, every 60 s.
+  static MainWindowOptions persistent();
+};
+
+// The answer to "Save changes to X?".
+enum class SaveChoice { kSave, kDiscard, kCancel };
+
 class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
+  static constexpr int kMaxRecentFiles = 8;
+
   // `document` must outlive the window.
   explicit MainWindow(Document& document, QWidget* parent = nullptr);
+  MainWindow(Document& document, MainWindowOptions options, QWidget* parent = nullptr);
+  ~MainWindow() override;
 
-  // Opens PATH in the document. The error, naming the file, is returned rather than shown, so
-  // that the caller picks a dialog (interactive) or stderr (--screenshot).
+  // Opens PATH in the document (no prompt). The error, naming the file, is returned rather than
+  // shown, so that the caller picks a dialog (interactive) or stderr (--screenshot). On success
+  // PATH goes to the top of the recent files.
   Status open_file(const QString& path);
   // A modal message box naming PATH and the error.
   void show_open_error(const QString& path, const Error& error);
+
+  // ---- files ----
+  // Asks "Save changes to X?" when the document is modified (through the save prompt hook):
+  // true when the caller may go on (saved, discarded, or nothing to save), false on Cancel or
+  // when the save failed.
+  bool maybe_save();
+  // New: maybe_save(), then an empty document. False when cancelled.
+  bool new_document();
+  // Writes the canvas's box positions into the document (set_positions, one undo step, only for
+  // boxes whose place differs from the document's), saves to PATH (format by extension), removes
+  // the autosave, adds PATH to the recent files.
+  Status save_to(const QString& path);
+  QStringList recent_files() const { return recent_; }
+
+  // ---- autosave ----
+  // Where the current document autosaves: <dir>/<name>-<hash of its absolute path>.tsr; empty
+  // without an autosave folder.
+  QString autosave_path() const;
+  QString autosave_path_for(const QString& file) const;
+  // Writes the autosave now (the timer does this when the document is modified).
+  Status autosave_now();
+  // When an autosave of the current file exists and is newer than the file, asks (restore hook)
+  // and on yes replaces the document with it (modified, same path). True when restored.
+  bool offer_restore();
+
+  // ---- hooks, for tests: replace the modal dialogs ----
+  void set_save_prompt(std::function<SaveChoice(const QString& file_name)> prompt) {
+    save_prompt_ = std::move(prompt);
+  }
+  void set_restore_prompt(std::function<bool(const QString& file_name)> prompt) {
+    restore_prompt_ = std::move(prompt);
+  }
+  // Picks a path for Save As (default: a file dialog); empty cancels.
+  void set_save_as_dialog(std::function<QString()> dialog) { save_as_dialog_ = std::move(dialog); }
 
   GraphScene* scene() const { return scene_; }
   GraphView* view() const { return view_; }
@@ -46,21 +111,44 @@ class MainWindow : public QMainWindow {
   Inspector* inspector() const { return inspector_; }
   QDockWidget* palette_dock() const { return palette_dock_; }
   QDockWidget* inspector_dock() const { return inspector_dock_; }
+  QMenu* recent_menu() const { return recent_menu_; }
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
 
  private:
   void create_menus();
+  void create_edit_menu();
   void create_docks();
   void show_refusal(const QString& message);
   void open_with_dialog();
+  void open_interactive(const QString& path);
+  bool save();     // to the document's path, else Save As
+  bool save_as();  // asks for a path
   void refresh();  // title and status bar from the document
+  // Edit menu
+  void delete_selection();
+  void copy_selection();
+  void cut_selection();
+  void paste();
+  // Files
+  void add_recent(const QString& path);
+  void rebuild_recent_menu();
+  void remove_autosave(const QString& file);
+  void load_settings();
+  void save_settings();
+  void sync_positions();
 
   Document& document_;
+  MainWindowOptions options_;
   GraphScene* scene_;
   GraphView* view_;
   Palette* palette_ = nullptr;
   Inspector* inspector_ = nullptr;
   QDockWidget* palette_dock_ = nullptr;
   QDockWidget* inspector_dock_ = nullptr;
+  QMenu* recent_menu_ = nullptr;
+  QTimer* autosave_timer_ = nullptr;
   QLabel* file_label_;
   QLabel* nodes_label_;
   QLabel* params_label_;
@@ -68,6 +156,11 @@ class MainWindow : public QMainWindow {
   QLabel* layout_label_;
   QList<QWidget*> graph_status_;  // the labels above and their separators: hidden when empty
   QString last_dir_;
+  QStringList recent_;
+  int paste_count_ = 0;  // pastes since the last copy: each lands a step further
+  std::function<SaveChoice(const QString&)> save_prompt_;
+  std::function<bool(const QString&)> restore_prompt_;
+  std::function<QString()> save_as_dialog_;
 };
 
 }  // namespace tessera::studio

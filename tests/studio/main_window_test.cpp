@@ -1,16 +1,26 @@
 // Tests of studio/main_window.cpp (and the view's zoom): title and status bar after opening,
-// errors returned rather than shown, the menu shortcuts the brief asks for.
+// errors returned rather than shown, the menu shortcuts the brief asks for, and the Edit menu:
+// Undo/Redo following the stack, Delete (by action and by key), Select All, Copy/Cut/Paste
+// through the clipboard. (Files, autosave and settings: main_window_files_test.cpp.)
 #include <QAction>
+#include <QApplication>
+#include <QClipboard>
 #include <QLabel>
+#include <QMimeData>
+#include <QUndoStack>
 #include <QtTest>
+#include <memory>
 #include <string>
 
 #include "engine/ops/op_def.h"
+#include "studio/clipboard.h"
 #include "studio/document.h"
+#include "studio/graph_scene.h"
 #include "studio/graph_view.h"
 #include "studio/main_window.h"
 
 using tessera::Status;
+using tessera::ir::NodeId;
 using tessera::studio::Document;
 using tessera::studio::GraphView;
 using tessera::studio::MainWindow;
@@ -32,6 +42,10 @@ const QAction* find_action(const QWidget& w, const QString& text) {
   return nullptr;
 }
 
+QAction* action(const MainWindow& w, const char* name) {
+  return w.findChild<QAction*>(QLatin1String(name));
+}
+
 }  // namespace
 
 class MainWindowTest : public QObject {
@@ -39,6 +53,25 @@ class MainWindowTest : public QObject {
 
  private:
   tessera::ops::OpRegistry registry_ = tessera::ops::make_default_registry();
+
+  // Two Relu boxes, a above b, in a shown window.
+  struct Fixture {
+    Document doc;
+    MainWindow window;
+    NodeId a = -1, b = -1;
+    explicit Fixture(const tessera::ops::OpRegistry& r) : doc(r), window(doc) {}
+  };
+
+  std::unique_ptr<Fixture> two_relus() {
+    auto f = std::make_unique<Fixture>(registry_);
+    f->window.resize(1000, 700);
+    f->window.show();
+    if (!QTest::qWaitForWindowExposed(&f->window)) return nullptr;
+    f->a = f->doc.add_node("Relu", "a", {0, 0}).value();
+    f->b = f->doc.add_node("Relu", "b", {0, 200}).value();
+    f->window.scene()->flush_update();
+    return f;
+  }
 
  private slots:
   void empty_window() {
@@ -102,6 +135,82 @@ class MainWindowTest : public QObject {
     QVERIFY(view->zoom() < 1.0);
     const QRectF visible = view->mapToScene(view->viewport()->rect()).boundingRect();
     QVERIFY(visible.contains(view->sceneRect()));
+  }
+
+  void undo_and_redo_actions_follow_the_stack() {
+    Document doc(registry_);
+    MainWindow window(doc);
+    QAction* undo = action(window, "action_undo");
+    QAction* redo = action(window, "action_redo");
+    QVERIFY(undo && redo);
+    QCOMPARE(undo->shortcut(), QKeySequence(QKeySequence::Undo));
+    QVERIFY(redo->shortcuts().contains(QKeySequence(QStringLiteral("Ctrl+Shift+Z"))));
+    QVERIFY(redo->shortcuts().contains(QKeySequence(QStringLiteral("Ctrl+Y"))));
+    QVERIFY(!undo->isEnabled());
+    QVERIFY(!redo->isEnabled());
+    QVERIFY(doc.add_node("Relu", "r", {0, 0}));
+    QVERIFY(undo->isEnabled());
+    QVERIFY2(undo->text().startsWith(QStringLiteral("&Undo ")), qPrintable(undo->text()));
+    undo->trigger();
+    QCOMPARE(doc.graph().num_nodes(), 0);
+    QVERIFY(!undo->isEnabled());
+    QVERIFY(redo->isEnabled());
+    redo->trigger();
+    QCOMPARE(doc.graph().num_nodes(), 1);
+  }
+
+  void delete_removes_the_selection_and_undo_restores_it() {
+    auto f = two_relus();
+    QVERIFY(f);
+    QAction* del = action(f->window, "action_delete");
+    QVERIFY(del->shortcuts().contains(QKeySequence(Qt::Key_Delete)));
+    QVERIFY(del->shortcuts().contains(QKeySequence(Qt::Key_Backspace)));
+    f->window.scene()->select_nodes({f->a});
+    del->trigger();
+    QVERIFY(!f->doc.graph().has_node(f->a));
+    QVERIFY(f->doc.graph().has_node(f->b));
+    f->doc.undo_stack().undo();
+    QVERIFY(f->doc.graph().has_node(f->a));
+    // Select All, then Delete: both go in one step.
+    action(f->window, "action_select_all")->trigger();
+    QCOMPARE(f->window.scene()->selected_node_ids().size(), 2);
+    del->trigger();
+    QCOMPARE(f->doc.graph().num_nodes(), 0);
+    f->doc.undo_stack().undo();
+    QCOMPARE(f->doc.graph().num_nodes(), 2);
+    // The keys themselves, on the canvas.
+    f->window.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&f->window));
+    f->window.view()->setFocus();
+    QTest::keyClick(f->window.view(), Qt::Key_A, Qt::ControlModifier);
+    QCOMPARE(f->window.scene()->selected_node_ids().size(), 2);
+    f->window.scene()->select_nodes({f->b});
+    QTest::keyClick(f->window.view(), Qt::Key_Delete);
+    QVERIFY(!f->doc.graph().has_node(f->b));
+    QTest::keyClick(f->window.view(), Qt::Key_Z, Qt::ControlModifier);
+    QVERIFY(f->doc.graph().has_node(f->b));
+    QTest::keyClick(f->window.view(), Qt::Key_Y, Qt::ControlModifier);
+    QVERIFY(!f->doc.graph().has_node(f->b));
+  }
+
+  void copy_paste_and_cut_through_the_clipboard() {
+    auto f = two_relus();
+    QVERIFY(f);
+    f->window.scene()->select_nodes({f->a});
+    action(f->window, "action_copy")->trigger();
+    const QMimeData* mime = QApplication::clipboard()->mimeData();
+    QVERIFY(mime && mime->hasFormat(QString::fromLatin1(tessera::studio::kClipboardMimeType)));
+    action(f->window, "action_paste")->trigger();
+    QCOMPARE(f->doc.graph().num_nodes(), 3);
+    const QList<NodeId> pasted = f->window.scene()->selected_node_ids();
+    QCOMPARE(pasted.size(), 1);
+    QCOMPARE(f->doc.graph().node(pasted[0]).op, std::string("Relu"));
+    QCOMPARE(f->doc.position(pasted[0])->x, 40.0);  // at an offset from the copy
+    QCOMPARE(f->doc.position(pasted[0])->y, 40.0);
+    action(f->window, "action_cut")->trigger();
+    QCOMPARE(f->doc.graph().num_nodes(), 2);
+    action(f->window, "action_paste")->trigger();
+    QCOMPARE(f->doc.graph().num_nodes(), 3);
   }
 };
 
