@@ -15,51 +15,7 @@
 
 const fs = require('fs');
 const path = require('path');
-
-// descr -> [TypedArray constructor, onnxruntime tensor type]
-const kDtypes = {
-  '<f4': [Float32Array, 'float32'],
-  '<f8': [Float64Array, 'float64'],
-  '<i4': [Int32Array, 'int32'],
-  '<i8': [BigInt64Array, 'int64'],
-  '|u1': [Uint8Array, 'uint8'],
-  '|i1': [Int8Array, 'int8'],
-  '|b1': [Uint8Array, 'bool'],
-};
-
-// Returns {type, dims, data} for an .npy file (versions 1-3, C order, little-endian); throws Error
-// naming the file.
-function readNpy(file) {
-  const buf = fs.readFileSync(file);
-  const fail = (why) => { throw new Error(`${file}: ${why}`); };
-  if (buf.length < 10 || buf.readUInt8(0) !== 0x93 || buf.toString('latin1', 1, 6) !== 'NUMPY') {
-    fail('not an .npy file (bad magic)');
-  }
-  const major = buf.readUInt8(6);
-  if (major < 1 || major > 3) fail(`unsupported .npy version ${major}`);
-  const headerLen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
-  const headerStart = major === 1 ? 10 : 12;
-  if (headerStart + headerLen > buf.length) fail('truncated header');
-  const header = buf.toString('latin1', headerStart, headerStart + headerLen);
-  const descr = /'descr'\s*:\s*'([^']+)'/.exec(header);
-  const fortran = /'fortran_order'\s*:\s*(True|False)/.exec(header);
-  const shape = /'shape'\s*:\s*\(([^)]*)\)/.exec(header);
-  if (!descr || !fortran || !shape) fail(`malformed header ${JSON.stringify(header)}`);
-  if (fortran[1] === 'True') fail('Fortran-order arrays are not supported');
-  const dtype = kDtypes[descr[1]];
-  if (!dtype) fail(`unsupported dtype ${descr[1]}`);
-  const dims = shape[1].split(',').map((s) => s.trim()).filter((s) => s.length > 0).map(Number);
-  if (dims.some((d) => !Number.isInteger(d) || d < 0)) fail(`bad shape (${shape[1]})`);
-  const count = dims.reduce((a, b) => a * b, 1);
-  const [Ctor, type] = dtype;
-  const dataStart = headerStart + headerLen;
-  if (buf.length - dataStart !== count * Ctor.BYTES_PER_ELEMENT) {
-    fail(`expected ${count * Ctor.BYTES_PER_ELEMENT} data bytes, found ${buf.length - dataStart}`);
-  }
-  const data = new Ctor(count);  // a fresh, aligned copy
-  new Uint8Array(data.buffer).set(buf.subarray(dataStart));
-  return { type, dims, data };
-}
+const { readNpy, loadOrt } = require('../ort_util.js');
 
 function parseArgs(argv) {
   const opts = { model: null, inputs: null, expected: null, rtol: 1e-4, atol: 1e-5 };
@@ -92,19 +48,6 @@ function parseArgs(argv) {
   return opts;
 }
 
-function loadOrt() {
-  try {
-    return require('onnxruntime-node');
-  } catch (e) {
-    const local = path.resolve(__dirname, '..', '..', 'build', 'npm', 'node_modules', 'onnxruntime-node');
-    try {
-      return require(local);
-    } catch (e2) {
-      throw new Error('onnxruntime-node not found: run scripts/npm.sh (installs it into build/npm) ' +
-        'or set NODE_PATH to the node_modules that holds it');
-    }
-  }
-}
 
 // {ok, maxAbs, maxRel, bad, first} comparing ORT's tensor with the expected .npy contents.
 function compare(got, want, opts) {
