@@ -1,5 +1,5 @@
-// Colours and fonts of the graph canvas, in one place so that a theme (a later issue) changes
-// them here only. Sizes are scene pixels: the canvas zooms, so point sizes would mean nothing.
+// Colours and fonts of the graph canvas, in one place: the light and dark themes (View > Theme)
+// change them here only. Sizes are scene pixels: the canvas zooms, so point sizes would mean nothing.
 #pragma once
 
 #include <QColor>
@@ -14,16 +14,22 @@ namespace tessera::studio::style {
 QColor category_colour(const std::string& category);
 QColor unknown_op_colour();
 
-inline const QColor kCanvasBackground{0xf4, 0xf5, 0xf7};
-inline const QColor kBoxFill{0xff, 0xff, 0xff};
-inline const QColor kBoxBorder{0x8a, 0x93, 0xa0};
-inline const QColor kTerminalFill{0xe6, 0xec, 0xf3};
-inline const QColor kTerminalBorder{0x5b, 0x67, 0x78};
-inline const QColor kText{0x1f, 0x25, 0x2d};
-inline const QColor kMutedText{0x6b, 0x74, 0x80};
-inline const QColor kEdge{0x5f, 0x68, 0x75};
-inline const QColor kUntypedEdge{0xa8, 0xae, 0xb6};
-inline const QColor kError{0xd0, 0x21, 0x21};
+// The canvas's colours in one theme. The header colours (category_colour) are the same in both
+// themes: white text on them reads on either background.
+struct CanvasColours {
+  QColor background, box_fill, box_border, terminal_fill, terminal_border, text, muted_text, edge,
+      untyped_edge, error, label_plate, accent;
+};
+
+enum class Theme { kLight, kDark };
+
+const CanvasColours& colours_for(Theme theme);
+// The theme the canvas draws with. Like QApplication's palette (which the window sets with it,
+// studio/theme.h) this is process-wide: one studio window per process, and items paint without a
+// way to reach their window. Set it only from the UI thread; redraw the scene after a change.
+const CanvasColours& colours();
+Theme current_theme();
+void set_current_theme(Theme theme);
 
 // The canvas font at a pixel size (the application's family, so it matches the menus).
 QFont canvas_font(int pixel_size, bool bold = false);

@@ -60,8 +60,8 @@ QPointF BoxItem::output_port(int slot) const {
 }
 
 void BoxItem::paint_ports(QPainter* painter) const {
-  painter->setPen(QPen(style::kBoxBorder, 1.2));
-  painter->setBrush(style::kBoxFill);
+  painter->setPen(QPen(style::colours().box_border, 1.2));
+  painter->setBrush(style::colours().box_fill);
   for (int i = 0; i < num_inputs_; ++i)
     painter->drawEllipse(QPointF(port_x(i, num_inputs_), 0), kPortRadius, kPortRadius);
   for (int i = 0; i < num_outputs_; ++i)
@@ -94,7 +94,7 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   const QRectF box(QPointF(0, 0), size_);
   painter->setRenderHint(QPainter::Antialiasing);
   painter->setPen(Qt::NoPen);
-  painter->setBrush(style::kBoxFill);
+  painter->setBrush(style::colours().box_fill);
   painter->drawRoundedRect(box, kRadius, kRadius);
   // Header: the top of the same rounded rectangle, in the category colour.
   painter->save();
@@ -105,7 +105,7 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
 
   painter->setBrush(Qt::NoBrush);
   if (content_.failed)
-    painter->setPen(QPen(style::kError, 3));
+    painter->setPen(QPen(style::colours().error, 3));
   else
     painter->setPen(QPen(content_.colour.darker(125), 1));
   painter->drawRoundedRect(box, kRadius, kRadius);
@@ -136,11 +136,11 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   const double type_width = size_.width() - kPad - type_x;
   double y = kTitleHeight + kRowsPad;
   for (const NodeContent::Row& row : content_.params) {
-    painter->setPen(style::kMutedText);
+    painter->setPen(style::colours().muted_text);
     painter->setFont(port_font);
     painter->drawText(QRectF(kPad, y, port_column_, kRowHeight), Qt::AlignLeft | Qt::AlignVCenter,
                       row.port);
-    painter->setPen(style::kText);
+    painter->setPen(style::colours().text);
     painter->setFont(type_font);
     painter->drawText(QRectF(type_x, y, type_width, kRowHeight), Qt::AlignLeft | Qt::AlignVCenter,
                       QFontMetricsF(type_font).elidedText(row.type, Qt::ElideRight, type_width));
@@ -168,8 +168,8 @@ TerminalItem::TerminalItem(Kind kind, int index, QString name, QString tooltip)
 void TerminalItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
   const QRectF box(QPointF(0, 0), size_);
   painter->setRenderHint(QPainter::Antialiasing);
-  painter->setPen(QPen(style::kTerminalBorder, 1.2));
-  painter->setBrush(style::kTerminalFill);
+  painter->setPen(QPen(style::colours().terminal_border, 1.2));
+  painter->setBrush(style::colours().terminal_fill);
   painter->drawRoundedRect(box, kTerminalHeight / 2, kTerminalHeight / 2);
 
   const QFont caption_font = style::canvas_font(style::kDetailPx);
@@ -177,14 +177,70 @@ void TerminalItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWi
   const double caption_width = QFontMetricsF(caption_font).horizontalAdvance(caption_);
   const double total = caption_width + 6 + QFontMetricsF(name_font).horizontalAdvance(name_);
   const double x = (size_.width() - total) / 2;
-  painter->setPen(style::kMutedText);
+  painter->setPen(style::colours().muted_text);
   painter->setFont(caption_font);
   painter->drawText(QRectF(x, 0, caption_width, size_.height()), Qt::AlignLeft | Qt::AlignVCenter,
                     caption_);
-  painter->setPen(style::kText);
+  painter->setPen(style::colours().text);
   painter->setFont(name_font);
   painter->drawText(QRectF(x + caption_width + 6, 0, size_.width(), size_.height()),
                     Qt::AlignLeft | Qt::AlignVCenter, name_);
+  paint_ports(painter);
+}
+
+// ---- GroupFrameItem, GroupBoxItem ----
+
+GroupFrameItem::GroupFrameItem(QString name, QRectF rect) : name_(std::move(name)), rect_(rect) {
+  setZValue(-1);  // behind edges and boxes
+  setToolTip(QStringLiteral("group <b>%1</b>").arg(name_.toHtmlEscaped()));
+}
+
+QRectF GroupFrameItem::boundingRect() const {
+  return rect_.adjusted(-2, -2 - style::kNamePx * 1.6, 2, 2);
+}
+
+void GroupFrameItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
+  painter->setRenderHint(QPainter::Antialiasing);
+  QColor fill = style::colours().accent;
+  fill.setAlpha(18);
+  painter->setBrush(fill);
+  painter->setPen(QPen(style::colours().accent, 1.2, Qt::DashLine));
+  painter->drawRoundedRect(rect_, 10, 10);
+  painter->setPen(style::colours().accent);
+  painter->setFont(style::canvas_font(style::kNamePx, true));
+  painter->drawText(QRectF(rect_.left() + 8, rect_.top() - style::kNamePx * 1.6, rect_.width(),
+                           style::kNamePx * 1.5),
+                    Qt::AlignLeft | Qt::AlignBottom, name_);
+}
+
+GroupBoxItem::GroupBoxItem(QString name, int nodes, int num_inputs, int num_outputs)
+    : BoxItem(num_inputs, num_outputs), name_(std::move(name)) {
+  caption_ = nodes == 1 ? QStringLiteral("group of 1 node")
+                        : QStringLiteral("group of %1 nodes").arg(nodes);
+  const QFontMetricsF name_metrics(style::canvas_font(style::kTitlePx, true));
+  const QFontMetricsF caption_metrics(style::canvas_font(style::kDetailPx));
+  const double width = std::max(name_metrics.horizontalAdvance(name_),
+                                caption_metrics.horizontalAdvance(caption_)) + 28;
+  const double ports = 22.0 * (std::max(num_inputs, num_outputs) + 1);
+  size_ = QSizeF(std::ceil(std::max({width, ports, 120.0})), 52);
+  setFlag(QGraphicsItem::ItemIsSelectable);
+  setToolTip(QStringLiteral("collapsed group <b>%1</b> (%2): Ctrl+E or double-click expands it")
+                 .arg(name_.toHtmlEscaped(), caption_));
+}
+
+void GroupBoxItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
+  const QRectF box(QPointF(0, 0), size_);
+  painter->setRenderHint(QPainter::Antialiasing);
+  painter->setPen(QPen(isSelected() ? style::colours().accent : style::colours().box_border,
+                       isSelected() ? 2.5 : 1.2, Qt::DashLine));
+  painter->setBrush(style::colours().box_fill);
+  painter->drawRoundedRect(box, 6, 6);
+  painter->setPen(style::colours().text);
+  painter->setFont(style::canvas_font(style::kTitlePx, true));
+  painter->drawText(QRectF(0, 6, size_.width(), 22), Qt::AlignCenter, name_);
+  painter->setPen(style::colours().muted_text);
+  painter->setFont(style::canvas_font(style::kDetailPx));
+  painter->drawText(QRectF(0, 28, size_.width(), 18), Qt::AlignCenter, caption_);
   paint_ports(painter);
 }
 
@@ -203,9 +259,9 @@ QRectF EdgeLabelItem::boundingRect() const {
 void EdgeLabelItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
   painter->setRenderHint(QPainter::Antialiasing);
   painter->setPen(Qt::NoPen);
-  painter->setBrush(QColor(255, 255, 255, 230));
+  painter->setBrush(style::colours().label_plate);
   painter->drawRoundedRect(boundingRect(), 3, 3);
-  painter->setPen(style::kText);
+  painter->setPen(style::colours().text);
   painter->setFont(style::type_font(style::kDetailPx));
   painter->drawText(boundingRect(), Qt::AlignCenter, text_);
 }
@@ -220,7 +276,7 @@ EdgeItem::EdgeItem(ir::ValueId value, const BoxItem* from, int from_slot, const 
       to_(to),
       to_slot_(to_slot),
       route_(std::move(route)) {
-  QPen pen(typed ? style::kEdge : style::kUntypedEdge, 1.5);
+  QPen pen(typed ? style::colours().edge : style::colours().untyped_edge, 1.5);
   if (!typed) pen.setStyle(Qt::DashLine);
   setPen(pen);
   setZValue(0);

@@ -24,6 +24,8 @@ enum class CanvasItemType : int {
   kTerminal,
   kEdge,
   kEdgeLabel,
+  kGroupFrame,
+  kGroupBox,
 };
 
 // Anything an edge attaches to: a rounded box with input ports spread along its top edge and
@@ -99,6 +101,37 @@ class TerminalItem : public BoxItem {
   int index_;
   QString name_;
   QString caption_;
+};
+
+// An expanded group: a dashed frame around its nodes' boxes with its name on top; behind them.
+class GroupFrameItem : public QGraphicsItem {
+ public:
+  // `rect` in scene coordinates: the members' boxes with a margin, the name above.
+  GroupFrameItem(QString name, QRectF rect);
+  int type() const override { return static_cast<int>(CanvasItemType::kGroupFrame); }
+  const QString& name() const { return name_; }
+  QRectF frame() const { return rect_; }
+  QRectF boundingRect() const override;
+  void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
+
+ private:
+  QString name_;
+  QRectF rect_;
+};
+
+// A collapsed group: one box in place of its nodes, with an input port per edge that enters the
+// group and an output port per value that leaves it. Selectable (Ctrl+E or a double-click
+// expands it).
+class GroupBoxItem : public BoxItem {
+ public:
+  GroupBoxItem(QString name, int nodes, int num_inputs, int num_outputs);
+  int type() const override { return static_cast<int>(CanvasItemType::kGroupBox); }
+  const QString& name() const { return name_; }
+  void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
+
+ private:
+  QString name_;
+  QString caption_;  // "group of 3 nodes"
 };
 
 // The type of the value an edge carries, on a light plate so that lines behind it do not hurt.

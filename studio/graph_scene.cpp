@@ -137,7 +137,7 @@ GraphScene::GraphScene(const Document& document, SceneLayoutOptions options, QOb
       document_(document),
       options_(std::move(options)),
       job_(new LayoutJob(options_.refine, this)) {
-  setBackgroundBrush(style::kCanvasBackground);
+  setBackgroundBrush(style::colours().background);
   connect(&document_, &Document::graph_reset, this, [this] {
     guarded(nullptr, tr("Drawing the graph"), [&] {
       try {
@@ -150,6 +150,8 @@ GraphScene::GraphScene(const Document& document, SceneLayoutOptions options, QOb
         pinned_.clear();
         edges_.clear();
         edge_items_.clear();
+  group_items_.clear();
+  group_edges_.clear();
         throw;
       }
     });
@@ -162,6 +164,7 @@ GraphScene::GraphScene(const Document& document, SceneLayoutOptions options, QOb
   connect(&document_, &Document::terminals_changed, this, [this] { schedule_update(); });
   connect(&document_, &Document::types_changed, this, [this] { schedule_update(); });
   connect(&document_, &Document::layout_changed, this, [this] { schedule_update(); });
+  connect(&document_, &Document::groups_changed, this, [this] { schedule_update(); });
   connect(this, &QGraphicsScene::selectionChanged, this, [this] {
     guarded(nullptr, tr("Selecting"), [&] { on_selection_changed(); });
   });
@@ -169,6 +172,7 @@ GraphScene::GraphScene(const Document& document, SceneLayoutOptions options, QOb
     guarded(nullptr, tr("Laying the graph out"), [&] {
       if (layout.positions.size() != boxes_.size() || layout.routes.size() != edges_.size()) return;
       apply_layout(layout);
+      draw_groups();
       set_note(tr("Graphviz layout"));
       emit layout_changed();
     });
@@ -189,6 +193,8 @@ GraphScene::~GraphScene() {
   disconnect(this, &QGraphicsScene::selectionChanged, this, nullptr);
   clear();
   node_items_.clear();
+  group_items_.clear();
+  group_edges_.clear();
 }
 
 NodeItem* GraphScene::node_item(ir::NodeId id) const {
@@ -255,6 +261,12 @@ void GraphScene::on_selection_changed() {
   emit node_selection_changed(ids);
 }
 
+void GraphScene::apply_theme() {
+  setBackgroundBrush(style::colours().background);
+  schedule_update();
+  update();
+}
+
 void GraphScene::schedule_update() {
   if (update_pending_) return;
   update_pending_ = true;
@@ -312,6 +324,8 @@ void GraphScene::rebuild(bool in_place) {
   pinned_.clear();
   edges_.clear();
   edge_items_.clear();
+  group_items_.clear();
+  group_edges_.clear();
   graph_rect_ = QRectF();
   if (document_.is_empty()) {
     setSceneRect(QRectF());
@@ -404,6 +418,7 @@ void GraphScene::rebuild(bool in_place) {
     if (document_.is_typed(v) && labelled.insert(v).second)
       edge_items_[k]->set_label(add(new EdgeLabelItem(qstr(g.value(v).type.to_string()))));
   }
+  draw_groups();
   graph_rect_ = itemsBoundingRect();
   setSceneRect(graph_rect_.adjusted(-kMargin, -kMargin, kMargin, kMargin));
   if (!in_place) {
@@ -501,6 +516,7 @@ void GraphScene::place_terminals_by_pinned_neighbours() {
 void GraphScene::refresh_edges() {
   for (EdgeItem* edge : edge_items_)
     if (edge) edge->update_geometry();
+  for (EdgeItem* edge : group_edges_) edge->update_geometry();
   // The scene rect stays as it is until the drag ends (the edit's rebuild sets it): changing it
   // now would scroll the view under the mouse.
 }
@@ -508,6 +524,7 @@ void GraphScene::refresh_edges() {
 std::optional<PortRef> GraphScene::output_port_at(QPointF p, double radius) const {
   const ir::Graph& g = document_.graph();
   for (const BoxItem* box : boxes_) {
+    if (!box->isVisible()) continue;  // in a collapsed group
     for (int slot = 0; slot < box->num_output_ports(); ++slot) {
       const QPointF c = box->output_port(slot);
       if (QLineF(c, p).length() > radius) continue;
@@ -530,6 +547,7 @@ std::optional<PortRef> GraphScene::output_port_at(QPointF p, double radius) cons
 
 std::optional<PortRef> GraphScene::input_port_at(QPointF p, double radius) const {
   for (const auto& [id, item] : node_items_) {
+    if (!item->isVisible()) continue;  // in a collapsed group
     const std::vector<int>& ports = item->content().port_inputs;
     for (size_t slot = 0; slot < ports.size(); ++slot) {
       const QPointF c = item->input_port(static_cast<int>(slot));

@@ -22,6 +22,7 @@
 #include <QList>
 #include <QPointF>
 #include <QString>
+#include <QStringList>
 #include <map>
 #include <optional>
 #include <vector>
@@ -34,6 +35,8 @@ namespace tessera::studio {
 class BoxItem;
 class Document;
 class EdgeItem;
+class GroupBoxItem;
+class GroupFrameItem;
 class NodeItem;
 class TerminalItem;
 
@@ -95,6 +98,19 @@ class GraphScene : public QGraphicsScene {
   bool update_pending() const { return update_pending_; }
   void flush_update();
 
+  // The canvas theme changed (style::set_current_theme): the background now, the items (edge
+  // pens are set when they are made) rebuilt in place on the next turn of the event loop.
+  void apply_theme();
+
+  // Groups (the document's layout groups, graph_scene_groups.cpp): an expanded group is a frame
+  // with its name around its nodes' boxes; a collapsed one is one box (GroupBoxItem) in place of
+  // its nodes, which are hidden with the edges between them, and the edges that cross its border
+  // end at its ports. nullptr when there is no such group drawn that way.
+  GroupFrameItem* group_frame(const QString& name) const;
+  GroupBoxItem* group_box(const QString& name) const;
+  // The names of the selected collapsed group boxes.
+  QStringList selected_group_boxes() const;
+
   // ---- for the view's editing ----
   // Redraws every edge from its boxes' current places (while boxes are dragged).
   void refresh_edges();
@@ -135,6 +151,9 @@ class GraphScene : public QGraphicsScene {
   void apply_layout(const Layout& layout);
   void place_terminals_by_pinned_neighbours();
   void start_refinement();
+  // Draws the groups anew over the current boxes (after every rebuild and layout).
+  void draw_groups();
+  void clear_groups();
   void set_note(const QString& note);
 
   const Document& document_;
@@ -147,6 +166,8 @@ class GraphScene : public QGraphicsScene {
   std::vector<Edge> edges_;
   std::vector<EdgeItem*> edge_items_;  // by edge
   std::map<ir::NodeId, NodeItem*> node_items_;
+  std::vector<QGraphicsItem*> group_items_;  // frames, group boxes and their edges
+  std::vector<EdgeItem*> group_edges_;       // edges ending at a group box
   QRectF graph_rect_;
   QString layout_note_;
   // Where the layouts put the nodes that the document does not place (an undone drag of such a

@@ -5,9 +5,12 @@
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QGraphicsLineItem>
+#include <QInputDialog>
+#include <QLineEdit>
 #include <QMenu>
 #include <QMimeData>
 #include <QMouseEvent>
+#include <QUndoStack>
 #include <QPainter>
 #include <QWheelEvent>
 #include <algorithm>
@@ -18,7 +21,9 @@
 #include "studio/graph_items.h"
 #include "studio/graph_scene.h"
 #include "studio/guard.h"
+#include "studio/minimap.h"
 #include "studio/palette.h"
+#include "studio/weights.h"
 
 namespace tessera::studio {
 
@@ -33,6 +38,18 @@ GraphView::GraphView(GraphScene* scene, QWidget* parent)
   setFrameShape(QFrame::NoFrame);
   connect(scene, &GraphScene::rebuilt, this,
           [this] { guarded(this, tr("Showing the graph"), [&] { on_scene_rebuilt(); }); });
+  minimap_ = new Minimap(this);
+  connect(scene, &GraphScene::updated, minimap_, &Minimap::invalidate);
+  connect(scene, &GraphScene::rebuilt, minimap_, &Minimap::invalidate);
+  connect(scene, &GraphScene::layout_changed, minimap_, &Minimap::invalidate);
+  // Nothing to overview while nothing is open (the hint shows instead).
+  auto show_minimap = [this] { minimap_->setVisible(!graph_scene_->document().is_empty()); };
+  connect(scene, &GraphScene::rebuilt, minimap_, show_minimap);
+  connect(scene, &GraphScene::updated, minimap_, show_minimap);
+  show_minimap();
+  create_search();
+  create_group_actions();
+  place_overlays();
   // The Graphviz layout arrives later and moves the boxes: show the whole of it again unless the
   // user has zoomed or panned since.
   connect(scene, &GraphScene::layout_changed, this, [this] {
@@ -49,6 +66,7 @@ double GraphView::zoom() const {
 void GraphView::set_zoom(double zoom) {
   zoom = std::clamp(zoom, kMinZoom, kMaxZoom);
   setTransform(QTransform::fromScale(zoom, zoom));
+  if (minimap_) minimap_->update();
 }
 
 namespace {
@@ -122,7 +140,7 @@ void GraphView::mousePressEvent(QMouseEvent* event) {
       wire_start_ = port->centre;
       drop_wire();
       wire_ = new QGraphicsLineItem(QLineF(wire_start_, p));
-      wire_->setPen(QPen(style::kMutedText, 1.5, Qt::DashLine));
+      wire_->setPen(QPen(style::colours().muted_text, 1.5, Qt::DashLine));
       wire_->setZValue(10);
       graph_scene_->addItem(wire_);
       event->accept();
@@ -238,6 +256,52 @@ Status GraphView::disconnect_at(QPoint pos) {
 }
 
 void GraphView::contextMenuEvent(QContextMenuEvent* event) {
+  if (document_ && !disconnect_target_at(event->pos())) {
+    // On a node: create what its absent inputs need.
+    const NodeItem* node = nullptr;
+    for (QGraphicsItem* item : items(event->pos()))
+      if (item->type() == static_cast<int>(CanvasItemType::kNode))
+        node = static_cast<const NodeItem*>(item);
+    if (node && document_->graph().has_node(node->node_id())) {
+      const ir::NodeId id = node->node_id();
+      QMenu menu(this);
+      const ir::Node& n = document_->graph().node(id);
+      const ops::OpDef* def = document_->op_def(id);
+      const size_t count = def ? def->inputs.size() : n.inputs.size();
+      for (size_t i = 0; i < count; ++i) {
+        if (i < n.inputs.size() && n.inputs[i] != ir::kNoValue) continue;
+        const QString port =
+            def ? QString::fromStdString(def->inputs[i].name) : QString::number(i);
+        const int index = static_cast<int>(i);
+        connect(menu.addAction(tr("Add Input to %1\u2026").arg(port)), &QAction::triggered, this,
+                [this, id, index] {
+                  guarded(this, tr("Adding an input"), [&] { (void)add_graph_input(id, index); });
+                });
+        connect(menu.addAction(tr("Add Weight to %1\u2026").arg(port)), &QAction::triggered, this,
+                [this, id, index] {
+                  guarded(this, tr("Adding a weight"), [&] { (void)add_weight(id, index); });
+                });
+      }
+      const std::vector<ir::ValueId>& outputs = document_->graph().outputs();
+      for (ir::ValueId v : n.outputs) {
+        if (std::find(outputs.begin(), outputs.end(), v) != outputs.end()) continue;
+        connect(menu.addAction(tr("Make %1 a Graph Output")
+                                   .arg(QString::fromStdString(document_->graph().value(v).name))),
+                &QAction::triggered, this, [this, v] {
+                  guarded(this, tr("Adding an output"), [&] {
+                    if (Status st = document_->add_output(v); !st)
+                      emit edit_refused(tr("Cannot add the output: %1")
+                                            .arg(QString::fromStdString(st.error().message)));
+                  });
+                });
+      }
+      if (!menu.isEmpty()) {
+        menu.exec(event->globalPos());
+        event->accept();
+        return;
+      }
+    }
+  }
   if (!document_ || !disconnect_target_at(event->pos())) {
     QGraphicsView::contextMenuEvent(event);
     return;
@@ -250,8 +314,137 @@ void GraphView::contextMenuEvent(QContextMenuEvent* event) {
   event->accept();
 }
 
+// ---- creating inputs and weights ----
+
+namespace {
+
+// "N, 1, 28, 28" (brackets optional): numbers are sizes, identifiers symbolic dimensions.
+Expected<std::vector<ir::Dim>> parse_dims(const QString& text) {
+  QString t = text.trimmed();
+  if (t.startsWith(QLatin1Char('['))) t.remove(0, 1);
+  if (t.endsWith(QLatin1Char(']'))) t.chop(1);
+  std::vector<ir::Dim> dims;
+  if (t.trimmed().isEmpty()) return dims;
+  for (const QString& raw : t.split(QLatin1Char(','))) {
+    const QString item = raw.trimmed();
+    bool ok = false;
+    const qlonglong n = item.toLongLong(&ok);
+    if (ok && n >= 0) {
+      dims.push_back(ir::Dim::known(n));
+    } else if (!item.isEmpty() && (item[0].isLetter() || item[0] == QLatin1Char('_'))) {
+      dims.push_back(ir::Dim::named(item.toStdString()));
+    } else {
+      return make_error("'" + item.toStdString() + "' is not a size or a dimension name");
+    }
+  }
+  return dims;
+}
+
+// The fan_in of a weight of `shape` for input `input` of node `n` (studio/weights.h).
+int64_t weight_fan_in(const ir::Graph& g, const ir::Node& n, int input, const Shape& shape) {
+  const bool gemm = n.op == "Gemm";
+  auto of_weight = [&](const Shape& w) -> int64_t {
+    if (gemm && w.size() == 2) {
+      auto it = n.attrs.find("transB");
+      const bool trans = it != n.attrs.end() && it->second.kind() == ir::AttrKind::kInt &&
+                         it->second.i() != 0;
+      return trans ? w[1] : w[0];
+    }
+    return fan_in_of(w);
+  };
+  if (shape.size() == 1 && input != 1 && n.inputs.size() > 1 && g.has_value(n.inputs[1])) {
+    const ir::TensorType& w = g.value(n.inputs[1]).type;
+    if (w.is_static()) {
+      Shape ws;
+      for (const ir::Dim& d : w.dims) ws.push_back(d.size);
+      return std::max<int64_t>(1, of_weight(ws));
+    }
+  }
+  return std::max<int64_t>(1, of_weight(shape));
+}
+
+}  // namespace
+
+QString GraphView::ask(const QString& title, const QString& label, const QString& initial) {
+  if (text_prompt_) return text_prompt_(title, label, initial);
+  return QInputDialog::getText(this, title, label, QLineEdit::Normal, initial);
+}
+
+Expected<ir::ValueId> GraphView::add_and_connect(
+    const QString& what, ir::NodeId node, int input,
+    const std::function<Expected<ir::ValueId>()>& make) {
+  QUndoStack& stack = document_->undo_stack();
+  const int before = stack.count();
+  document_->begin_macro(what);
+  Expected<ir::ValueId> value = make();
+  Status st = value ? document_->connect(value.value(), node, input) : value.status();
+  document_->end_macro();
+  if (!st) {
+    if (stack.count() > before) stack.undo();  // nothing half done stays
+    emit edit_refused(tr("Cannot add: %1").arg(QString::fromStdString(st.error().message)));
+    return st.error();
+  }
+  return value;
+}
+
+Expected<ir::ValueId> GraphView::add_graph_input(ir::NodeId node, int input) {
+  if (!document_) return make_error("the canvas has no document to edit");
+  if (!document_->graph().has_node(node)) return make_error("no such node");
+  const QString name = ask(tr("Add input"), tr("Name of the graph input:"), QStringLiteral("x"));
+  if (name.trimmed().isEmpty()) return make_error("cancelled");
+  const QString shape =
+      ask(tr("Add input"), tr("Shape of %1 (f32), e.g. N, 1, 28, 28:").arg(name), QString());
+  if (shape.trimmed().isEmpty()) return make_error("cancelled");
+  Expected<std::vector<ir::Dim>> dims = parse_dims(shape);
+  if (!dims) {
+    emit edit_refused(tr("Cannot add: %1").arg(QString::fromStdString(dims.error().message)));
+    return dims.error();
+  }
+  NodePosition at{};
+  if (NodeItem* item = graph_scene_->node_item(node))
+    at = NodePosition{item->pos().x(), item->pos().y() - 80};
+  return add_and_connect(tr("Add input %1").arg(name), node, input, [&] {
+    return document_->add_input(name.trimmed().toStdString(),
+                                ir::TensorType(DType::kF32, dims.value()), at);
+  });
+}
+
+Expected<ir::ValueId> GraphView::add_weight(ir::NodeId node, int input) {
+  if (!document_) return make_error("the canvas has no document to edit");
+  if (!document_->graph().has_node(node)) return make_error("no such node");
+  const ir::Node& n = document_->graph().node(node);
+  const ops::OpDef* def = document_->op_def(node);
+  const std::string port = def && input < static_cast<int>(def->inputs.size())
+                               ? def->inputs[input].name
+                               : std::to_string(input);
+  const std::string name = (n.name.empty() ? "n" + std::to_string(node) : n.name) + "." + port;
+  const QString text =
+      ask(tr("Add weight"), tr("Shape of %1, e.g. 6, 1, 5, 5:").arg(QString::fromStdString(name)),
+          QString());
+  if (text.trimmed().isEmpty()) return make_error("cancelled");
+  Expected<std::vector<ir::Dim>> dims = parse_dims(text);
+  tessera::Shape shape;
+  if (dims)
+    for (const ir::Dim& d : dims.value()) shape.push_back(d.size);
+  Status st = dims ? Status::ok() : dims.status();
+  for (int64_t d : shape)
+    if (st && d < 0) st = make_error("a weight's shape takes sizes only");
+  const int64_t fan_in = weight_fan_in(document_->graph(), n, input, shape);
+  // Seeds in creation order: the same clicks give the same weights.
+  const uint64_t seed = static_cast<uint64_t>(document_->graph().params().size()) + 1;
+  Expected<Tensor> data =
+      st ? make_weight(shape, WeightInit::kUniform, fan_in, seed) : Expected<Tensor>(st.error());
+  if (!data) {
+    emit edit_refused(tr("Cannot add: %1").arg(QString::fromStdString(data.error().message)));
+    return data.error();
+  }
+  return add_and_connect(tr("Add weight %1").arg(QString::fromStdString(name)), node, input,
+                         [&] { return document_->add_param(name, data.value()); });
+}
+
 void GraphView::resizeEvent(QResizeEvent* event) {
   QGraphicsView::resizeEvent(event);
+  place_overlays();
   if (auto_fit_) overview();
 }
 
@@ -260,7 +453,7 @@ void GraphView::drawForeground(QPainter* painter, const QRectF& rect) {
   if (!graph_scene_->document().is_empty()) return;
   painter->save();
   painter->resetTransform();
-  painter->setPen(style::kMutedText);
+  painter->setPen(style::colours().muted_text);
   painter->setFont(style::canvas_font(15));
   painter->drawText(viewport()->rect(), Qt::AlignCenter,
                     tr("Open a graph (.json or .tir) with File \u203a Open\u2026  (Ctrl+O)"));

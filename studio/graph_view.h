@@ -9,19 +9,25 @@
 #include <QGraphicsView>
 #include <QPointF>
 #include <QString>
+#include <functional>
 #include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "engine/core/status.h"
 #include "engine/ir/graph.h"
 
+class QAction;
 class QGraphicsLineItem;
+class QLineEdit;
 class QMimeData;
 
 namespace tessera::studio {
 
 class Document;
 class GraphScene;
+class Minimap;
 struct PortRef;
 
 class GraphView : public QGraphicsView {
@@ -64,6 +70,45 @@ class GraphView : public QGraphicsView {
   // Disconnects it; an error when there is nothing to disconnect there or it is refused.
   Status disconnect_at(QPoint pos);
 
+  // Creating what a node input needs (the right-click menu on a node lists its absent inputs):
+  // add_graph_input asks for a name and a shape ("N, 1, 28, 28": numbers and symbolic names),
+  // adds an f32 graph input above the node and connects it; add_weight asks for a shape
+  // ("6, 1, 5, 5"), adds a param named "<node>.<port>" with PyTorch's default initial values
+  // (studio/weights.h: fan_in from the shape; a rank-1 bias takes the fan_in of the node's
+  // weight at input 1; Gemm's B honours transB) and connects it. Each is one undo step. The
+  // questions go through the text prompt (tests replace it; default QInputDialog); an empty
+  // answer cancels (an error "cancelled"). A refusal is also emitted as edit_refused().
+  Expected<ir::ValueId> add_graph_input(ir::NodeId node, int input);
+  Expected<ir::ValueId> add_weight(ir::NodeId node, int input);
+  // (title, label, initial text) -> the answer; empty cancels.
+  using TextPrompt = std::function<QString(const QString&, const QString&, const QString&)>;
+  void set_text_prompt(TextPrompt prompt) { text_prompt_ = std::move(prompt); }
+
+  // ---- search (graph_view_search.cpp) ----
+  // A search field in the view's top-right corner, shown by Ctrl+F (find_action(), for the View
+  // menu): typing selects and centres the first node whose name or op contains the text
+  // (case-insensitive); Enter or F3 goes to the next match (wrapping round); Escape hides it.
+  QAction* find_action() const { return find_action_; }
+  QLineEdit* search_field() const { return search_field_; }
+  void show_search();
+  // The nodes whose name or op contains `text` (case-insensitive), in topological order (id
+  // order for a graph with a cycle); none for empty text.
+  QList<ir::NodeId> find_nodes(const QString& text) const;
+  // Selects and centres the first match of the field's text (from_start) or the one after the
+  // current; the node shown, or kNoNode when nothing matches (the field turns red).
+  ir::NodeId find_next(bool from_start = false);
+  // ---- groups (graph_view_groups.cpp) ----
+  // Group... (Ctrl+G) asks a name (text prompt) and groups the selected nodes
+  // (Document::group); Ungroup (Ctrl+Shift+G) and Collapse/Expand Group (Ctrl+E) act on the groups
+  // holding a selected node (Document::ungroup, set_group_collapsed). Refusals are returned and
+  // emitted as edit_refused().
+  QList<QAction*> group_actions() const { return group_actions_; }
+  Status group_selection(const QString& name);
+  Status ungroup_selection();
+  Status toggle_collapsed_selection();
+  // The overview in the bottom-right corner (studio/minimap.h).
+  Minimap* minimap() const { return minimap_; }
+
   static constexpr double kMinZoom = 0.05;
   static constexpr double kMaxZoom = 8.0;
   static constexpr double kMaxFitZoom = 1.25;
@@ -78,6 +123,7 @@ class GraphView : public QGraphicsView {
   void mousePressEvent(QMouseEvent* event) override;
   void mouseMoveEvent(QMouseEvent* event) override;
   void mouseReleaseEvent(QMouseEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;  // graph_view_groups.cpp
   void contextMenuEvent(QContextMenuEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
   void drawForeground(QPainter* painter, const QRectF& rect) override;
@@ -93,6 +139,15 @@ class GraphView : public QGraphicsView {
   void finish_move();
   void drop_wire();
 
+  void create_search();
+  void create_group_actions();
+  std::vector<std::string> selected_groups() const;  // groups holding a selected node
+  void place_overlays();  // the search field and the minimap in their corners
+  QString ask(const QString& title, const QString& label, const QString& initial);
+  // Adds the value made by `make` and connects it to (node, input), as one undo step.
+  Expected<ir::ValueId> add_and_connect(const QString& what, ir::NodeId node, int input,
+                                        const std::function<Expected<ir::ValueId>()>& make);
+
   enum class Gesture { kNone, kConnect, kMove, kRubberBand };
   Gesture gesture_ = Gesture::kNone;
   ir::ValueId wire_value_ = ir::kNoValue;
@@ -103,6 +158,13 @@ class GraphView : public QGraphicsView {
   GraphScene* graph_scene_;
   Document* document_ = nullptr;
   bool auto_fit_ = true;  // refit on resize until the user zooms or pans
+  TextPrompt text_prompt_;
+  QAction* find_action_ = nullptr;
+  QAction* find_next_action_ = nullptr;
+  QLineEdit* search_field_ = nullptr;
+  int search_index_ = -1;  // the match shown, in find_nodes(text)
+  Minimap* minimap_ = nullptr;
+  QList<QAction*> group_actions_;
 };
 
 }  // namespace tessera::studio

@@ -73,6 +73,7 @@ MainWindow::MainWindow(Document& document, MainWindowOptions options, QWidget* p
 
   create_docks();
   create_menus();
+  create_run_and_train();
   auto update = [this] { guarded(this, tr("Updating the window"), [&] { refresh(); }); };
   connect(&document_, &Document::graph_reset, this, update);
   connect(&document_, &Document::modified_changed, this, update);
@@ -186,9 +187,14 @@ void MainWindow::create_menus() {
   QAction* show_inspector = inspector_dock_->toggleViewAction();
   show_inspector->setText(tr("&Inspector"));
   view->addAction(show_inspector);
+  create_canvas_actions(file, view);
 }
 
 void MainWindow::show_open_error(const QString& path, const Error& error) {
+  if (file_error_dialog_) {
+    file_error_dialog_(path, error);
+    return;
+  }
   QMessageBox box(QMessageBox::Warning, tr("Cannot open %1").arg(QFileInfo(path).fileName()),
                   tr("Could not open the graph file\n%1").arg(path), QMessageBox::Ok, this);
   box.setInformativeText(QString::fromStdString(error.to_string()));

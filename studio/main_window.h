@@ -9,6 +9,9 @@
 // docks, recent files and the last folder kept in a settings file. Prompts go through replaceable
 // hooks so that tests answer them without a modal loop.
 //
+// Run (main_window_run.cpp): the Run and Train docks (studio/run_panel.h, studio/train_panel.h)
+// and the Run menu (Run F5).
+//
 // Usage (main.cpp):
 //   Document doc(registry);
 //   MainWindow window(doc, MainWindowOptions::persistent());
@@ -24,6 +27,7 @@
 #include <functional>
 
 #include "engine/core/status.h"
+#include "studio/canvas_style.h"
 
 class QAction;
 class QDockWidget;
@@ -38,6 +42,8 @@ class GraphScene;
 class GraphView;
 class Inspector;
 class Palette;
+class RunPanel;
+class TrainPanel;
 
 struct MainWindowOptions {
   // INI file for window geometry and docks, recent files and the last folder; empty: nothing is
@@ -46,6 +52,9 @@ struct MainWindowOptions {
   // Folder for autosaves; empty: no autosave.
   QString autosave_dir;
   int autosave_interval_ms = 60000;
+  // The insight database the Train panel records runs in; empty: persistent windows use
+  // insight::default_database_path (TESSERA_DB, XDG_DATA_HOME, HOME), others record nothing.
+  QString insight_database;
   // What the app uses: the settings above and AppDataLocation/autosave, every 60 s.
   static MainWindowOptions persistent();
 };
@@ -104,11 +113,33 @@ class MainWindow : public QMainWindow {
   }
   // Picks a path for Save As (default: a file dialog); empty cancels.
   void set_save_as_dialog(std::function<QString()> dialog) { save_as_dialog_ = std::move(dialog); }
+  // Picks a file for File > Open and File > Import ONNX (default: a file dialog); empty cancels.
+  // (Save As and Export ONNX both ask set_save_as_dialog's hook.)
+  void set_open_dialog(std::function<QString()> dialog) { open_dialog_ = std::move(dialog); }
+  // Shows a file error (default: a modal message box naming the file and the reason): opening,
+  // importing and exporting report through it.
+  void set_file_error_dialog(std::function<void(const QString& path, const Error& error)> dialog) {
+    file_error_dialog_ = std::move(dialog);
+  }
+
+  // ---- canvas menus (main_window_view.cpp) ----
+  // File > Import ONNX...: like Open, for .onnx files. File > Export ONNX...: writes the graph
+  // (no layout) to a .onnx path; the document keeps its own path and modified state. Errors go
+  // to the file error dialog and are returned.
+  Status import_onnx();
+  Status export_onnx();
+  // View > Theme: the widgets' palette and the canvas colours; kept in the settings file.
+  void set_theme(style::Theme theme);
+  style::Theme theme() const;
 
   GraphScene* scene() const { return scene_; }
   GraphView* view() const { return view_; }
   Palette* palette() const { return palette_; }
   Inspector* inspector() const { return inspector_; }
+  RunPanel* run_panel() const { return run_panel_; }
+  TrainPanel* train_panel() const { return train_panel_; }
+  QDockWidget* run_dock() const { return run_dock_; }
+  QDockWidget* train_dock() const { return train_dock_; }
   QDockWidget* palette_dock() const { return palette_dock_; }
   QDockWidget* inspector_dock() const { return inspector_dock_; }
   QMenu* recent_menu() const { return recent_menu_; }
@@ -119,7 +150,9 @@ class MainWindow : public QMainWindow {
  private:
   void create_menus();
   void create_edit_menu();
+  void create_canvas_actions(QMenu* file, QMenu* view);  // main_window_view.cpp
   void create_docks();
+  void create_run_and_train();  // main_window_run.cpp: the Run and Train docks, the Run menu
   void show_refusal(const QString& message);
   void open_with_dialog();
   void open_interactive(const QString& path);
@@ -147,6 +180,10 @@ class MainWindow : public QMainWindow {
   Inspector* inspector_ = nullptr;
   QDockWidget* palette_dock_ = nullptr;
   QDockWidget* inspector_dock_ = nullptr;
+  RunPanel* run_panel_ = nullptr;
+  TrainPanel* train_panel_ = nullptr;
+  QDockWidget* run_dock_ = nullptr;
+  QDockWidget* train_dock_ = nullptr;
   QMenu* recent_menu_ = nullptr;
   QTimer* autosave_timer_ = nullptr;
   QLabel* file_label_;
@@ -161,6 +198,8 @@ class MainWindow : public QMainWindow {
   std::function<SaveChoice(const QString&)> save_prompt_;
   std::function<bool(const QString&)> restore_prompt_;
   std::function<QString()> save_as_dialog_;
+  std::function<QString()> open_dialog_;
+  std::function<void(const QString&, const Error&)> file_error_dialog_;
 };
 
 }  // namespace tessera::studio

@@ -21,6 +21,7 @@
 #include "studio/graph_scene.h"
 #include "studio/guard.h"
 #include "studio/main_window.h"
+#include "studio/theme.h"
 
 namespace tessera::studio {
 
@@ -65,7 +66,7 @@ void MainWindow::open_interactive(const QString& path) {
 }
 
 void MainWindow::open_with_dialog() {
-  const QString path = QFileDialog::getOpenFileName(
+  const QString path = open_dialog_ ? open_dialog_() : QFileDialog::getOpenFileName(
       this, tr("Open graph"), last_dir_,
       tr("Tessera graphs (*.tsr *.json *.tir *.onnx);;Tessera (*.tsr);;JSON graphs (*.json);;"
          "IR text (*.tir);;ONNX (*.onnx);;All files (*)"));
@@ -267,6 +268,8 @@ void MainWindow::load_settings() {
   while (recent_.size() > kMaxRecentFiles) recent_.removeLast();
   last_dir_ = settings.value(QStringLiteral("last_dir")).toString();
   rebuild_recent_menu();
+  if (settings.contains(QStringLiteral("view/theme")))
+    set_theme(theme_from_name(settings.value(QStringLiteral("view/theme")).toString()));
 }
 
 void MainWindow::save_settings() {

@@ -1,0 +1,67 @@
+// The window's Run side: the Run and Train docks (studio/run_panel.h, studio/train_panel.h) and
+// the Run menu (Run F5, the two docks' toggles).
+// The engine headers the panels pull in come before Qt's (see run_panel.cpp: `slots`).
+#include "engine/stages/session.h"
+
+#include "studio/main_window.h"
+
+#include <QAction>
+#include <QDir>
+#include <QDockWidget>
+#include <QKeySequence>
+#include <QMenu>
+#include <QMenuBar>
+
+#include "insight/database.h"
+#include "studio/document.h"
+#include "studio/guard.h"
+#include "studio/run_panel.h"
+#include "studio/train_panel.h"
+
+namespace tessera::studio {
+
+void MainWindow::create_run_and_train() {
+  run_panel_ = new RunPanel(document_, this);
+  run_dock_ = new QDockWidget(tr("Run"), this);
+  run_dock_->setObjectName(QStringLiteral("run_dock"));
+  run_dock_->setWidget(run_panel_);
+  addDockWidget(Qt::RightDockWidgetArea, run_dock_);
+
+  train_panel_ = new TrainPanel(document_, this);
+  train_dock_ = new QDockWidget(tr("Train"), this);
+  train_dock_->setObjectName(QStringLiteral("train_dock"));
+  train_dock_->setWidget(train_panel_);
+  addDockWidget(Qt::RightDockWidgetArea, train_dock_);
+  tabifyDockWidget(run_dock_, train_dock_);
+  run_dock_->hide();
+  train_dock_->hide();
+
+  // The environment is read only for the app's own (persistent) window, as main() would.
+  QString db = options_.insight_database;
+  if (db.isEmpty() && !options_.settings_file.isEmpty())
+    db = QString::fromStdString(insight::default_database_path(
+        qEnvironmentVariable("TESSERA_DB").toStdString(),
+        qEnvironmentVariable("XDG_DATA_HOME").toStdString(), QDir::homePath().toStdString()));
+  train_panel_->set_database_path(db);
+
+  QMenu* menu = menuBar()->addMenu(tr("&Run"));
+  QAction* run = menu->addAction(tr("&Run"));
+  run->setObjectName(QStringLiteral("run_action"));
+  run->setShortcut(QKeySequence(Qt::Key_F5));
+  connect(run, &QAction::triggered, this, [this] {
+    guarded(this, tr("Run"), [&] {
+      run_dock_->show();
+      run_dock_->raise();
+      run_panel_->run();
+    });
+  });
+  menu->addSeparator();
+  QAction* show_run = run_dock_->toggleViewAction();
+  show_run->setText(tr("Run &Panel"));
+  menu->addAction(show_run);
+  QAction* show_train = train_dock_->toggleViewAction();
+  show_train->setText(tr("&Train Panel"));
+  menu->addAction(show_train);
+}
+
+}  // namespace tessera::studio

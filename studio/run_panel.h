@@ -1,0 +1,125 @@
+// The Run panel: runs the document's graph once through stages::Session (as `tessera run` does)
+// on a worker thread and shows every output (name, type, shape, min/max/mean, the first values),
+// each of which can be saved as .npy.
+//
+// Inputs: one row per graph input with its type; each is fed either random values (the same
+// mt19937_64 draws as `tessera run --seed N`: floats uniform in [-1, 1), integers in [0, 10),
+// bools 0/1) or a chosen .npy file, checked against the input's type when chosen (dtype, rank and
+// every known dim; a symbolic dim takes the file's size). Each symbolic dim has a size field
+// (default 1) used by random inputs.
+//
+// Errors (inference, a bad feed, a kernel error) are shown in the panel. While the graph has an
+// inference error the Run button is disabled and the reason shown.
+//
+// Usage:
+//   RunPanel panel(document);
+//   panel.set_input_file("x", "x.npy");   // Status: refused with the reason (also shown)
+//   panel.set_dim("N", 4);
+//   panel.run();                           // returns at once; finished() when done
+//   ... panel.outputs(), panel.error_text()
+#pragma once
+
+#include <QString>
+#include <QWidget>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/core/tensor.h"
+#include "engine/ir/graph.h"
+#include "engine/runtime/interpreter.h"
+
+class QLabel;
+class QPushButton;
+class QTableWidget;
+class QVBoxLayout;
+class QGridLayout;
+
+namespace tessera::studio {
+
+class Document;
+
+// How one graph input is fed.
+struct InputFeed {
+  bool from_file = false;
+  std::string path;   // the .npy file when from_file
+  uint64_t seed = 0;  // the random stream otherwise
+};
+
+// The same random tensor as `tessera run` (cli/commands.cpp): floats uniform in [-1, 1) from the
+// top 53 bits of each mt19937_64 draw, integers draw % 10, bools the top bit.
+Tensor random_input(DType dtype, const Shape& shape, uint64_t seed);
+
+// Checks a tensor read for input `name` of type `type`: dtype, rank, known dims. The error says
+// what differs ("input 'x' is f32[N, 1, 28, 28]; the file has f32[2, 3]: rank 2, not 4").
+Status check_feed(const std::string& name, const ir::TensorType& type, const Tensor& t);
+
+// The feeds for `graph`: each input from its InputFeed (missing: random, seed 0); symbolic dims of
+// random inputs from `dims` (missing: 1). Files are read and checked.
+Expected<runtime::Feeds> make_run_feeds(const ir::Graph& graph,
+                                        const std::map<std::string, InputFeed>& feeds,
+                                        const std::map<std::string, int64_t>& dims);
+
+class RunPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  // `document` outlives the panel. The panel rebuilds its input rows when the graph changes.
+  explicit RunPanel(Document& document, QWidget* parent = nullptr);
+  // Waits for a run in progress (its results are dropped).
+  ~RunPanel() override;
+
+  // Feeds input NAME from a .npy file: read and checked now; refused (unchanged, the reason shown
+  // beside the input and returned) when unreadable or not of the input's type.
+  Status set_input_file(const QString& name, const QString& path);
+  void set_input_random(const QString& name, uint64_t seed);
+  void set_dim(const QString& symbol, int64_t size);
+
+  // Starts a run on a worker thread; false (and the reason shown) when one is running or the
+  // graph cannot run (an inference error, no outputs).
+  bool run();
+  bool is_running() const { return worker_.joinable() && running_.load(); }
+  bool can_run() const;
+
+  // The last run's outputs (empty after a failure) and its error ("" on success).
+  const std::vector<Tensor>& outputs() const { return outputs_; }
+  const std::vector<std::string>& output_names() const { return output_names_; }
+  const QString& error_text() const { return error_; }
+  // What the panel shows: the state line (disabled reason, running, error) and the outputs table.
+  QString status_text() const;
+  QTableWidget* outputs_table() const { return table_; }
+  QPushButton* run_button() const { return run_button_; }
+  // Writes output I to PATH (.npy); the error names the file.
+  Status save_output(int index, const QString& path);
+
+ signals:
+  // A run ended (check error_text()).
+  void finished();
+
+ private:
+  void rebuild_inputs();
+  void update_enabled();
+  void show_results();
+  void join();
+
+  Document& document_;
+  std::map<std::string, InputFeed> feeds_;
+  std::map<std::string, int64_t> dims_;
+  std::map<std::string, QLabel*> feed_labels_;  // per input: what feeds it, or the refusal
+  QVBoxLayout* inputs_box_ = nullptr;
+  QWidget* inputs_widget_ = nullptr;
+  QLabel* status_ = nullptr;
+  QPushButton* run_button_ = nullptr;
+  QTableWidget* table_ = nullptr;
+  std::thread worker_;
+  std::atomic<bool> running_{false};
+  std::vector<Tensor> outputs_;
+  std::vector<std::string> output_names_;
+  QString error_;
+};
+
+}  // namespace tessera::studio

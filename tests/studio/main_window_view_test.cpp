@@ -1,0 +1,186 @@
+// Tests of studio/main_window_view.cpp: File > Export ONNX writes a .onnx that File > Import ONNX
+// reads back (12 nodes, 61,706 parameters) without changing the exporting document's path or
+// modified state; import and export errors go to the file error dialog (its test hook) naming
+// the file and the reason, and the document keeps what it had; View > Theme switches the canvas
+// colours and is kept in the settings file; the menus hold the new actions.
+#include <QAction>
+#include <QFile>
+#include <QMenu>
+#include <QMenuBar>
+#include <QSettings>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "engine/ops/op_def.h"
+#include "studio/canvas_style.h"
+#include "studio/document.h"
+#include "studio/graph_scene.h"
+#include "studio/graph_view.h"
+#include "studio/main_window.h"
+#include "studio/theme.h"
+
+using tessera::studio::Document;
+using tessera::studio::MainWindow;
+using tessera::studio::MainWindowOptions;
+namespace style = tessera::studio::style;
+
+namespace {
+
+const QString kLenet = QStringLiteral(TESSERA_SOURCE_DIR "/samples/lenet.json");
+
+QAction* action(const MainWindow& w, const QString& name) {
+  return w.findChild<QAction*>(name);
+}
+
+struct ErrorSeen {
+  int count = 0;
+  QString path, text;
+};
+
+}  // namespace
+
+class MainWindowViewTest : public QObject {
+  Q_OBJECT
+
+ private:
+  tessera::ops::OpRegistry registry_ = tessera::ops::make_default_registry();
+  QTemporaryDir dir_;
+
+  void hook_errors(MainWindow& w, ErrorSeen& seen) {
+    w.set_file_error_dialog([&seen](const QString& path, const tessera::Error& e) {
+      ++seen.count;
+      seen.path = path;
+      seen.text = QString::fromStdString(e.to_string());
+    });
+  }
+
+ private slots:
+  void cleanup() { tessera::studio::apply_theme(style::Theme::kLight); }
+
+  void export_then_import_onnx() {
+    Document doc(registry_);
+    QVERIFY(doc.load(kLenet.toStdString()).is_ok());
+    QVERIFY(doc.rename_node(doc.graph().node_ids().front(), "first").is_ok());  // modified
+    MainWindow w(doc);
+    ErrorSeen seen;
+    hook_errors(w, seen);
+    const QString onnx = dir_.filePath(QStringLiteral("lenet.onnx"));
+    w.set_save_as_dialog([&] { return onnx; });
+    action(w, QStringLiteral("action_export_onnx"))->trigger();
+    QCOMPARE(seen.count, 0);
+    QVERIFY(QFile::exists(onnx));
+    QCOMPARE(QString::fromStdString(doc.path()), kLenet);  // still the document's own file
+    QVERIFY(doc.is_modified());
+
+    Document other(registry_);
+    MainWindow w2(other);
+    hook_errors(w2, seen);
+    w2.set_open_dialog([&] { return onnx; });
+    action(w2, QStringLiteral("action_import_onnx"))->trigger();
+    QCOMPARE(seen.count, 0);
+    QCOMPARE(QString::fromStdString(other.path()), onnx);
+    QCOMPARE(other.graph().num_nodes(), 12);
+    QCOMPARE(other.parameter_count(), int64_t{61706});
+    QCOMPARE(other.graph().node(other.graph().node_ids().front()).name, std::string("first"));
+    QVERIFY(!other.inference_error());
+  }
+
+  void import_error_names_the_file_and_keeps_the_document() {
+    Document doc(registry_);
+    QVERIFY(doc.load(kLenet.toStdString()).is_ok());
+    MainWindow w(doc);
+    ErrorSeen seen;
+    hook_errors(w, seen);
+    const QString bad = dir_.filePath(QStringLiteral("broken.onnx"));
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("this is not a protobuf");
+    f.close();
+    w.set_open_dialog([&] { return bad; });
+    const tessera::Status st = w.import_onnx();
+    QVERIFY(!st);
+    QCOMPARE(seen.count, 1);
+    QCOMPARE(seen.path, bad);
+    QVERIFY2(seen.text.contains(QStringLiteral("broken.onnx")), qPrintable(seen.text));
+    QCOMPARE(QString::fromStdString(doc.path()), kLenet);
+    QCOMPARE(doc.graph().num_nodes(), 12);
+  }
+
+  void export_error_names_the_file() {
+    Document doc(registry_);
+    QVERIFY(doc.load(kLenet.toStdString()).is_ok());
+    MainWindow w(doc);
+    ErrorSeen seen;
+    hook_errors(w, seen);
+    const QString nowhere = dir_.filePath(QStringLiteral("no/such/folder/lenet.onnx"));
+    w.set_save_as_dialog([&] { return nowhere; });
+    QVERIFY(!w.export_onnx());
+    QCOMPARE(seen.count, 1);
+    QCOMPARE(seen.path, nowhere);
+    QVERIFY2(seen.text.contains(QStringLiteral("lenet.onnx")), qPrintable(seen.text));
+    // Not a .onnx name: refused before writing.
+    const QString json = dir_.filePath(QStringLiteral("lenet.json"));
+    w.set_save_as_dialog([&] { return json; });
+    QVERIFY(!w.export_onnx());
+    QCOMPARE(seen.count, 2);
+    QVERIFY(seen.text.contains(QStringLiteral(".onnx")));
+    QVERIFY(!QFile::exists(json));
+  }
+
+  void theme_menu_switches_and_persists() {
+    const QString ini = dir_.filePath(QStringLiteral("theme.ini"));
+    MainWindowOptions options;
+    options.settings_file = ini;
+    {
+      Document doc(registry_);
+      QVERIFY(doc.load(kLenet.toStdString()).is_ok());
+      MainWindow w(doc, options);
+      QCOMPARE(w.theme(), style::Theme::kLight);
+      QAction* dark = action(w, QStringLiteral("action_theme_dark"));
+      QVERIFY(dark && dark->isCheckable());
+      dark->trigger();
+      QCOMPARE(w.theme(), style::Theme::kDark);
+      QVERIFY(dark->isChecked());
+      QVERIFY(!action(w, QStringLiteral("action_theme_light"))->isChecked());
+      QCOMPARE(w.scene()->backgroundBrush().color(), QColor(0x1e, 0x21, 0x26));
+      QCOMPARE(QSettings(ini, QSettings::IniFormat).value("view/theme").toString(),
+               QStringLiteral("dark"));
+    }
+    tessera::studio::apply_theme(style::Theme::kLight);
+    Document doc(registry_);
+    MainWindow again(doc, options);  // read back at start
+    QCOMPARE(again.theme(), style::Theme::kDark);
+    QVERIFY(action(again, QStringLiteral("action_theme_dark"))->isChecked());
+    action(again, QStringLiteral("action_theme_light"))->trigger();
+    QCOMPARE(style::colours().background, QColor(0xf4, 0xf5, 0xf7));
+    QCOMPARE(QSettings(ini, QSettings::IniFormat).value("view/theme").toString(),
+             QStringLiteral("light"));
+  }
+
+  void menus_hold_the_new_actions() {
+    Document doc(registry_);
+    MainWindow w(doc);
+    QStringList file, view;
+    for (QAction* m : w.menuBar()->actions()) {
+      if (!m->menu()) continue;
+      QStringList& into = m->text() == QStringLiteral("&File") ? file : view;
+      if (m->text() != QStringLiteral("&File") && m->text() != QStringLiteral("&View")) continue;
+      for (QAction* a : m->menu()->actions()) into << a->objectName();
+    }
+    // Import/Export just before Quit.
+    const int quit = file.indexOf(QStringLiteral("action_quit"));
+    QVERIFY(quit > 0);
+    QVERIFY(file.indexOf(QStringLiteral("action_import_onnx")) >= 0);
+    QVERIFY(file.indexOf(QStringLiteral("action_export_onnx")) < quit);
+    for (const char* name : {"action_find", "action_find_next", "action_group", "action_ungroup",
+                             "action_collapse_group"})
+      QVERIFY2(view.contains(QLatin1String(name)), name);
+    QCOMPARE(action(w, QStringLiteral("action_find"))->shortcut(),
+             QKeySequence::keyBindings(QKeySequence::Find).value(0));
+    QCOMPARE(action(w, QStringLiteral("action_group"))->shortcut(),
+             QKeySequence(Qt::CTRL | Qt::Key_G));
+  }
+};
+
+QTEST_MAIN(MainWindowViewTest)
+#include "main_window_view_test.moc"
