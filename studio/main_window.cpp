@@ -21,6 +21,8 @@
 #include <set>
 #include <vector>
 
+#include "engine/ops/cost.h"
+
 #include "studio/clipboard.h"
 #include "studio/document.h"
 #include "studio/graph_scene.h"
@@ -53,10 +55,11 @@ MainWindow::MainWindow(Document& document, MainWindowOptions options, QWidget* p
   file_label_ = new QLabel(this);
   nodes_label_ = new QLabel(this);
   params_label_ = new QLabel(this);
+  flops_label_ = new QLabel(this);
   types_label_ = new QLabel(this);
   layout_label_ = new QLabel(this);
   statusBar()->addWidget(file_label_, 1);
-  for (QLabel* label : {layout_label_, types_label_, nodes_label_, params_label_}) {
+  for (QLabel* label : {layout_label_, types_label_, nodes_label_, params_label_, flops_label_}) {
     label->setContentsMargins(10, 0, 10, 0);
     auto* separator = new QFrame(this);
     separator->setFrameShape(QFrame::VLine);
@@ -335,6 +338,19 @@ void MainWindow::refresh() {
   params_label_->setText(
       tr("%1 parameters")
           .arg(numbers.toString(static_cast<qlonglong>(document_.parameter_count()))));
+  // FLOPs of one execution with every symbolic dimension (the batch) bound to 1, as `tessera info`
+  // prints them; the tooltip splits them by op. Unknown while inference fails.
+  flops_label_->clear();
+  flops_label_->setToolTip(QString());
+  if (!document_.inference_error()) {
+    if (auto cost = ops::graph_cost(document_.graph(), document_.registry(), 1)) {
+      flops_label_->setText(tr("%1 FLOPs per sample").arg(numbers.toString(static_cast<qlonglong>(cost->flops))));
+      QStringList by_op;
+      for (const auto& [op, flops] : cost->flops_by_op)
+        if (flops > 0) by_op << QStringLiteral("%1: %2").arg(qstr(op), numbers.toString(static_cast<qlonglong>(flops)));
+      flops_label_->setToolTip(by_op.join(QLatin1Char('\n')));
+    }
+  }
   if (const auto& error = document_.inference_error()) {
     types_label_->setText(error->node >= 0 ? tr("type inference failed at the red node")
                                            : tr("type inference failed"));

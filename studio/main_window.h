@@ -189,6 +189,7 @@ class MainWindow : public QMainWindow {
   QLabel* file_label_;
   QLabel* nodes_label_;
   QLabel* params_label_;
+  QLabel* flops_label_;
   QLabel* types_label_;
   QLabel* layout_label_;
   QList<QWidget*> graph_status_;  // the labels above and their separators: hidden when empty
