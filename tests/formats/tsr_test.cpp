@@ -120,7 +120,7 @@ TEST(Tsr, EveryFeatureRoundTripsInline) {
 TEST(Tsr, TextThatIsNotUtf8RoundTrips) {
   // ONNX does not check UTF-8, so imported names and strings may hold any bytes; so may ours.
   GraphDocument doc;
-  const std::string odd("bad\xff\xfe name", 12);
+  const std::string odd("bad\xff\xfe name");  // 10 bytes, no NUL inside
   const ir::ValueId x = doc.graph.add_input(odd, ir::TensorType(DType::kF32, {ir::Dim::named("\xc3\x28")}));
   ir::Attributes attrs;
   attrs.emplace("s", odd);
