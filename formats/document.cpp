@@ -18,11 +18,13 @@ bool has_extension(const std::string& path, const std::string& ext) {
 
 }  // namespace
 
-std::string graph_content_hash(const ir::Graph& graph) {
+std::string hex16(uint64_t v) {
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(ir::structural_hash(graph)));
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
   return buf;
 }
+
+std::string graph_content_hash(const ir::Graph& graph) { return hex16(ir::structural_hash(graph)); }
 
 Status check_layout(const Layout& layout, const ir::Graph& graph, const std::string& where) {
   for (const auto& [id, pos] : layout.positions) {

@@ -59,7 +59,10 @@ struct GraphDocument {
   Layout layout;
 };
 
-// "16 hex digits" of ir::structural_hash(graph): what Metadata::content_hash holds.
+// 16 lowercase hex digits, zero-padded: how formats print hashes and checksums.
+std::string hex16(uint64_t v);
+
+// hex16 of ir::structural_hash(graph): what Metadata::content_hash holds.
 std::string graph_content_hash(const ir::Graph& graph);
 
 // Checks that every position and group names a live node of the top-level graph.

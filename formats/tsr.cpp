@@ -29,12 +29,6 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 uint64_t xxh3(const void* data, size_t size) { return XXH3_64bits(data, size); }
 
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 tsr::DType to_proto(DType t) { return static_cast<tsr::DType>(static_cast<int>(t) + 1); }
 
 Expected<DType> from_proto(int t, const std::string& place) {
@@ -262,7 +256,7 @@ struct Reader {
     }
     const uint64_t sum = xxh3(src, nbytes);
     if (sum != pt.xxh3())
-      return err(place, "checksum mismatch (stored " + hex(pt.xxh3()) + ", computed " + hex(sum) +
+      return err(place, "checksum mismatch (stored " + hex16(pt.xxh3()) + ", computed " + hex16(sum) +
                             "): the weights are corrupt" + (pt.external() ? " in " + side.path : ""));
     TRY(Tensor t, Tensor::create(dt, shape));
     if (nbytes > 0) std::memcpy(t.raw_data(), src, nbytes);
