@@ -88,6 +88,13 @@ Status Document::load(const std::string& path) {
   return Status::ok();
 }
 
+void Document::open(formats::GraphDocument document, const std::string& path) {
+  DocumentState state;
+  state.file = std::move(document);
+  read_value_positions(state);
+  replace_state(std::move(state), path);
+}
+
 Status Document::recover(const std::string& autosave_path, const std::string& original_path) {
   Expected<formats::GraphDocument> read = formats::load_document(autosave_path);
   if (!read) return naming_file(read.error(), autosave_path);

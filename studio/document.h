@@ -58,6 +58,9 @@ class Document : public QObject {
   // Writes the document (by extension: .tsr and .json keep metadata and layout, .tir and .onnx
   // only the graph), then takes PATH as its path and marks the stack clean. Errors name the file.
   Status save(const std::string& path);
+  // Replaces the document with a graph already in memory (a pass snapshot, the graph a run
+  // recorded) and clears the undo stack; `path` may be empty (unnamed). Emits graph_reset().
+  void open(formats::GraphDocument document, const std::string& path = {});
   // An empty, unnamed document; clears the undo stack; emits graph_reset().
   void reset();
   // Writes the document to PATH like save() but keeps its path and the undo stack's clean state
