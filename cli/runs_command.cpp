@@ -346,10 +346,7 @@ observe::SnapshotSink* RunRecording::snapshots() const { return recorder_.get();
 observe::MetricsSink* RunRecording::metrics() const { return recorder_.get(); }
 
 void RunRecording::log_graph(const ir::Graph& g, const std::string& role) {
-  if (!recorder_) return;
-  ir::Graph structure = g;
-  for (ir::ValueId p : std::vector<ir::ValueId>(structure.params())) structure.make_input(p);
-  recorder_->log_graph(g.name(), "tir", ir::print_graph(structure), role);
+  if (recorder_) recorder_->log_graph_structure(g, role);
 }
 
 void RunRecording::log_dataset(const std::string& split, const data::Source& source, const std::string& path) {

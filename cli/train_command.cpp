@@ -11,12 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "engine/data/csv.h"
 #include "engine/data/fingerprint.h"
-#include "engine/data/idx.h"
-#include "engine/data/image_folder.h"
 #include "engine/train/trainer.h"
-#include "formats/data_npy.h"
+#include "formats/dataset_path.h"
 #include "formats/graph_file.h"
 
 namespace tessera::cli {
@@ -27,45 +24,6 @@ using SourcePtr = std::shared_ptr<const data::Source>;
 
 std::atomic<bool> g_stop{false};
 extern "C" void on_sigint(int) { g_stop.store(true); }
-
-bool has_mnist_files(const fs::path& dir, const std::string& prefix) {
-  for (const char* suffix : {"-images-idx3-ubyte", "-images-idx3-ubyte.gz"})
-    if (fs::exists(dir / (prefix + suffix))) return true;
-  return false;
-}
-
-// One split from a path: an MNIST-style IDX folder, a folder of class folders, a .csv or a .npz.
-Expected<SourcePtr> open_split(const std::string& path, const std::string& split, int channels) {
-  std::error_code ec;
-  fs::path p(path);
-  if (!fs::exists(p, ec)) return make_error("no such file or directory", path);
-  if (fs::is_directory(p, ec)) {
-    const std::string prefix = split == "train" ? "train" : "t10k";
-    if (has_mnist_files(p, prefix)) return data::open_mnist_dir(path, split);
-    if (fs::is_directory(p / split, ec)) {
-      TRY(auto s, data::open_image_folder((p / split).string(), channels));
-      return SourcePtr(s);
-    }
-    if (split == "test") return SourcePtr();  // a plain class folder: no test split
-    TRY(auto s, data::open_image_folder(path, channels));
-    return SourcePtr(s);
-  }
-  const std::string ext = p.extension().string();
-  if (ext == ".csv") {
-    if (split == "test") return SourcePtr();
-    return data::open_csv(path);
-  }
-  if (ext == ".npz") {
-    if (split == "train") return formats::open_npz_source(path, "x", "labels");
-    // The test split of an .npz is optional: x_test / labels_test.
-    auto t = formats::open_npz_source(path, "x_test", "labels_test");
-    return t ? *t : SourcePtr();
-  }
-  return make_error("cannot tell what dataset this is: expected a folder with MNIST IDX files "
-                    "(train-images-idx3-ubyte[.gz] ...), a folder of class folders (DIR/train/<class>/*.png), "
-                    "a .csv or a .npz file",
-                    path);
-}
 
 std::string clock_text(double seconds) {
   if (!(seconds >= 0) || seconds > 1e7) return "--:--";
@@ -112,11 +70,11 @@ int run_train(const TrainOptions& o) {
     const ir::TensorType& t = graph->value(graph->inputs()[0]).type;
     if (t.rank() == 4 && t.dims[1].is_known()) channels = static_cast<int>(t.dims[1].size);
   }
-  auto train_src = open_split(o.data, "train", channels);
+  auto train_src = formats::open_dataset_split(o.data, "train", channels);
   if (!train_src) return fail(train_src.error());
   Expected<SourcePtr> test_src = SourcePtr();
-  if (!o.test_data.empty()) test_src = open_split(o.test_data, "test", channels);
-  else if (!o.no_eval) test_src = open_split(o.data, "test", channels);
+  if (!o.test_data.empty()) test_src = formats::open_dataset_split(o.test_data, "test", channels);
+  else if (!o.no_eval) test_src = formats::open_dataset_split(o.data, "test", channels);
   if (!test_src) return fail(test_src.error());
 
   data::LoaderOptions lo;

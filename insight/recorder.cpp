@@ -11,6 +11,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "engine/ir/text.h"
 #include "insight/sql.h"
 
 namespace tessera::insight {
@@ -252,6 +253,12 @@ std::string Recorder::log_graph(const std::string& name, const std::string& form
   enqueue_other({Other::Type::kGraph, hash, name, format, body, 0, 0});
   enqueue_other({Other::Type::kRunGraph, hash, role, "", "", 0, 0});
   return hash;
+}
+
+std::string Recorder::log_graph_structure(const ir::Graph& graph, const std::string& role) {
+  ir::Graph structure = graph;
+  for (ir::ValueId p : std::vector<ir::ValueId>(structure.params())) structure.make_input(p);
+  return log_graph(graph.name(), "tir", ir::print_graph(structure), role);
 }
 
 void Recorder::log_dataset(const std::string& split, const std::string& fingerprint, const std::string& path,

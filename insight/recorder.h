@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "engine/core/status.h"
+#include "engine/ir/graph.h"
 #include "engine/observe/sinks.h"
 #include "insight/database.h"
 
@@ -88,6 +89,10 @@ class Recorder final : public observe::TraceSink, public observe::SnapshotSink, 
   // with `role` ("input", "trained"). Returns the hash.
   std::string log_graph(const std::string& name, const std::string& format, const std::string& body,
                         const std::string& role = "input");
+  // The graph's structure: its IR text with params turned into inputs (weights belong in
+  // checkpoints), as log_graph. Every recording caller (CLI, studio) stores graphs this way, so a
+  // run's graph opens and diffs the same wherever it was recorded.
+  std::string log_graph_structure(const ir::Graph& graph, const std::string& role = "input");
   // The data set seen by the run, by its fingerprint (engine/data/fingerprint.h).
   void log_dataset(const std::string& split, const std::string& fingerprint, const std::string& path, int64_t examples);
   // A checkpoint written by the run, with its checksum (file_checksum).

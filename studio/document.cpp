@@ -171,6 +171,29 @@ void Document::reanalyse() {
   analysis_ = analyse_types(state_.graph(), registry_);
   inference_error_ = analysis_.first_error;
   if (inference_error_ && !path_.empty()) inference_error_ = naming_file(*inference_error_, path_);
+  cost_.reset();
+  if (!inference_error_)
+    if (Expected<ops::GraphCost> cost = ops::graph_cost(state_.graph(), registry_, 1)) cost_ = std::move(cost).value();
+}
+
+int64_t Document::node_parameter_count(ir::NodeId id) const {
+  const ir::Graph& g = graph();
+  if (!g.has_node(id)) return 0;
+  int64_t total = 0;
+  std::vector<ir::ValueId> seen;
+  for (ir::ValueId v : g.node(id).inputs) {
+    if (v == ir::kNoValue || std::find(seen.begin(), seen.end(), v) != seen.end()) continue;
+    seen.push_back(v);
+    if (const Tensor* t = g.param_data(v)) total += t->numel();
+  }
+  return total;
+}
+
+std::optional<double> Document::node_flops(ir::NodeId id) const {
+  if (!cost_) return std::nullopt;
+  auto it = cost_->flops_by_node.find(id);
+  if (it == cost_->flops_by_node.end()) return std::nullopt;
+  return it->second;
 }
 
 const Error* Document::node_error(ir::NodeId id) const {

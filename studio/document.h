@@ -35,6 +35,7 @@
 
 #include "engine/core/status.h"
 #include "engine/ir/graph.h"
+#include "engine/ops/cost.h"
 #include "engine/ops/op_def.h"
 #include "studio/clipboard.h"
 #include "studio/document_state.h"
@@ -100,6 +101,12 @@ class Document : public QObject {
 
   // Number of weight elements: the sum of the element counts of the graph's params.
   int64_t parameter_count() const;
+  // Cost per node: the weight elements it reads (params among its inputs; a param shared by two
+  // nodes counts for both), and its FLOPs for one sample (every symbolic dimension bound to 1, as
+  // the total in cost()). FLOPs are absent while type inference fails anywhere.
+  int64_t node_parameter_count(ir::NodeId id) const;
+  std::optional<double> node_flops(ir::NodeId id) const;
+  const ops::GraphCost* cost() const { return cost_ ? &*cost_ : nullptr; }
 
   // ---- edits: each pushes one undo command or returns why it is refused (studio/edits.h) ----
   Expected<ir::NodeId> add_node(const std::string& op, const std::string& name = {},
@@ -174,6 +181,7 @@ class Document : public QObject {
   std::string path_;
   TypeAnalysis analysis_;
   std::optional<Error> inference_error_;
+  std::optional<ops::GraphCost> cost_;  // absent while inference fails
   QUndoStack stack_;  // after state_: destroyed first, its commands refer to this document
 };
 

@@ -84,9 +84,11 @@ NodeItem::NodeItem(ir::NodeId id, NodeContent content)
     port_column_ = std::max(port_column_, port.horizontalAdvance(row.port));
   for (const NodeContent::Row& row : content_.params)
     width = std::max(width, port_column_ + kNameGap + type.horizontalAdvance(row.type));
+  if (!content_.cost.isEmpty()) width = std::max(width, port.horizontalAdvance(content_.cost));
   width = std::clamp(width + 2 * kPad, kMinNodeWidth, kMaxNodeWidth);
   width = std::max(width, kPortSpacing * (std::max(content_.data_inputs, content_.outputs) + 1));
-  size_ = QSizeF(std::ceil(width), kTitleHeight + rows_height(content_.params.size()));
+  const size_t rows = content_.params.size() + (content_.cost.isEmpty() ? 0 : 1);
+  size_ = QSizeF(std::ceil(width), kTitleHeight + rows_height(rows));
   setToolTip(content_.tooltip);
 }
 
@@ -145,6 +147,14 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
     painter->drawText(QRectF(type_x, y, type_width, kRowHeight), Qt::AlignLeft | Qt::AlignVCenter,
                       QFontMetricsF(type_font).elidedText(row.type, Qt::ElideRight, type_width));
     y += kRowHeight;
+  }
+  if (!content_.cost.isEmpty()) {
+    painter->setPen(style::colours().muted_text);
+    painter->setFont(port_font);
+    painter->drawText(QRectF(kPad, y, size_.width() - 2 * kPad, kRowHeight),
+                      Qt::AlignLeft | Qt::AlignVCenter,
+                      QFontMetricsF(port_font).elidedText(content_.cost, Qt::ElideRight,
+                                                          size_.width() - 2 * kPad));
   }
   paint_ports(painter);
 }

@@ -3,6 +3,8 @@
 
 #include <QGraphicsPathItem>
 #include <QLineF>
+#include <QLocale>
+#include <QStringList>
 #include <QPainterPath>
 #include <QTimer>
 #include <QtGlobal>
@@ -80,10 +82,37 @@ QString node_tooltip(const Document& doc, const ir::Node& n, const ops::OpDef* d
   };
   list("inputs", n.inputs, def ? &def->inputs : nullptr, "in");
   list("outputs", n.outputs, def ? &def->outputs : nullptr, "out");
+  const QLocale numbers(QLocale::English);
+  if (int64_t params = doc.node_parameter_count(n.id); params > 0)
+    t += QStringLiteral("<br><b>parameters</b> %1").arg(numbers.toString(static_cast<qlonglong>(params)));
+  if (std::optional<double> flops = doc.node_flops(n.id))
+    t += QStringLiteral("<br><b>FLOPs per sample</b> %1").arg(numbers.toString(static_cast<qlonglong>(*flops)));
   if (const Error* e = doc.node_error(n.id))
     t += QStringLiteral("<br><span style='color:#d02121'><b>error:</b> %1</span>")
              .arg(html(e->message));
   return t;
+}
+
+// 61706 -> "61.7k", 2.3e9 -> "2.3G": short enough for a box's cost row.
+QString compact_number(double x) {
+  const char* suffix[] = {"", "k", "M", "G", "T"};
+  int i = 0;
+  while (x >= 999.95 && i < 4) {
+    x /= 1000;
+    ++i;
+  }
+  return i == 0 ? QString::number(static_cast<qlonglong>(x + 0.5))
+                : QString::number(x, 'f', x < 9.995 ? 2 : 1) + QLatin1String(suffix[i]);
+}
+
+// The cost row: weight elements read and FLOPs per sample (when inference succeeded).
+QString cost_text(const Document& doc, ir::NodeId id) {
+  QStringList parts;
+  if (int64_t params = doc.node_parameter_count(id); params > 0)
+    parts << QStringLiteral("%1 params").arg(compact_number(static_cast<double>(params)));
+  if (std::optional<double> flops = doc.node_flops(id); flops && *flops > 0)
+    parts << QStringLiteral("%1 FLOPs").arg(compact_number(*flops));
+  return parts.join(QStringLiteral(" \u00b7 "));
 }
 
 NodeContent node_content(const Document& doc, const ir::Node& n) {
@@ -108,6 +137,7 @@ NodeContent node_content(const Document& doc, const ir::Node& n) {
   }
   c.outputs = static_cast<int>(n.outputs.size());
   c.failed = doc.node_error(n.id) != nullptr;
+  c.cost = cost_text(doc, n.id);
   c.tooltip = node_tooltip(doc, n, def);
   return c;
 }

@@ -5,6 +5,8 @@
 #include <QGridLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
+#include <QStringList>
 #include <QScrollArea>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -195,6 +197,7 @@ void Inspector::rebuild() {
   name_field_ = nullptr;
   name_error_ = nullptr;
   problem_ = nullptr;
+  cost_ = nullptr;
   form_ = new QWidget;
   title_ = new QLabel(form_);
   QFont big = title_->font();
@@ -218,6 +221,10 @@ void Inspector::rebuild() {
   auto* doc = new QLabel(def ? qstr(def->doc) : tr("(op not in the registry)"), form_);
   doc->setWordWrap(true);
   layout->addWidget(doc);
+  cost_ = new QLabel(form_);
+  cost_->setWordWrap(true);
+  update_cost();
+  layout->addWidget(cost_);
   problem_ = new QLabel(form_);
   problem_->setWordWrap(true);
   problem_->setStyleSheet(QStringLiteral("color: #d02121;"));
@@ -296,7 +303,20 @@ void Inspector::rebuild() {
   refresh_values();
 }
 
+void Inspector::update_cost() {
+  if (!cost_ || !document_.graph().has_node(node_)) return;
+  const QLocale numbers(QLocale::English);
+  QStringList parts;
+  parts << tr("%1 parameters").arg(numbers.toString(static_cast<qlonglong>(document_.node_parameter_count(node_))));
+  if (std::optional<double> flops = document_.node_flops(node_))
+    parts << tr("%1 FLOPs per sample").arg(numbers.toString(static_cast<qlonglong>(*flops)));
+  else
+    parts << tr("FLOPs unknown until every type is inferred");
+  cost_->setText(parts.join(QStringLiteral(" \u00b7 ")));
+}
+
 void Inspector::refresh_values() {
+  update_cost();
   if (!form_ || node_ == ir::kNoNode) return;
   const ir::Graph& g = document_.graph();
   if (!g.has_node(node_)) {
@@ -421,6 +441,8 @@ QString Inspector::name_error() const {
 QString Inspector::title() const {
   return title_ ? title_->text() : QString();
 }
+
+QString Inspector::cost_text() const { return cost_ ? cost_->text() : QString(); }
 
 QStringList Inspector::port_lines() const {
   QStringList out;

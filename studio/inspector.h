@@ -63,6 +63,7 @@ class Inspector : public QWidget {
   QString attribute_error(const QString& key) const;  // the red text under the field, or ""
   QString name_error() const;
   QString title() const;                         // "Conv" or "No node selected"
+  QString cost_text() const;                     // the node's parameters and FLOPs, or ""
   QStringList port_lines() const;                // "X: x : f32[N, 1, 28, 28]", inputs then outputs
 
  signals:
@@ -81,6 +82,7 @@ class Inspector : public QWidget {
   void rebuild();         // a new form for node_
   void refresh_values();  // the node's current values into the form
   // Shows `text` under a field (empty: hides it); a refusal is also emitted, prefixed by `what`.
+  void update_cost();  // the cost line from the document
   void show_error(QLabel* label, const QString& text, const QString& what = {});
 
   Document& document_;
@@ -89,6 +91,7 @@ class Inspector : public QWidget {
   QWidget* form_ = nullptr;
   QLabel* title_ = nullptr;
   QLabel* problem_ = nullptr;
+  QLabel* cost_ = nullptr;  // "2,416 parameters · 470,400 FLOPs per sample"
   QLineEdit* name_field_ = nullptr;
   QLabel* name_error_ = nullptr;
   std::map<QString, Field> fields_;

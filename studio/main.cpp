@@ -5,6 +5,7 @@
 // the error to stderr and exits 1 instead of showing a dialog (scripts and tests use this).
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QDir>
 #include <QIcon>
 #include <QImageReader>
 #include <QPixmap>
@@ -14,6 +15,7 @@
 #include <memory>
 
 #include "engine/ops/op_def.h"
+#include "insight/database.h"
 #include "studio/document.h"
 #include "studio/graph_scene.h"
 #include "studio/guard.h"
@@ -79,6 +81,13 @@ int run(StudioApplication& app) {
           "Show the window, save it to PNG and exit (exit 1 when FILE cannot be opened)."),
       QStringLiteral("PNG"));
   parser.addOption(screenshot);
+  const QCommandLineOption db_option(
+      QStringLiteral("db"),
+      QStringLiteral("The insight database runs are recorded in and the dashboard reads (default: "
+                     "$TESSERA_DB, else $XDG_DATA_HOME/tessera/insight.db, else "
+                     "~/.local/share/tessera/insight.db)."),
+      QStringLiteral("PATH"));
+  parser.addOption(db_option);
   parser.process(app);  // exits on --help, --version and unknown options
   const QStringList files = parser.positionalArguments();
   if (files.size() > 1) {
@@ -90,8 +99,16 @@ int run(StudioApplication& app) {
   const tessera::ops::OpRegistry registry = tessera::ops::make_default_registry();
   Document document(registry);
   // Screenshots are reproducible: no saved geometry, no autosave, never a prompt.
-  MainWindow window(document, shooting ? tessera::studio::MainWindowOptions{}
-                                       : tessera::studio::MainWindowOptions::persistent());
+  tessera::studio::MainWindowOptions options =
+      shooting ? tessera::studio::MainWindowOptions{} : tessera::studio::MainWindowOptions::persistent();
+  // The environment is read here only (never below main()), as the CLI does.
+  options.insight_database = parser.isSet(db_option)
+                                 ? parser.value(db_option)
+                                 : QString::fromStdString(tessera::insight::default_database_path(
+                                       qEnvironmentVariable("TESSERA_DB").toStdString(),
+                                       qEnvironmentVariable("XDG_DATA_HOME").toStdString(),
+                                       QDir::homePath().toStdString()));
+  MainWindow window(document, options);
   if (shooting) window.resize(1200, 760);  // otherwise the saved size, or 1200x760 the first time
   if (!files.isEmpty()) {
     const QString path = files.front();

@@ -52,8 +52,8 @@ struct MainWindowOptions {
   // Folder for autosaves; empty: no autosave.
   QString autosave_dir;
   int autosave_interval_ms = 60000;
-  // The insight database the Train panel records runs in; empty: persistent windows use
-  // insight::default_database_path (TESSERA_DB, XDG_DATA_HOME, HOME), others record nothing.
+  // The insight database the Run and Train panels record runs in and the runs dashboard reads;
+  // empty: nothing is recorded. main() fills it (--db, else insight::default_database_path).
   QString insight_database;
   // What the app uses: the settings above and AppDataLocation/autosave, every 60 s.
   static MainWindowOptions persistent();

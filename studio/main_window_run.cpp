@@ -36,13 +36,8 @@ void MainWindow::create_run_and_train() {
   run_dock_->hide();
   train_dock_->hide();
 
-  // The environment is read only for the app's own (persistent) window, as main() would.
-  QString db = options_.insight_database;
-  if (db.isEmpty() && !options_.settings_file.isEmpty())
-    db = QString::fromStdString(insight::default_database_path(
-        qEnvironmentVariable("TESSERA_DB").toStdString(),
-        qEnvironmentVariable("XDG_DATA_HOME").toStdString(), QDir::homePath().toStdString()));
-  train_panel_->set_database_path(db);
+  train_panel_->set_database_path(options_.insight_database);
+  run_panel_->set_database_path(options_.insight_database);
 
   QMenu* menu = menuBar()->addMenu(tr("&Run"));
   QAction* run = menu->addAction(tr("&Run"));

@@ -18,10 +18,12 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <memory>
 #include <random>
 #include <set>
 
 #include "formats/npy.h"
+#include "insight/recorder.h"
 #include "studio/document.h"
 #include "studio/guard.h"
 
@@ -176,7 +178,8 @@ void RunPanel::update_enabled() {
   else if (!error_.isEmpty())
     status_->setText(tr("Error: %1").arg(error_));
   else if (!outputs_.empty())
-    status_->setText(tr("Ran: %n output(s)", nullptr, static_cast<int>(outputs_.size())));
+    status_->setText(tr("Ran: %n output(s)", nullptr, static_cast<int>(outputs_.size())) +
+                     (recording_note_.isEmpty() ? QString() : QStringLiteral("\n") + recording_note_));
   else
     status_->setText(tr("Ready"));
 }
@@ -297,23 +300,56 @@ bool RunPanel::run() {
   error_.clear();
   table_->setRowCount(0);
   update_enabled();
+  recorded_run_ = 0;
+  recording_note_.clear();
   worker_ = std::thread(
-      [this, graph = std::move(graph), &registry, feeds = feeds_, dims = dims_]() mutable {
+      [this, graph = std::move(graph), &registry, feeds = feeds_, dims = dims_,
+       db = database_path_.toStdString(), file = document_.path()]() mutable {
         std::vector<Tensor> outs;
         std::vector<std::string> names;
-        std::string error;
+        std::string error, note;
+        int64_t run_id = 0;
         try {
           for (ir::ValueId v : graph.outputs()) names.push_back(graph.value(v).name);
           auto fed = make_run_feeds(graph, feeds, dims);
           if (!fed)
             error = fed.error().to_string();
           else {
-            stages::Session session(std::move(graph), registry, stages::SessionOptions{});
+            std::unique_ptr<insight::Recorder> rec;
+            if (!db.empty()) {
+              insight::RunInfo info;
+              info.name = graph.name().empty() ? "studio" : graph.name();
+              info.kind = "run";
+              info.command = "tessera-studio run " + file;
+              info.graph_name = graph.name();
+              info.engine_version = TESSERA_VERSION;
+              for (const auto& [symbol, size] : dims) info.hyperparams["dim." + symbol] = std::to_string(size);
+              auto r = insight::Recorder::open(db);
+              Expected<int64_t> id = r ? (*r)->start_run(info) : Expected<int64_t>(r.error());
+              if (id) {
+                rec = std::move(*r);
+                run_id = *id;
+                rec->log_graph_structure(graph, "input");
+              } else {
+                note = "Not recorded: " + id.error().to_string();
+              }
+            }
+            stages::SessionOptions options;
+            options.trace = rec.get();
+            options.snapshots = rec.get();
+            stages::Session session(std::move(graph), registry, options);
             auto r = session.run(*fed);
             if (!r)
               error = r.error().to_string();
             else
               outs = std::move(*r);
+            if (rec) {
+              Status st = rec->finish_run(error.empty() ? insight::RunStatus::kFinished : insight::RunStatus::kFailed,
+                                          error);
+              note = st ? "Recorded as run " + std::to_string(run_id) + " in " + db
+                        : "Recording failed: " + st.error().to_string();
+              if (!st) run_id = 0;
+            }
           }
         } catch (const std::exception& e) {
           error = std::string("unexpected exception: ") + e.what();
@@ -323,8 +359,10 @@ bool RunPanel::run() {
         // Delivered on the UI thread; dropped if the panel is gone (its destructor joins us first).
         QMetaObject::invokeMethod(
             this,
-            [this, outs = std::move(outs), names = std::move(names),
-             error = std::move(error)]() mutable {
+            [this, outs = std::move(outs), names = std::move(names), error = std::move(error),
+             note = std::move(note), run_id]() mutable {
+              recorded_run_ = run_id;
+              recording_note_ = qs(note);
               outputs_ = std::move(outs);
               output_names_ = std::move(names);
               error_ = qs(error);

@@ -8,6 +8,11 @@
 // every known dim; a symbolic dim takes the file's size). Each symbolic dim has a size field
 // (default 1) used by random inputs.
 //
+// Recording: with a database path set, each run is recorded in the insight store (kind "run":
+// the graph's structure, every kernel span and pass snapshot), so the profiler and the pass
+// stepper can open it; the panel says which run it was, or why it was not recorded (the run
+// goes on).
+//
 // Errors (inference, a bad feed, a kernel error) are shown in the panel. While the graph has an
 // inference error the Run button is disabled and the reason shown.
 //
@@ -78,6 +83,11 @@ class RunPanel : public QWidget {
   Status set_input_file(const QString& name, const QString& path);
   void set_input_random(const QString& name, uint64_t seed);
   void set_dim(const QString& symbol, int64_t size);
+  // The insight database to record runs in (insight::default_database_path); empty: no recording.
+  void set_database_path(const QString& path) { database_path_ = path; }
+  // The run id of the last recorded run (0: not recorded) and what the panel said about it.
+  int64_t recorded_run() const { return recorded_run_; }
+  const QString& recording_note() const { return recording_note_; }
 
   // Starts a run on a worker thread; false (and the reason shown) when one is running or the
   // graph cannot run (an inference error, no outputs).
@@ -120,6 +130,9 @@ class RunPanel : public QWidget {
   std::vector<Tensor> outputs_;
   std::vector<std::string> output_names_;
   QString error_;
+  QString database_path_;
+  int64_t recorded_run_ = 0;
+  QString recording_note_;
 };
 
 }  // namespace tessera::studio

@@ -23,12 +23,9 @@
 #include <filesystem>
 #include <map>
 
-#include "engine/data/csv.h"
 #include "engine/data/fingerprint.h"
-#include "engine/data/idx.h"
-#include "engine/data/image_folder.h"
 #include "engine/ir/text.h"
-#include "formats/data_npy.h"
+#include "formats/dataset_path.h"
 #include "insight/recorder.h"
 #include "studio/document.h"
 #include "studio/edit_commands.h"
@@ -42,39 +39,6 @@ using SourcePtr = std::shared_ptr<const data::Source>;
 
 QString qs(const std::string& s) {
   return QString::fromStdString(s);
-}
-
-// One split of a data set path, as `tessera train --data` reads it (cli/train_command.cpp): an
-// MNIST-style IDX folder, a folder of class folders, a .csv or a .npz. A null source: no such
-// split.
-Expected<SourcePtr> open_split(const std::string& path, const std::string& split, int channels) {
-  std::error_code ec;
-  const fs::path p(path);
-  if (!fs::exists(p, ec)) return make_error("no such file or directory", path);
-  if (fs::is_directory(p, ec)) {
-    const std::string prefix = split == "train" ? "train" : "t10k";
-    for (const char* suffix : {"-images-idx3-ubyte", "-images-idx3-ubyte.gz"})
-      if (fs::exists(p / (prefix + suffix), ec)) return data::open_mnist_dir(path, split);
-    if (fs::is_directory(p / split, ec)) {
-      TRY(auto s, data::open_image_folder((p / split).string(), channels));
-      return SourcePtr(s);
-    }
-    if (split == "test") return SourcePtr();
-    TRY(auto s, data::open_image_folder(path, channels));
-    return SourcePtr(s);
-  }
-  const std::string ext = p.extension().string();
-  if (ext == ".csv") return split == "test" ? SourcePtr() : data::open_csv(path);
-  if (ext == ".npz") {
-    if (split == "train") return formats::open_npz_source(path, "x", "labels");
-    auto t = formats::open_npz_source(path, "x_test", "labels_test");
-    return t ? *t : SourcePtr();
-  }
-  return make_error(
-      "cannot tell what data set this is: expected a folder with MNIST IDX files, a folder of "
-      "class "
-      "folders, a .csv or a .npz file",
-      path);
 }
 
 std::string num(double v) {
@@ -334,9 +298,9 @@ Status TrainPanel::start() {
         const ir::TensorType& t = graph.value(graph.inputs()[0]).type;
         if (t.rank() == 4 && t.dims[1].is_known()) channels = static_cast<int>(t.dims[1].size);
       }
-      auto train_src = open_split(s.data, "train", channels);
+      auto train_src = formats::open_dataset_split(s.data, "train", channels);
       auto test_src =
-          train_src ? open_split(s.data, "test", channels) : Expected<SourcePtr>(SourcePtr());
+          train_src ? formats::open_dataset_split(s.data, "test", channels) : Expected<SourcePtr>(SourcePtr());
       if (!train_src)
         error = train_src.error().to_string();
       else if (!test_src)
@@ -364,10 +328,7 @@ Status TrainPanel::start() {
             post_recording(tr("Recording run %1 in %2").arg(*id).arg(qs(db)));
         }
         if (rec) {
-          ir::Graph structure = graph;
-          for (ir::ValueId p : std::vector<ir::ValueId>(structure.params()))
-            structure.make_input(p);
-          rec->log_graph(graph.name(), "tir", ir::print_graph(structure), "input");
+          rec->log_graph_structure(graph, "input");
           if (auto fp = data::fingerprint(**train_src))
             rec->log_dataset("train", *fp, s.data, (*train_src)->size());
           if (*test_src)

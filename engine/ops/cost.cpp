@@ -47,6 +47,7 @@ Expected<GraphCost> graph_cost(const ir::Graph& graph, const OpRegistry& registr
     double f = node_flops(g, id, *registry.find(n.op));
     cost.flops += f;
     cost.flops_by_op[n.op] += f;
+    cost.flops_by_node[id] = f;
   }
   return cost;
 }

@@ -18,6 +18,7 @@ struct GraphCost {
   double flops = 0;                      // for one execution with symbols bound as requested
   std::map<std::string, int> op_counts;  // live nodes per op (nested graphs not included)
   std::map<std::string, double> flops_by_op;
+  std::map<ir::NodeId, double> flops_by_node;  // nodes of the top-level graph
 };
 
 // Binds every symbolic or unknown input dimension to `symbol_size` (1: "per sample" when the

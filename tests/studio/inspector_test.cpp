@@ -118,6 +118,16 @@ class InspectorTest : public QObject {
     QVERIFY(ports[1].contains(QStringLiteral("W: conv1.w : f32[6, 1, 5, 5]")));
     QVERIFY(ports[3].contains(QStringLiteral("Y: ")));
     QVERIFY(ports[3].contains(QStringLiteral("f32[N, 6, 28, 28]")));
+    // Cost for one sample: weights 6*1*5*5 + 6; FLOPs 2 * (6*28*28 outputs) * (1*5*5) + the bias
+    // add per output.
+    QCOMPARE(inspector.cost_text(),
+             QStringLiteral("156 parameters \u00b7 239,904 FLOPs per sample"));
+    // A graph with a problem anywhere (conv2 lost its input) has no FLOPs, only parameters.
+    QVERIFY(doc.disconnect(find_node(doc, "conv2"), 0).is_ok());
+    QVERIFY(doc.inference_error().has_value());
+    inspector.show_node(conv);
+    QCOMPARE(inspector.cost_text(),
+             QStringLiteral("156 parameters \u00b7 FLOPs unknown until every type is inferred"));
   }
 
   void set_attribute_through_the_field_and_undo() {

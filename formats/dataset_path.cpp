@@ -1,0 +1,59 @@
+// Opening a data set by path: which reader a folder or file needs (formats/dataset_path.h).
+#include "formats/dataset_path.h"
+
+#include <filesystem>
+
+#include "engine/data/csv.h"
+#include "engine/data/idx.h"
+#include "engine/data/image_folder.h"
+#include "formats/data_npy.h"
+
+namespace tessera::formats {
+
+namespace fs = std::filesystem;
+using SourcePtr = std::shared_ptr<const data::Source>;
+
+namespace {
+
+bool has_mnist_files(const fs::path& dir, const std::string& prefix) {
+  std::error_code ec;
+  for (const char* suffix : {"-images-idx3-ubyte", "-images-idx3-ubyte.gz"})
+    if (fs::exists(dir / (prefix + suffix), ec)) return true;
+  return false;
+}
+
+}  // namespace
+
+Expected<SourcePtr> open_dataset_split(const std::string& path, const std::string& split, int channels) {
+  std::error_code ec;
+  const fs::path p(path);
+  if (!fs::exists(p, ec)) return make_error("no such file or directory", path);
+  if (fs::is_directory(p, ec)) {
+    const std::string prefix = split == "train" ? "train" : "t10k";
+    if (has_mnist_files(p, prefix)) return data::open_mnist_dir(path, split);
+    if (fs::is_directory(p / split, ec)) {
+      TRY(auto s, data::open_image_folder((p / split).string(), channels));
+      return SourcePtr(s);
+    }
+    if (split == "test") return SourcePtr();  // a plain class folder: no test split
+    TRY(auto s, data::open_image_folder(path, channels));
+    return SourcePtr(s);
+  }
+  const std::string ext = p.extension().string();
+  if (ext == ".csv") {
+    if (split == "test") return SourcePtr();
+    return data::open_csv(path);
+  }
+  if (ext == ".npz") {
+    if (split == "train") return open_npz_source(path, "x", "labels");
+    // The test split of an .npz is optional: x_test / labels_test.
+    auto t = open_npz_source(path, "x_test", "labels_test");
+    return t ? *t : SourcePtr();
+  }
+  return make_error("cannot tell what data set this is: expected a folder with MNIST IDX files "
+                    "(train-images-idx3-ubyte[.gz] ...), a folder of class folders (DIR/train/<class>/*.png), "
+                    "a .csv or a .npz file",
+                    path);
+}
+
+}  // namespace tessera::formats
