@@ -6,6 +6,8 @@
 #include <QKeyEvent>
 #include <QLineEdit>
 #include <QMimeData>
+#include <QPalette>
+#include <QStringList>
 #include <QTreeWidget>
 #include <QVBoxLayout>
 #include <map>
@@ -53,6 +55,12 @@ class OpTree : public QTreeWidget {
 
 }  // namespace
 
+bool is_internal_category(const QString& category) {
+  static const QStringList kInternal = {QStringLiteral("fused"), QStringLiteral("grad"),
+                                        QStringLiteral("runtime"), QStringLiteral("training")};
+  return kInternal.contains(category);
+}
+
 QString palette_category(const ops::OpDef& def) {
   return def.category.empty() ? QStringLiteral("other") : QString::fromStdString(def.category);
 }
@@ -73,21 +81,33 @@ Palette::Palette(const ops::OpRegistry& registry, QWidget* parent) : QWidget(par
   layout->addWidget(search_);
   layout->addWidget(tree_);
 
-  // Categories sorted by name, ops by name within each (registry.all() is sorted).
-  std::map<QString, std::vector<const ops::OpDef*>> groups;
-  for (const ops::OpDef* def : registry.all()) groups[palette_category(*def)].push_back(def);
-  for (const auto& [category, defs] : groups) {
+  // Categories sorted by name, ops by name within each (registry.all() is sorted); the
+  // categories of ops the engine makes itself (passes, autodiff, the training step, the split
+  // stage) come last, greyed: they are listed for completeness, a network rarely needs them.
+  std::map<std::pair<bool, QString>, std::vector<const ops::OpDef*>> groups;
+  for (const ops::OpDef* def : registry.all()) {
+    const QString category = palette_category(*def);
+    groups[{is_internal_category(category), category}].push_back(def);
+  }
+  for (const auto& [key, defs] : groups) {
+    const auto& [internal, category] = key;
     auto* group = new QTreeWidgetItem(tree_, {category});
     group->setFlags(Qt::ItemIsEnabled);
     QFont bold = group->font(0);
     bold.setBold(true);
     group->setFont(0, bold);
+    if (internal) {
+      group->setForeground(0, tree_->palette().brush(QPalette::Disabled, QPalette::Text));
+      group->setToolTip(0, tr("Ops the engine creates itself (optimisation passes, autodiff, the "
+                              "training step, device copies); rarely placed by hand"));
+    }
     for (const ops::OpDef* def : defs) {
       const QString name = QString::fromStdString(def->name);
       auto* item = new QTreeWidgetItem(group, {name});
       item->setData(0, kOpRole, name);
       item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsDragEnabled);
       QString tip = QStringLiteral("<b>%1</b> <i>%2</i>").arg(name.toHtmlEscaped(), category);
+      if (internal) tip += tr(" (made by the engine)");
       if (!def->doc.empty())
         tip += QStringLiteral("<br>%1").arg(QString::fromStdString(def->doc).toHtmlEscaped());
       item->setToolTip(0, tip);

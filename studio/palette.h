@@ -26,6 +26,8 @@ inline constexpr const char* kOpMimeType = "application/x-tessera-op";
 
 // The palette's group of an op: its OpDef::category, or "other" when it has none.
 QString palette_category(const ops::OpDef& def);
+// Categories of ops the engine makes itself (fused, grad, runtime, training): listed last, greyed.
+bool is_internal_category(const QString& category);
 
 class Palette : public QWidget {
   Q_OBJECT

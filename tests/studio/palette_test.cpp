@@ -81,6 +81,20 @@ class PaletteTest : public QObject {
     for (int c = 0; c < palette.tree()->topLevelItemCount(); ++c)
       children += palette.tree()->topLevelItem(c)->childCount();
     QCOMPARE(children, static_cast<int>(registry_.all().size()));
+    // Categories of ops the engine makes itself come after every other one.
+    bool seen_internal = false;
+    int internal_rows = 0;
+    for (int c = 0; c < palette.tree()->topLevelItemCount(); ++c) {
+      const QString category = palette.tree()->topLevelItem(c)->text(0);
+      if (tessera::studio::is_internal_category(category)) {
+        seen_internal = true;
+        ++internal_rows;
+      } else {
+        QVERIFY2(!seen_internal, qPrintable(category + " after an internal category"));
+      }
+    }
+    QVERIFY(internal_rows >= 3);  // fused, grad, runtime, training
+    QCOMPARE(find_op_item(palette, QStringLiteral("Copy"))->parent()->text(0), QStringLiteral("runtime"));
   }
 
   void search_filters_case_insensitively() {

@@ -19,6 +19,8 @@
 #include <string>
 
 #include "formats/npy.h"
+#include "insight/database.h"
+#include "insight/query.h"
 #include "studio/document.h"
 #include "studio/main_window.h"
 #include "studio/run_panel.h"
@@ -107,6 +109,47 @@ class RunPanelTest : public QObject {
     QCOMPARE(table->item(0, 2)->text(), QStringLiteral("[1, 10]"));
     QCOMPARE(table->item(0, 1)->text(), QStringLiteral("f32"));
     QVERIFY(table->item(0, 6)->text().startsWith(QString::number(want.get(0), 'g', 6)));
+  }
+
+  void records_the_run_in_insight() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(QStringLiteral("insight.db"));
+    Document doc(registry_);
+    QVERIFY(doc.load(kLenet).is_ok());
+    RunPanel panel(doc);
+    panel.set_database_path(db);
+    QSignalSpy spy(&panel, &RunPanel::finished);
+    QVERIFY(panel.run());
+    QVERIFY(wait_finished(spy));
+    QVERIFY2(panel.error_text().isEmpty(), qPrintable(panel.error_text()));
+    QVERIFY2(panel.recorded_run() > 0, qPrintable(panel.recording_note()));
+    QVERIFY2(panel.status_text().contains(QStringLiteral("Recorded as run %1").arg(panel.recorded_run())),
+             qPrintable(panel.status_text()));
+    auto opened = tessera::insight::Database::open(db.toStdString());
+    QVERIFY(opened.has_value());
+    auto details = tessera::insight::run_details(*opened, panel.recorded_run());
+    QVERIFY(details.has_value());
+    QCOMPARE(QString::fromStdString(details->run.kind), QStringLiteral("run"));
+    QCOMPARE(QString::fromStdString(details->run.status), QStringLiteral("finished"));
+    QCOMPARE(QString::fromStdString(details->run.graph_name), QStringLiteral("lenet"));
+    QVERIFY(details->spans > 0);      // every kernel of the run
+    QVERIFY(details->snapshots > 0);  // every stage and pass
+    QCOMPARE(details->graphs.size(), size_t{1});
+
+    // An unusable database: the run goes on, the panel says why it was not recorded.
+    QFile blocker(dir.filePath(QStringLiteral("blocker")));  // a file where a folder should be
+    QVERIFY(blocker.open(QIODevice::WriteOnly));
+    blocker.close();
+    RunPanel other(doc);
+    other.set_database_path(dir.filePath(QStringLiteral("blocker/insight.db")));
+    QSignalSpy other_spy(&other, &RunPanel::finished);
+    QVERIFY(other.run());
+    QVERIFY(wait_finished(other_spy));
+    QVERIFY(other.error_text().isEmpty());
+    QCOMPARE(other.recorded_run(), int64_t{0});
+    QVERIFY2(other.recording_note().startsWith(QStringLiteral("Not recorded")),
+             qPrintable(other.recording_note()));
+    QVERIFY2(other.status_text().contains(QStringLiteral("blocker")), qPrintable(other.status_text()));
   }
 
   void runs_lenet_with_a_npy_file_and_a_batch_dim() {
