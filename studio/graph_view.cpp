@@ -79,11 +79,12 @@ double fitting_zoom(const QRectF& target, const QSize& port, double max_zoom) {
 }  // namespace
 
 void GraphView::fit() {
-  // The scene rect is the graph plus a margin: fitting it (plus the pixel that scrolling in whole
-  // pixels may cost) leaves no scroll bars.
-  const QRectF target = graph_scene_->sceneRect().adjusted(-2, -2, 2, 2);
-  if (graph_scene_->graph_rect().isEmpty() || viewport()->size().isEmpty()) return;
-  set_zoom(fitting_zoom(target, viewport()->size(), kMaxFitZoom));
+  // The scene rect is the graph plus a margin: fitting it into the viewport less two pixels a
+  // side (what scrolling in whole pixels may cost, at any zoom) leaves no scroll bars.
+  const QRectF target = graph_scene_->sceneRect();
+  const QSize port = viewport()->size() - QSize(4, 4);
+  if (graph_scene_->graph_rect().isEmpty() || port.isEmpty()) return;
+  set_zoom(fitting_zoom(target, port, kMaxFitZoom));
   centerOn(target.center());
 }
 

@@ -19,6 +19,7 @@
 #include "studio/document.h"
 #include "studio/graph_scene.h"
 #include "studio/guard.h"
+#include "studio/imgui_widget.h"
 #include "studio/main_window.h"
 
 namespace {
@@ -164,6 +165,7 @@ int run(StudioApplication& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tessera::studio::ImGuiWidget::set_default_format();  // the profiler's timeline: OpenGL 3.3 core
   StudioApplication app(argc, argv);
   QApplication::setApplicationName(QStringLiteral("Tessera Studio"));
   QApplication::setOrganizationName(QStringLiteral("Tessera"));

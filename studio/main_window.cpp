@@ -16,6 +16,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QTimer>
 #include <QUndoStack>
 #include <set>
@@ -50,7 +51,12 @@ MainWindow::MainWindow(Document& document, MainWindowOptions options, QWidget* p
     : QMainWindow(parent), document_(document), options_(std::move(options)) {
   scene_ = new GraphScene(document_, this);
   view_ = new GraphView(scene_, this);
-  setCentralWidget(view_);
+  // The canvas and the insight views (runs, passes, profile) share the centre as tabs.
+  tabs_ = new QTabWidget(this);
+  tabs_->setObjectName(QStringLiteral("central_tabs"));
+  tabs_->setDocumentMode(true);
+  tabs_->addTab(view_, tr("Graph"));
+  setCentralWidget(tabs_);
 
   file_label_ = new QLabel(this);
   nodes_label_ = new QLabel(this);
@@ -77,6 +83,7 @@ MainWindow::MainWindow(Document& document, MainWindowOptions options, QWidget* p
   create_docks();
   create_menus();
   create_run_and_train();
+  create_insight_views();
   auto update = [this] { guarded(this, tr("Updating the window"), [&] { refresh(); }); };
   connect(&document_, &Document::graph_reset, this, update);
   connect(&document_, &Document::modified_changed, this, update);

@@ -33,6 +33,7 @@ class QAction;
 class QDockWidget;
 class QLabel;
 class QMenu;
+class QTabWidget;
 class QTimer;
 
 namespace tessera::studio {
@@ -42,6 +43,10 @@ class GraphScene;
 class GraphView;
 class Inspector;
 class Palette;
+class GraphDiffView;
+class PassStepperPanel;
+class ProfilerPanel;
+class RunsDashboard;
 class RunPanel;
 class TrainPanel;
 
@@ -138,6 +143,14 @@ class MainWindow : public QMainWindow {
   Inspector* inspector() const { return inspector_; }
   RunPanel* run_panel() const { return run_panel_; }
   TrainPanel* train_panel() const { return train_panel_; }
+  QTabWidget* tabs() const { return tabs_; }  // Graph, Runs, Passes, Profile, Graph Diff
+  // Shows the tab of a view (view(), runs_dashboard(), pass_stepper(), profiler(), graph_diff()).
+  void show_tab(QWidget* page);
+  int tab_index(QWidget* page) const;
+  ProfilerPanel* profiler() const { return profiler_; }
+  RunsDashboard* runs_dashboard() const { return runs_; }
+  PassStepperPanel* pass_stepper() const { return stepper_; }
+  GraphDiffView* graph_diff() const { return diff_; }
   QDockWidget* run_dock() const { return run_dock_; }
   QDockWidget* train_dock() const { return train_dock_; }
   QDockWidget* palette_dock() const { return palette_dock_; }
@@ -153,6 +166,9 @@ class MainWindow : public QMainWindow {
   void create_canvas_actions(QMenu* file, QMenu* view);  // main_window_view.cpp
   void create_docks();
   void create_run_and_train();  // main_window_run.cpp: the Run and Train docks, the Run menu
+  void create_insight_views();  // main_window_insight.cpp: the Runs, Passes and Profile tabs
+  void select_executed_node(int32_t node, const QString& name);
+  void add_tab(QWidget* page, const QString& title);
   void show_refusal(const QString& message);
   void open_with_dialog();
   void open_interactive(const QString& path);
@@ -182,6 +198,11 @@ class MainWindow : public QMainWindow {
   QDockWidget* inspector_dock_ = nullptr;
   RunPanel* run_panel_ = nullptr;
   TrainPanel* train_panel_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  ProfilerPanel* profiler_ = nullptr;
+  RunsDashboard* runs_ = nullptr;
+  PassStepperPanel* stepper_ = nullptr;
+  GraphDiffView* diff_ = nullptr;  // two runs' graphs, from the dashboard
   QDockWidget* run_dock_ = nullptr;
   QDockWidget* train_dock_ = nullptr;
   QMenu* recent_menu_ = nullptr;

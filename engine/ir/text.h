@@ -36,7 +36,15 @@
 
 namespace tessera::ir {
 
+struct PrintOptions {
+  // false: params are printed without their values, as `param %1 "w" : f32[6, 1, 5, 5] = elided`
+  // (pass snapshots, where ResNet-50's weights would make each snapshot 370 MB of text). Such
+  // text describes the graph's structure; parse_graph refuses it (no weights to run with).
+  bool param_data = true;
+};
+
 std::string print_graph(const Graph& graph);
+std::string print_graph(const Graph& graph, const PrintOptions& options);
 // `where` names the source in errors ("file.tir" -> "file.tir:3:17: ..."). Hostile text is
 // bounded: graphs nest at most 32 levels below the top graph, all graphs of one text share
 // max(65536, 4 x text size) id slots (ids are dense), and a tensor literal must hold as many

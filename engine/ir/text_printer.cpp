@@ -53,14 +53,15 @@ std::string element_text(const Tensor& t, int64_t i) {
 
 class Printer {
  public:
-  explicit Printer(std::ostringstream& os) : os_(os) {}
+  Printer(std::ostringstream& os, const PrintOptions& options) : os_(os), options_(options) {}
 
   void graph(const Graph& g, int indent) {
     os_ << "graph " << quote(g.name()) << " {\n";
     const std::string pad(static_cast<size_t>(indent + 2), ' ');
     for (ValueId v : g.inputs()) os_ << pad << "input " << value_decl(g, v) << "\n";
     for (ValueId v : g.params())
-      os_ << pad << "param " << value_decl(g, v) << " = " << tensor(*g.param_data(v)) << "\n";
+      os_ << pad << "param " << value_decl(g, v) << " = "
+          << (options_.param_data ? tensor(*g.param_data(v)) : std::string("elided")) << "\n";
     for (ValueId v : g.captures()) os_ << pad << "capture " << value_decl(g, v) << "\n";
     auto order = g.topological_order();
     const std::vector<NodeId> ids = order ? *order : g.node_ids();  // a cyclic graph still prints
@@ -147,13 +148,16 @@ class Printer {
   }
 
   std::ostringstream& os_;
+  PrintOptions options_;
 };
 
 }  // namespace
 
-std::string print_graph(const Graph& graph) {
+std::string print_graph(const Graph& graph) { return print_graph(graph, PrintOptions{}); }
+
+std::string print_graph(const Graph& graph, const PrintOptions& options) {
   std::ostringstream os;
-  Printer(os).graph(graph, 0);
+  Printer(os, options).graph(graph, 0);
   os << "\n";
   return os.str();
 }

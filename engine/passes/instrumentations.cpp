@@ -96,7 +96,7 @@ Status SnapshotInstrumentation::after_pass(const Pass& pass, const ir::Graph& gr
   s.stage = stage_;
   s.pass = pass.name();
   s.index = next_index_ ? (*next_index_)++ : 0;
-  s.ir_text = ir::print_graph(graph);
+  s.ir_text = ir::print_graph(graph, ir::PrintOptions{false});  // structure: weights elided
   s.hash = hasher_.hash(graph);
   s.duration_ns = duration_ns;
   s.changed = true;

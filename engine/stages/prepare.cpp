@@ -21,7 +21,7 @@ void record_snapshot(StageContext& ctx, const std::string& stage, const std::str
   snap.stage = stage;
   snap.pass = pass;
   snap.index = ctx.next_snapshot++;
-  snap.ir_text = ir::print_graph(g);
+  snap.ir_text = ir::print_graph(g, ir::PrintOptions{false});  // structure: weights elided
   snap.hash = ir::structural_hash(g);
   snap.duration_ns = duration_ns;
   snap.nodes_before = nodes_before;

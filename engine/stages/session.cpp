@@ -18,6 +18,9 @@ Expected<Compilation> compile_all(ir::Graph graph, const ops::OpRegistry& regist
   std::string pipeline = options.pipeline.empty() ? default_optimise_pipeline() : options.pipeline;
   TRY(PlacedGraph optimised, optimise(std::move(placed), pipeline, ctx));
   if (keep_text) c.optimised = optimised.print();
+  c.device_of = optimised.device_of;
+  c.fallbacks = optimised.fallbacks;
+  c.preferred = optimised.preferred;
   TRY(ExecutionPlan plan, compile(std::move(optimised), devices, options.threads, ctx));
   TRY(c.program, Program::load(std::move(plan), devices, registry, ctx));
   return c;

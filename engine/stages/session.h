@@ -33,6 +33,11 @@ struct Compilation {
   std::unique_ptr<StageContext> context;
   std::string prepared, placed, optimised;  // printed artefacts (filled when keep_text)
   std::unique_ptr<Program> program;
+  // The placement of the optimised graph (by its node ids; program->plan().graph has the same
+  // ids), and the nodes the split kept off the preferred device, with the reason.
+  std::vector<std::string> device_of;
+  std::vector<Placement> fallbacks;
+  std::string preferred;
 };
 
 class Session {

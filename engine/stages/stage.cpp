@@ -23,7 +23,7 @@ void StageContext::finish_stage(const std::string& stage, int64_t start_ns, int 
     observe::Snapshot snap;
     snap.stage = stage;
     snap.index = next_snapshot++;
-    snap.ir_text = ir::print_graph(*graph);
+    snap.ir_text = ir::print_graph(*graph, ir::PrintOptions{false});  // structure: weights elided
     snap.hash = ir::structural_hash(*graph);
     snap.duration_ns = r.duration_ns;
     snap.nodes_before = nodes_before;

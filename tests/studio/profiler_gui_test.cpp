@@ -1,0 +1,172 @@
+// The profiler panel on a real X server (xvfb-run, llvmpipe OpenGL): a LeNet run recorded by the
+// Run panel opens as a timeline drawn by Dear ImGui inside the QOpenGLWidget; a mouse click on
+// conv1's kernel span emits span_clicked with conv1's node id; errors (no database, a trace cut
+// short, garbage) show as messages. Leaves profiler_gui.png in the build folder.
+#include <QApplication>
+#include <QComboBox>
+#include <QFile>
+#include <QMouseEvent>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <string>
+
+#include "engine/ops/op_def.h"
+#include "insight/timeline/view.h"
+#include "studio/document.h"
+#include "studio/imgui_widget.h"
+#include "studio/profiler_panel.h"
+#include "studio/run_panel.h"
+
+using namespace tessera;
+using namespace tessera::studio;
+
+namespace {
+
+const std::string kLenet = TESSERA_SOURCE_DIR "/samples/lenet.json";
+
+bool wait_frames(ImGuiWidget* w, int n) {
+  QSignalSpy spy(w, &ImGuiWidget::frame_drawn);
+  for (int i = 0; i < n; ++i) {
+    w->update();
+    if (!spy.wait(5000)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+class ProfilerGuiTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    QVERIFY2(QGuiApplication::platformName() == QStringLiteral("xcb"),
+             "run under xvfb-run with QT_QPA_PLATFORM=xcb (offscreen cannot host OpenGL widgets)");
+  }
+
+  void click_on_a_span_selects_its_node() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(QStringLiteral("insight.db"));
+    // A real recorded run: LeNet through the Run panel.
+    Document doc(registry_);
+    QVERIFY(doc.load(kLenet).is_ok());
+    int64_t run = 0;
+    {
+      RunPanel panel(doc);
+      panel.set_database_path(db);
+      QSignalSpy done(&panel, &RunPanel::finished);
+      QVERIFY(panel.run());
+      QVERIFY(done.wait(60000));
+      QVERIFY2(panel.recorded_run() > 0, qPrintable(panel.recording_note()));
+      run = panel.recorded_run();
+    }
+
+    ProfilerPanel profiler;
+    profiler.resize(1200, 700);
+    profiler.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&profiler));
+    profiler.set_database_path(db);
+    QCOMPARE(profiler.run_list()->count(), 1);
+    QSignalSpy loaded(&profiler, &ProfilerPanel::loaded);
+    profiler.open_run(run);
+    QVERIFY(loaded.wait(30000));
+    QVERIFY2(profiler.message().isEmpty(), qPrintable(profiler.message()));
+    QVERIFY2(profiler.title().contains(QStringLiteral("lenet")), qPrintable(profiler.title()));
+    ImGuiWidget* gl = profiler.timeline_widget();
+    QVERIFY2(wait_frames(gl, 3), "no frame drawn");
+    QVERIFY2(gl->is_ready(), qPrintable(gl->failure()));
+
+    // conv1's kernel span: found by search, zoomed onto, clicked with the mouse.
+    insight::timeline::TimelineView* view = profiler.view();
+    view->search("conv1");
+    QVERIFY(!view->matches().empty());
+    view->next_match(+1);  // centres the view on the first match
+    QVERIFY(wait_frames(gl, 3));
+    float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+    bool drawn = false;
+    for (const auto& m : view->matches())
+      if (view->span_rect(m, &x0, &y0, &x1, &y1) && x1 - x0 >= 4) {
+        drawn = true;
+        break;
+      }
+    QVERIFY2(drawn, "no conv1 span drawn wide enough to click");
+    const QPoint at(static_cast<int>((x0 + x1) / 2), static_cast<int>((y0 + y1) / 2));
+    QSignalSpy clicked(&profiler, &ProfilerPanel::span_clicked);
+    QTest::mouseMove(gl, at);
+    QVERIFY(wait_frames(gl, 2));
+    QTest::mousePress(gl, Qt::LeftButton, Qt::NoModifier, at);
+    QVERIFY(wait_frames(gl, 2));
+    QTest::mouseRelease(gl, Qt::LeftButton, Qt::NoModifier, at);
+    QVERIFY(wait_frames(gl, 2));
+    QVERIFY(clicked.count() > 0 || clicked.wait(2000));
+    const QList<QVariant> args = clicked.takeFirst();
+    QCOMPARE(args.at(1).toString(), QStringLiteral("conv1"));
+    // The node id is conv1's in the executed graph: the optimiser keeps the ids of the nodes it
+    // does not replace, and conv1 (fused or not) keeps its name.
+    QVERIFY(args.at(0).toInt() >= 0);
+
+    profiler.select_node(args.at(0).toInt());
+    QVERIFY(wait_frames(gl, 2));
+    const QImage shot = gl->grabFramebuffer();
+    QVERIFY(!shot.isNull());
+    QVERIFY(shot.save(QStringLiteral(TESSERA_BINARY_DIR "/profiler_gui.png")));
+  }
+
+  void errors_show_in_the_view() {
+    QTemporaryDir dir;
+    ProfilerPanel profiler;
+    profiler.resize(900, 500);
+    profiler.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&profiler));
+    // No database: the list says so and nothing is created.
+    const QString missing = dir.filePath(QStringLiteral("none.db"));
+    profiler.set_database_path(missing);
+    QCOMPARE(profiler.run_list()->count(), 0);
+    QVERIFY(!QFile::exists(missing));
+    QSignalSpy loaded(&profiler, &ProfilerPanel::loaded);
+    profiler.open_run(1);
+    QVERIFY(loaded.wait(10000));
+    QVERIFY2(profiler.message().contains(QStringLiteral("none.db")), qPrintable(profiler.message()));
+    QVERIFY(!QFile::exists(missing));
+
+    // A Chrome trace cut short: the events before the cut, with a warning.
+    const QString cut = dir.filePath(QStringLiteral("cut.json"));
+    {
+      QFile f(cut);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write("{\"traceEvents\":[{\"name\":\"conv1\",\"cat\":\"kernel\",\"ph\":\"X\",\"ts\":0,"
+              "\"dur\":10,\"pid\":1,\"tid\":1},{\"name\":\"relu1\",\"cat\":\"kernel\",\"ph\":\"X\","
+              "\"ts\":12,\"dur\":3,\"pid\":1,\"tid\":1},{\"name\":\"po");
+    }
+    profiler.open_trace(cut);
+    QVERIFY(loaded.wait(10000));
+    QVERIFY2(profiler.message().contains(QStringLiteral("cut short")), qPrintable(profiler.message()));
+    QVERIFY(wait_frames(profiler.timeline_widget(), 2));
+
+    // Garbage: an error, no timeline, no crash.
+    const QString junk = dir.filePath(QStringLiteral("junk.json"));
+    {
+      QFile f(junk);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write("\x01\x02 not json at all");
+    }
+    profiler.open_trace(junk);
+    QVERIFY(loaded.wait(10000));
+    QVERIFY2(profiler.message().contains(QStringLiteral("junk.json")), qPrintable(profiler.message()));
+    QVERIFY(profiler.title().isEmpty());
+    QVERIFY(wait_frames(profiler.timeline_widget(), 2));
+  }
+
+ private:
+  ops::OpRegistry registry_ = ops::make_default_registry();
+};
+
+int main(int argc, char** argv) {
+  ImGuiWidget::set_default_format();  // before the QApplication, as main() does
+  QApplication app(argc, argv);
+  ProfilerGuiTest test;
+  return QTest::qExec(&test, argc, argv);
+}
+
+#include "profiler_gui_test.moc"
