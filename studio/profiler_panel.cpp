@@ -187,6 +187,7 @@ void ProfilerPanel::finish_load(Expected<tl::Loaded> result) {
 
 void ProfilerPanel::open_run(int64_t run) {
   if (loading_) return;
+  if (int index = runs_->findData(QVariant::fromValue<qlonglong>(run)); index >= 0) runs_->setCurrentIndex(index);
   const std::string db = db_path_.toStdString();
   start_load([db, run]() -> Expected<tl::Loaded> {
     if (db.empty()) return make_error("no insight database is set");
