@@ -247,6 +247,7 @@ int run_run(const RunOptions& o) {
     stages::SessionOptions so;
     so.threads = threads;
     so.trace = rec.trace();
+    so.snapshots = rec.snapshots();  // every stage and pass, weights elided (the studio steps through them)
     stages::Session session(*g, reg, so);
     outs = session.run(feeds);
   }
