@@ -7,50 +7,18 @@
 #include <cstdio>
 #include <fstream>
 
+#include "insight/rows.h"
 #include "insight/sql.h"
 
 namespace tessera::insight {
 namespace {
 
-const char* const kRunColumns =
-    "id, name, kind, status, command, graph_name, engine_version, host, COALESCE(error, ''), COALESCE(pid, 0), "
-    "COALESCE(seed, 0), started_ns, COALESCE(ended_ns, 0), COALESCE(heartbeat_ns, 0), steady_offset_ns";
-
-RunRecord read_run(const Stmt& st) {
-  RunRecord r;
-  r.id = st.i64(0);
-  r.name = st.text(1);
-  r.kind = st.text(2);
-  r.status = st.text(3);
-  r.command = st.text(4);
-  r.graph_name = st.text(5);
-  r.engine_version = st.text(6);
-  r.host = st.text(7);
-  r.error = st.text(8);
-  r.pid = st.i64(9);
-  r.seed = st.i64(10);
-  r.started_ns = st.i64(11);
-  r.ended_ns = st.i64(12);
-  r.heartbeat_ns = st.i64(13);
-  r.steady_offset_ns = st.i64(14);
-  return r;
-}
-
-// spans.kind holds observe::Span::Kind as an integer.
-observe::Span::Kind span_kind(int64_t k) {
-  return k >= 0 && k <= 4 ? static_cast<observe::Span::Kind>(k) : observe::Span::Kind::kKernel;
-}
 
 const char* kind_name(int64_t k) {
   static const char* const kNames[] = {"stage", "pass", "kernel", "copy", "step"};
   return k >= 0 && k <= 4 ? kNames[k] : "kernel";
 }
 
-// Spans with their strings, columns: kind, name, op, device, detail, node, thread, start, end, bytes, flops.
-const char* const kSpanSelect =
-    "SELECT s.kind, n.text, o.text, d.text, t.text, s.node, s.thread, s.start_ns, s.end_ns, s.bytes, s.flops "
-    "FROM spans s JOIN strings n ON n.id = s.name JOIN strings o ON o.id = s.op JOIN strings d ON d.id = s.device "
-    "JOIN strings t ON t.id = s.detail ";
 
 bool lower_is_better(const std::string& name) { return name.find("loss") != std::string::npos; }
 
@@ -94,12 +62,12 @@ void append_json_string(std::string& out, const std::string& s) {
 }  // namespace
 
 Expected<std::vector<RunRecord>> list_runs(const Database& db, int64_t limit) {
-  Stmt st(db.handle(), std::string("SELECT ") + kRunColumns + " FROM runs ORDER BY id DESC" +
+  Stmt st(db.handle(), std::string("SELECT ") + rows::kRunColumns + " FROM runs ORDER BY id DESC" +
                            (limit > 0 ? " LIMIT " + std::to_string(limit) : std::string()) + ";");
   if (!st.ok()) return db.error("cannot read the runs");
   std::vector<RunRecord> runs;
   int rc;
-  while ((rc = st.step()) == SQLITE_ROW) runs.push_back(read_run(st));
+  while ((rc = st.step()) == SQLITE_ROW) runs.push_back(rows::read_run(st));
   if (rc != SQLITE_DONE) return db.error("cannot read the runs");
   return runs;
 }
@@ -121,14 +89,14 @@ Expected<int64_t> resolve_run(const Database& db, const std::string& ref) {
 Expected<RunDetails> run_details(const Database& db, int64_t run) {
   RunDetails d;
   {
-    Stmt st(db.handle(), std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?;");
+    Stmt st(db.handle(), std::string("SELECT ") + rows::kRunColumns + " FROM runs WHERE id = ?;");
     st.bind(1, run);
     const int rc = st.step();
     if (rc != SQLITE_ROW) {
       if (rc == SQLITE_DONE) return make_error("no run " + std::to_string(run), db.path());
       return db.error("cannot read run " + std::to_string(run));
     }
-    d.run = read_run(st);
+    d.run = rows::read_run(st);
   }
   {
     Stmt st(db.handle(), "SELECT key, value FROM hyperparams WHERE run = ? ORDER BY key;");
@@ -233,8 +201,8 @@ Expected<std::vector<observe::Span>> spans_in_window(const Database& db, int64_t
   }
   // A span overlaps the window when it starts before t1 and ends after t0; no span is longer than
   // max_span, so it starts after t0 - max_span: a range of the (run, start_ns) index.
-  Stmt st(db.handle(), std::string(kSpanSelect) +
-                           "WHERE s.run = ? AND s.start_ns >= ? AND s.start_ns < ? AND s.end_ns > ? ORDER BY s.start_ns;");
+  Stmt st(db.handle(), std::string("SELECT ") + rows::kSpanColumns + " " + rows::kSpanJoins +
+                           " WHERE s.run = ? AND s.start_ns >= ? AND s.start_ns < ? AND s.end_ns > ? ORDER BY s.start_ns;");
   st.bind(1, run);
   st.bind(2, t0_ns - max_span);
   st.bind(3, t1_ns);
@@ -243,17 +211,7 @@ Expected<std::vector<observe::Span>> spans_in_window(const Database& db, int64_t
   int rc;
   while ((rc = st.step()) == SQLITE_ROW) {
     observe::Span s;
-    s.kind = span_kind(st.i64(0));
-    s.name = st.text(1);
-    s.op = st.text(2);
-    s.device = st.text(3);
-    s.detail = st.text(4);
-    s.node = static_cast<int32_t>(st.i64(5));
-    s.thread = static_cast<int32_t>(st.i64(6));
-    s.start_ns = st.i64(7);
-    s.end_ns = st.i64(8);
-    s.bytes = st.i64(9);
-    s.flops = st.real(10);
+    rows::read_span(st, s);
     out.push_back(std::move(s));
   }
   if (rc != SQLITE_DONE) return db.error("cannot read the spans of run " + std::to_string(run));
@@ -300,7 +258,8 @@ Expected<int64_t> export_chrome_trace(const Database& db, int64_t run, const std
   };
   emit({{"name", "process_name"}, {"ph", "M"}, {"pid", run}, {"tid", 0},
         {"args", {{"name", "run " + std::to_string(run) + " " + d.run.name}}}});
-  Stmt st(db.handle(), std::string(kSpanSelect) + "WHERE s.run = ? ORDER BY s.start_ns;");
+  Stmt st(db.handle(), std::string("SELECT ") + rows::kSpanColumns + " " + rows::kSpanJoins +
+                           " WHERE s.run = ? ORDER BY s.start_ns;");
   st.bind(1, run);
   int rc;
   // Spans are the bulk (a million is common): formatted by hand, an order of magnitude faster than
@@ -344,5 +303,54 @@ Expected<int64_t> export_chrome_trace(const Database& db, int64_t run, const std
   if (!out) return make_error("cannot write the trace file (disk full?)", file);
   return n;
 }
+
+namespace rows {
+
+const char* const kRunColumns =
+    "id, name, kind, status, command, graph_name, engine_version, host, COALESCE(error, ''), COALESCE(pid, 0), "
+    "COALESCE(seed, 0), started_ns, COALESCE(ended_ns, 0), COALESCE(heartbeat_ns, 0), steady_offset_ns";
+
+RunRecord read_run(const Stmt& st) {
+  RunRecord r;
+  r.id = st.i64(0);
+  r.name = st.text(1);
+  r.kind = st.text(2);
+  r.status = st.text(3);
+  r.command = st.text(4);
+  r.graph_name = st.text(5);
+  r.engine_version = st.text(6);
+  r.host = st.text(7);
+  r.error = st.text(8);
+  r.pid = st.i64(9);
+  r.seed = st.i64(10);
+  r.started_ns = st.i64(11);
+  r.ended_ns = st.i64(12);
+  r.heartbeat_ns = st.i64(13);
+  r.steady_offset_ns = st.i64(14);
+  return r;
+}
+
+const char* const kSpanColumns =
+    "s.kind, n.text, o.text, d.text, t.text, s.node, s.thread, s.start_ns, s.end_ns, s.bytes, s.flops";
+const char* const kSpanJoins =
+    "FROM spans s JOIN strings n ON n.id = s.name JOIN strings o ON o.id = s.op "
+    "JOIN strings d ON d.id = s.device JOIN strings t ON t.id = s.detail";
+
+void read_span(const Stmt& st, observe::Span& s) {
+  const int64_t kind = st.i64(0);  // observe::Span::Kind as an integer
+  s.kind = kind >= 0 && kind <= 4 ? static_cast<observe::Span::Kind>(kind) : observe::Span::Kind::kKernel;
+  s.name = st.text(1);
+  s.op = st.text(2);
+  s.device = st.text(3);
+  s.detail = st.text(4);
+  s.node = static_cast<int32_t>(st.i64(5));
+  s.thread = static_cast<int32_t>(st.i64(6));
+  s.start_ns = st.i64(7);
+  s.end_ns = st.i64(8);
+  s.bytes = st.i64(9);
+  s.flops = st.real(10);
+}
+
+}  // namespace rows
 
 }  // namespace tessera::insight

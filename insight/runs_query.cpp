@@ -12,34 +12,12 @@
 #include <memory>
 #include <unordered_map>
 
+#include "insight/rows.h"
 #include "insight/sql.h"
 
 namespace tessera::insight {
 namespace {
 
-const char* const kRunColumns =
-    "id, name, kind, status, command, graph_name, engine_version, host, COALESCE(error, ''), COALESCE(pid, 0), "
-    "COALESCE(seed, 0), started_ns, COALESCE(ended_ns, 0), COALESCE(heartbeat_ns, 0), steady_offset_ns";
-
-RunRecord read_run(const Stmt& st) {
-  RunRecord r;
-  r.id = st.i64(0);
-  r.name = st.text(1);
-  r.kind = st.text(2);
-  r.status = st.text(3);
-  r.command = st.text(4);
-  r.graph_name = st.text(5);
-  r.engine_version = st.text(6);
-  r.host = st.text(7);
-  r.error = st.text(8);
-  r.pid = st.i64(9);
-  r.seed = st.i64(10);
-  r.started_ns = st.i64(11);
-  r.ended_ns = st.i64(12);
-  r.heartbeat_ns = st.i64(13);
-  r.steady_offset_ns = st.i64(14);
-  return r;
-}
 
 // The run's graph hash per run: role "input" first, else the smallest role name.
 Expected<std::unordered_map<int64_t, std::string>> graph_hashes(const Database& db) {
@@ -91,12 +69,12 @@ Expected<std::vector<RunSummary>> load_run_summaries(const Database& db) {
   std::vector<RunSummary> runs;
   std::unordered_map<int64_t, size_t> index;
   {
-    Stmt st(db.handle(), std::string("SELECT ") + kRunColumns + " FROM runs ORDER BY id;");
+    Stmt st(db.handle(), std::string("SELECT ") + rows::kRunColumns + " FROM runs ORDER BY id;");
     if (!st.ok()) return db.error("cannot read the runs");
     int rc;
     while ((rc = st.step()) == SQLITE_ROW) {
       index[st.i64(0)] = runs.size();
-      runs.push_back({read_run(st), {}, {}, {}});
+      runs.push_back({rows::read_run(st), {}, {}, {}});
     }
     if (rc != SQLITE_DONE) return db.error("cannot read the runs");
   }
