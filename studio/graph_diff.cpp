@@ -21,13 +21,6 @@ std::string source_key(const ir::Graph& g, ir::ValueId v, ProducerKey producer_k
   return "v:" + val.name;  // graph input, param or capture alike (snapshots keep params as inputs)
 }
 
-bool same_attributes(const ir::Attributes& a, const ir::Attributes& b) {
-  if (a.size() != b.size()) return false;
-  for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib)
-    if (ia->first != ib->first || !same_attribute(ia->second, ib->second)) return false;
-  return true;
-}
-
 std::map<ir::NodeId, ir::NodeId> match_nodes(const ir::Graph& before, const ir::Graph& after, DiffMatch match) {
   std::map<ir::NodeId, ir::NodeId> matched;
   if (match == DiffMatch::kById) {
@@ -51,21 +44,6 @@ std::map<ir::NodeId, ir::NodeId> match_nodes(const ir::Graph& before, const ir::
 }
 
 }  // namespace
-
-bool same_attribute(const ir::Attribute& a, const ir::Attribute& b) {
-  if (a.kind() != b.kind()) return false;
-  switch (a.kind()) {
-    case ir::AttrKind::kInt: return a.i() == b.i();
-    case ir::AttrKind::kFloat: return a.f() == b.f() || (a.f() != a.f() && b.f() != b.f());
-    case ir::AttrKind::kString: return a.s() == b.s();
-    case ir::AttrKind::kTensor: return a.t().equals(b.t());
-    case ir::AttrKind::kGraph: return ir::print_graph(a.g()) == ir::print_graph(b.g());
-    case ir::AttrKind::kInts: return a.ints() == b.ints();
-    case ir::AttrKind::kFloats: return a.floats() == b.floats();
-    case ir::AttrKind::kStrings: return a.strings() == b.strings();
-  }
-  return false;
-}
 
 GraphDiff::Status GraphDiff::after_status(ir::NodeId id) const {
   if (std::binary_search(added.begin(), added.end(), id)) return Status::kAdded;
@@ -107,7 +85,7 @@ GraphDiff diff_graphs(const ir::Graph& before, const ir::Graph& after, const Pro
     }
     const ir::Node& na = after.node(id);
     const ir::Node& nb = before.node(it->second);
-    bool same = na.op == nb.op && na.inputs.size() == nb.inputs.size() && same_attributes(na.attrs, nb.attrs);
+    bool same = na.op == nb.op && na.inputs.size() == nb.inputs.size() && ir::same_attributes(na.attrs, nb.attrs);
     for (size_t i = 0; same && i < na.inputs.size(); ++i)
       same = source_key(after, na.inputs[i], after_key) == source_key(before, nb.inputs[i], before_key);
     if (!same) d.changed.push_back(id);

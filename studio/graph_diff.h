@@ -49,8 +49,4 @@ struct GraphDiff {
 GraphDiff diff_graphs(const ir::Graph& before, const ir::Graph& after, const ProvenanceList& provenance = {},
                       DiffMatch match = DiffMatch::kById);
 
-// Whether two attributes hold the same value (tensors by dtype, shape and elements; graphs by
-// their printed text).
-bool same_attribute(const ir::Attribute& a, const ir::Attribute& b);
-
 }  // namespace tessera::studio

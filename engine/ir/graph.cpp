@@ -5,6 +5,8 @@
 
 #include <queue>
 
+#include "engine/ir/text.h"
+
 namespace tessera::ir {
 
 GraphBox::GraphBox(Graph g) : g_(std::make_unique<Graph>(std::move(g))) {}
@@ -16,6 +18,28 @@ GraphBox& GraphBox::operator=(const GraphBox& o) {
 GraphBox::~GraphBox() = default;
 
 Attribute::Attribute(Graph g) : v_(GraphBox(std::move(g))) {}
+
+bool same_attribute(const Attribute& a, const Attribute& b) {
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case AttrKind::kInt: return a.i() == b.i();
+    case AttrKind::kFloat: return a.f() == b.f() || (a.f() != a.f() && b.f() != b.f());
+    case AttrKind::kString: return a.s() == b.s();
+    case AttrKind::kTensor: return a.t().equals(b.t());
+    case AttrKind::kGraph: return print_graph(a.g()) == print_graph(b.g());
+    case AttrKind::kInts: return a.ints() == b.ints();
+    case AttrKind::kFloats: return a.floats() == b.floats();
+    case AttrKind::kStrings: return a.strings() == b.strings();
+  }
+  return false;
+}
+
+bool same_attributes(const Attributes& a, const Attributes& b) {
+  if (a.size() != b.size()) return false;
+  for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib)
+    if (ia->first != ib->first || !same_attribute(ia->second, ib->second)) return false;
+  return true;
+}
 
 std::string_view attr_kind_name(AttrKind k) {
   static constexpr std::string_view kNames[] = {"int",   "float", "string", "tensor",

@@ -95,6 +95,11 @@ class Attribute {
 
 using Attributes = std::map<std::string, Attribute>;  // sorted: printing order is stable
 
+// Whether two attributes hold the same value: tensors by dtype, shape and elements, floats with
+// NaN equal to NaN, graphs by their printed text. same_attributes: the same keys, each the same.
+bool same_attribute(const Attribute& a, const Attribute& b);
+bool same_attributes(const Attributes& a, const Attributes& b);
+
 // Where a node came from: the nodes it was derived from (fusion, autodiff, splitting keep these)
 // and its origin outside the IR ("samples/lenet.json:/nodes/3", "onnx:conv1", "studio").
 struct Provenance {

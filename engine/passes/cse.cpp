@@ -20,29 +20,9 @@
 namespace tessera::passes {
 namespace {
 
-bool attribute_equal(const ir::Attribute& a, const ir::Attribute& b) {
-  if (a.kind() != b.kind()) return false;
-  switch (a.kind()) {
-    case ir::AttrKind::kInt: return a.i() == b.i();
-    case ir::AttrKind::kFloat: return a.f() == b.f() || (a.f() != a.f() && b.f() != b.f());
-    case ir::AttrKind::kString: return a.s() == b.s();
-    case ir::AttrKind::kTensor: return a.t().equals(b.t());
-    case ir::AttrKind::kGraph: return ir::print_graph(a.g()) == ir::print_graph(b.g());
-    case ir::AttrKind::kInts: return a.ints() == b.ints();
-    case ir::AttrKind::kFloats: return a.floats() == b.floats();
-    case ir::AttrKind::kStrings: return a.strings() == b.strings();
-  }
-  return false;
-}
-
 bool nodes_equal(const ir::Node& a, const ir::Node& b) {
-  if (a.op != b.op || a.inputs != b.inputs || a.outputs.size() != b.outputs.size() ||
-      a.attrs.size() != b.attrs.size())
-    return false;
-  auto ia = a.attrs.begin();
-  for (auto ib = b.attrs.begin(); ib != b.attrs.end(); ++ia, ++ib)
-    if (ia->first != ib->first || !attribute_equal(ia->second, ib->second)) return false;
-  return true;
+  return a.op == b.op && a.inputs == b.inputs && a.outputs.size() == b.outputs.size() &&
+         ir::same_attributes(a.attrs, b.attrs);
 }
 
 uint64_t node_key(const ir::Node& n) {
