@@ -6,6 +6,7 @@
 //   QT_QPA_PLATFORM=offscreen build/s6/studio/studio_runs_dashboard_bench [DB]
 #include <QApplication>
 #include <QElapsedTimer>
+#include <QDir>
 #include <QFileInfo>
 #include <QTableView>
 #include <algorithm>
@@ -77,7 +78,9 @@ bool make_database(const std::string& path) {
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
-  const std::string path = argc > 1 ? argv[1] : "runs_dashboard_bench.db";
+  // The database is made once and kept (in the temporary folder unless a path is given).
+  const std::string path =
+      argc > 1 ? argv[1] : QDir::temp().filePath(QStringLiteral("tessera_runs_dashboard_bench.db")).toStdString();
   if (!QFileInfo::exists(QString::fromStdString(path))) {
     QElapsedTimer t;
     t.start();
