@@ -349,14 +349,12 @@ void MainWindow::refresh() {
   // prints them; the tooltip splits them by op. Unknown while inference fails.
   flops_label_->clear();
   flops_label_->setToolTip(QString());
-  if (!document_.inference_error()) {
-    if (auto cost = ops::graph_cost(document_.graph(), document_.registry(), 1)) {
-      flops_label_->setText(tr("%1 FLOPs per sample").arg(numbers.toString(static_cast<qlonglong>(cost->flops))));
-      QStringList by_op;
-      for (const auto& [op, flops] : cost->flops_by_op)
-        if (flops > 0) by_op << QStringLiteral("%1: %2").arg(qstr(op), numbers.toString(static_cast<qlonglong>(flops)));
-      flops_label_->setToolTip(by_op.join(QLatin1Char('\n')));
-    }
+  if (const ops::GraphCost* cost = document_.cost()) {  // computed once per edit by the document
+    flops_label_->setText(tr("%1 FLOPs per sample").arg(numbers.toString(static_cast<qlonglong>(cost->flops))));
+    QStringList by_op;
+    for (const auto& [op, flops] : cost->flops_by_op)
+      if (flops > 0) by_op << QStringLiteral("%1: %2").arg(qstr(op), numbers.toString(static_cast<qlonglong>(flops)));
+    flops_label_->setToolTip(by_op.join(QLatin1Char('\n')));
   }
   if (const auto& error = document_.inference_error()) {
     types_label_->setText(error->node >= 0 ? tr("type inference failed at the red node")

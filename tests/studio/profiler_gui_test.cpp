@@ -16,23 +16,16 @@
 #include "studio/document.h"
 #include "studio/imgui_widget.h"
 #include "studio/profiler_panel.h"
+#include "profiler_test_util.h"
 #include "studio/run_panel.h"
 
 using namespace tessera;
 using namespace tessera::studio;
+using namespace profiler_test;
 
 namespace {
 
 const std::string kLenet = TESSERA_SOURCE_DIR "/samples/lenet.json";
-
-bool wait_frames(ImGuiWidget* w, int n) {
-  QSignalSpy spy(w, &ImGuiWidget::frame_drawn);
-  for (int i = 0; i < n; ++i) {
-    w->update();
-    if (!spy.wait(5000)) return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -78,32 +71,10 @@ class ProfilerGuiTest : public QObject {
     QVERIFY2(gl->is_ready(), qPrintable(gl->failure()));
 
     // conv1's kernel span: found by search, zoomed onto, clicked with the mouse.
-    insight::timeline::TimelineView* view = profiler.view();
-    view->search("conv1");
-    QVERIFY(!view->matches().empty());
-    view->next_match(+1);  // centres the view on the first match
-    {
-      // Zoom around the centred match so that a short kernel is many pixels wide on any machine.
-      const double centre = (view->view_t0() + view->view_t1()) / 2, half = (view->view_t1() - view->view_t0()) / 40;
-      view->zoom_to(centre - half, centre + half);
-    }
-    QVERIFY(wait_frames(gl, 3));
-    float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
-    bool drawn = false;
-    for (const auto& m : view->matches())
-      if (view->span_rect(m, &x0, &y0, &x1, &y1) && x1 - x0 >= 4) {
-        drawn = true;
-        break;
-      }
-    QVERIFY2(drawn, "no conv1 span drawn wide enough to click");
-    const QPoint at(static_cast<int>((x0 + x1) / 2), static_cast<int>((y0 + y1) / 2));
+    const std::optional<QPoint> at = find_span(profiler, "conv1");
+    QVERIFY2(at, "no conv1 span drawn wide enough to click");
     QSignalSpy clicked(&profiler, &ProfilerPanel::span_clicked);
-    QTest::mouseMove(gl, at);
-    QVERIFY(wait_frames(gl, 2));
-    QTest::mousePress(gl, Qt::LeftButton, Qt::NoModifier, at);
-    QVERIFY(wait_frames(gl, 2));
-    QTest::mouseRelease(gl, Qt::LeftButton, Qt::NoModifier, at);
-    QVERIFY(wait_frames(gl, 2));
+    QVERIFY(click(gl, *at));
     QVERIFY(clicked.count() > 0 || clicked.wait(2000));
     const QList<QVariant> args = clicked.takeFirst();
     QCOMPARE(args.at(1).toString(), QStringLiteral("conv1"));
