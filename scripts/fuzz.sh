@@ -1,29 +1,38 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (tests/fuzz, with clang, ASan + UBSan) in build/fuzz and runs each
-# for SECONDS (default 60) over its seed corpus. Exits non-zero when a target finds a crash; the
-# reproducer is left in build/fuzz/artifacts/ (rerun: build/fuzz/<target> <file>).
+# Runs every libFuzzer target (tests/fuzz, built in the sanitizer tree build/asan: clang, ASan +
+# UBSan) for SECONDS (default 60) each over its seed corpus, JOBS targets at a time (default 2).
+# Exits non-zero when a target finds a crash; the reproducer is left in build/asan/fuzz-artifacts/
+# (rerun: build/asan/tests/fuzz/<target> <file>).
 #   scripts/fuzz.sh [SECONDS]
 set -euo pipefail
 seconds=${1:-60}
+jobs=${FUZZ_JOBS:-2}
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build/fuzz
 cd "$root"
-if [[ ! -f $build/build.ninja ]]; then
-  CC=clang CXX=clang++ cmake -S tests/fuzz -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-fi
-cmake --build "$build" -j"${FUZZ_JOBS:-2}"
-mkdir -p "$build/artifacts"
-status=0
-for exe in "$build"/*_fuzz; do
-  name=$(basename "$exe")                 # onnx_fuzz -> corpus tests/fuzz/corpus/onnx
+bash scripts/build.sh asan >/dev/null
+build=$root/build/asan
+mkdir -p "$build/fuzz-artifacts" "$build/fuzz-logs"
+# fuzz_one EXE: one target over its seeds (tests/fuzz/corpus/<name without _fuzz>); new inputs go to
+# build/asan/fuzz-corpus, not into the repository. Its output goes to a log, printed when it ends.
+fuzz_one() {
+  local exe=$1 name seeds work log
+  name=$(basename "$exe")
   seeds=$root/tests/fuzz/corpus/${name%_fuzz}
-  work=$build/corpus/${name%_fuzz}        # new inputs go here, not into the repository
+  work=$build/fuzz-corpus/${name%_fuzz}
+  log=$build/fuzz-logs/$name.log
   mkdir -p "$work"
-  echo "== $name: ${seconds}s over $seeds"
-  if ! "$exe" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-        -artifact_prefix="$build/artifacts/$name-" "$work" "$seeds"; then
-    echo "== $name: FOUND A CRASH (see $build/artifacts/)"
-    status=1
+  if "$exe" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+       -artifact_prefix="$build/fuzz-artifacts/$name-" "$work" "$seeds" >"$log" 2>&1; then
+    echo "== $name: ${seconds}s, clean ($(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') inputs)"
+  else
+    tail -n 40 "$log"
+    echo "== $name: FOUND A CRASH (see $build/fuzz-artifacts/ and $log)"
+    return 1
   fi
-done
-exit $status
+}
+export -f fuzz_one
+export root build seconds
+targets=("$build"/tests/fuzz/*_fuzz)
+[[ -x ${targets[0]} ]] || { echo "fuzz.sh: no fuzz targets in $build/tests/fuzz"; exit 1; }
+echo "fuzz.sh: ${#targets[@]} targets, ${seconds}s each, $jobs at a time"
+printf '%s\n' "${targets[@]}" | xargs -P "$jobs" -I{} bash -c 'fuzz_one "$1"' _ {}

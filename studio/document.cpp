@@ -62,7 +62,7 @@ bool same_value(const ValueState& a, const ValueState& b) {
 Document::Document(const ops::OpRegistry& registry, QObject* parent)
     : QObject(parent), registry_(registry) {
   QObject::connect(&stack_, &QUndoStack::cleanChanged, this,
-                   [this](bool clean) { emit modified_changed(!clean); });
+                   [this](bool clean) { Q_EMIT modified_changed(!clean); });
   reanalyse();
 }
 
@@ -74,8 +74,8 @@ void Document::replace_state(DocumentState state, std::string path) {
   state_ = std::move(state);
   path_ = std::move(path);
   reanalyse();
-  stack_.clear();  // may emit modified_changed(false)
-  emit graph_reset();
+  stack_.clear();  // may Q_EMIT modified_changed(false)
+  Q_EMIT graph_reset();
 }
 
 Status Document::load(const std::string& path) {
@@ -130,7 +130,7 @@ Status Document::save(const std::string& path) {
   const bool renamed = path != path_;
   path_ = path;
   stack_.setClean();
-  if (renamed) emit path_changed();
+  if (renamed) Q_EMIT path_changed();
   return Status::ok();
 }
 
@@ -403,15 +403,15 @@ void Document::emit_changes(const StatePatch& to, const StatePatch& from,
       changed.insert(id);
   }
 
-  for (ir::NodeId id : removed) emit node_removed(id);
-  for (ir::NodeId id : added) emit node_added(id);
-  for (ir::NodeId id : changed) emit node_changed(id);
-  for (ir::ValueId id : values) emit value_changed(id);
-  if (edges) emit edges_changed();
-  if (terminals) emit terminals_changed();
-  if (!moved.isEmpty()) emit layout_changed(moved);
-  if (differs(to.groups, from.groups)) emit groups_changed();
-  if (inferred_types() != types) emit types_changed();
+  for (ir::NodeId id : removed) Q_EMIT node_removed(id);
+  for (ir::NodeId id : added) Q_EMIT node_added(id);
+  for (ir::NodeId id : changed) Q_EMIT node_changed(id);
+  for (ir::ValueId id : values) Q_EMIT value_changed(id);
+  if (edges) Q_EMIT edges_changed();
+  if (terminals) Q_EMIT terminals_changed();
+  if (!moved.isEmpty()) Q_EMIT layout_changed(moved);
+  if (differs(to.groups, from.groups)) Q_EMIT groups_changed();
+  if (inferred_types() != types) Q_EMIT types_changed();
 }
 
 }  // namespace tessera::studio

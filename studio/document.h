@@ -139,7 +139,7 @@ class Document : public QObject {
   void begin_macro(const QString& text) { stack_.beginMacro(text); }
   void end_macro() { stack_.endMacro(); }
 
- signals:
+ Q_SIGNALS:
   // The whole document was replaced (a file was opened, reset()): observers rebuild from scratch.
   void graph_reset();
   void node_added(ir::NodeId id);

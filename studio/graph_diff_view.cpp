@@ -122,7 +122,7 @@ QColor GraphDiffView::status_colour(GraphDiff::Status s) {
 GraphDiffView::GraphDiffView(QWidget* parent)
     : QWidget(parent), scene_(new QGraphicsScene(this)), legend_(new QLabel(this)) {
   auto* v = new DiffGraphicsView(scene_);
-  v->on_activate = [this](ir::NodeId id, bool after) { emit node_activated(id, after); };
+  v->on_activate = [this](ir::NodeId id, bool after) { Q_EMIT node_activated(id, after); };
   view_ = v;
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);

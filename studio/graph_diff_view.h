@@ -74,7 +74,7 @@ class GraphDiffView : public QWidget {
 
   static QColor status_colour(GraphDiff::Status s);
 
- signals:
+ Q_SIGNALS:
   // A box was double-clicked: its node id in the after graph (after) or the before graph.
   void node_activated(int32_t node, bool after);
 

@@ -204,7 +204,7 @@ GraphScene::GraphScene(const Document& document, SceneLayoutOptions options, QOb
       apply_layout(layout);
       draw_groups();
       set_note(tr("Graphviz layout"));
-      emit layout_changed();
+      Q_EMIT layout_changed();
     });
   });
   connect(job_, &LayoutJob::failed, this, [this](quint64, const QString& message) {
@@ -245,7 +245,7 @@ std::map<ir::NodeId, QPointF> GraphScene::node_positions() const {
 void GraphScene::set_note(const QString& note) {
   if (note == layout_note_) return;
   layout_note_ = note;
-  emit layout_note_changed(layout_note_);
+  Q_EMIT layout_note_changed(layout_note_);
 }
 
 QList<ir::NodeId> GraphScene::selected_node_ids() const {
@@ -288,7 +288,7 @@ void GraphScene::on_selection_changed() {
   const QList<ir::NodeId> ids = selected_node_ids();
   if (ids == last_selection_) return;
   last_selection_ = ids;
-  emit node_selection_changed(ids);
+  Q_EMIT node_selection_changed(ids);
 }
 
 void GraphScene::apply_theme() {
@@ -319,7 +319,7 @@ void GraphScene::flush_update() {
     select_nodes(selection);  // ids the graph lost are skipped
   }
   on_selection_changed();
-  emit updated();
+  Q_EMIT updated();
 }
 
 void GraphScene::rebuild(bool in_place) {
@@ -362,7 +362,7 @@ void GraphScene::rebuild(bool in_place) {
     set_note(QString());
     if (!in_place) {
       rebuilding_ = was_rebuilding;
-      emit rebuilt();
+      Q_EMIT rebuilt();
       on_selection_changed();
     }
     return;
@@ -453,7 +453,7 @@ void GraphScene::rebuild(bool in_place) {
   setSceneRect(graph_rect_.adjusted(-kMargin, -kMargin, kMargin, kMargin));
   if (!in_place) {
     rebuilding_ = was_rebuilding;
-    emit rebuilt();
+    Q_EMIT rebuilt();
     on_selection_changed();  // a new graph: nothing selected
   }
   start_refinement();

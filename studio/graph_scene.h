@@ -124,7 +124,7 @@ class GraphScene : public QGraphicsScene {
   // Where node input `input`'s port is drawn (scene coordinates); (0, 0) when it has none.
   QPointF input_port_position(ir::NodeId node, int input) const;
 
- signals:
+ Q_SIGNALS:
   // Emitted after the items were rebuilt for a new graph (views refit).
   void rebuilt();
   // The boxes moved to the refined (Graphviz) layout of the current graph.

@@ -208,7 +208,7 @@ void GraphView::finish_connect(QPointF scene_pos) {
   if (!target) return;  // a line that ends nowhere does nothing
   const Status st = document_->connect(wire_value_, target->node, target->input);
   if (!st)
-    emit edit_refused(tr("Cannot connect: %1").arg(QString::fromStdString(st.error().message)));
+    Q_EMIT edit_refused(tr("Cannot connect: %1").arg(QString::fromStdString(st.error().message)));
 }
 
 void GraphView::finish_move() {
@@ -233,7 +233,7 @@ void GraphView::finish_move() {
   document_->end_macro();
   if (!st) {
     if (stack.count() > before) stack.undo();  // nothing half done stays
-    emit edit_refused(tr("Cannot move: %1").arg(QString::fromStdString(st.error().message)));
+    Q_EMIT edit_refused(tr("Cannot move: %1").arg(QString::fromStdString(st.error().message)));
   }
   graph_scene_->schedule_update();  // boxes to the document's places (also after a refusal)
 }
@@ -252,7 +252,7 @@ Status GraphView::disconnect_at(QPoint pos) {
   if (!target) return make_error("nothing to disconnect there");
   Status st = document_->disconnect(target->node, target->input);
   if (!st)
-    emit edit_refused(tr("Cannot disconnect: %1").arg(QString::fromStdString(st.error().message)));
+    Q_EMIT edit_refused(tr("Cannot disconnect: %1").arg(QString::fromStdString(st.error().message)));
   return st;
 }
 
@@ -291,7 +291,7 @@ void GraphView::contextMenuEvent(QContextMenuEvent* event) {
                 &QAction::triggered, this, [this, v] {
                   guarded(this, tr("Adding an output"), [&] {
                     if (Status st = document_->add_output(v); !st)
-                      emit edit_refused(tr("Cannot add the output: %1")
+                      Q_EMIT edit_refused(tr("Cannot add the output: %1")
                                             .arg(QString::fromStdString(st.error().message)));
                   });
                 });
@@ -382,7 +382,7 @@ Expected<ir::ValueId> GraphView::add_and_connect(
   document_->end_macro();
   if (!st) {
     if (stack.count() > before) stack.undo();  // nothing half done stays
-    emit edit_refused(tr("Cannot add: %1").arg(QString::fromStdString(st.error().message)));
+    Q_EMIT edit_refused(tr("Cannot add: %1").arg(QString::fromStdString(st.error().message)));
     return st.error();
   }
   return value;
@@ -398,7 +398,7 @@ Expected<ir::ValueId> GraphView::add_graph_input(ir::NodeId node, int input) {
   if (shape.trimmed().isEmpty()) return make_error("cancelled");
   Expected<std::vector<ir::Dim>> dims = parse_dims(shape);
   if (!dims) {
-    emit edit_refused(tr("Cannot add: %1").arg(QString::fromStdString(dims.error().message)));
+    Q_EMIT edit_refused(tr("Cannot add: %1").arg(QString::fromStdString(dims.error().message)));
     return dims.error();
   }
   NodePosition at{};
@@ -436,7 +436,7 @@ Expected<ir::ValueId> GraphView::add_weight(ir::NodeId node, int input) {
   Expected<Tensor> data =
       st ? make_weight(shape, WeightInit::kUniform, fan_in, seed) : Expected<Tensor>(st.error());
   if (!data) {
-    emit edit_refused(tr("Cannot add: %1").arg(QString::fromStdString(data.error().message)));
+    Q_EMIT edit_refused(tr("Cannot add: %1").arg(QString::fromStdString(data.error().message)));
     return data.error();
   }
   return add_and_connect(tr("Add weight %1").arg(QString::fromStdString(name)), node, input,
@@ -474,7 +474,7 @@ Expected<ir::NodeId> GraphView::add_op(const QString& op, QPointF scene_pos) {
   Expected<ir::NodeId> id =
       document_->add_node(op.toStdString(), {}, NodePosition{scene_pos.x(), scene_pos.y()});
   if (!id)
-    emit edit_refused(tr("Cannot add %1: %2").arg(op, QString::fromStdString(id.error().message)));
+    Q_EMIT edit_refused(tr("Cannot add %1: %2").arg(op, QString::fromStdString(id.error().message)));
   return id;
 }
 

@@ -114,7 +114,7 @@ class GraphView : public QGraphicsView {
   static constexpr double kMaxFitZoom = 1.25;
   static constexpr double kReadableZoom = 0.75;  // smallest zoom at which labels stay legible
 
- signals:
+ Q_SIGNALS:
   // An edit asked for here was refused; the text says why (for the status bar).
   void edit_refused(const QString& message);
 

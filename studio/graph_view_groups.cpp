@@ -51,7 +51,7 @@ std::vector<std::string> GraphView::selected_groups() const {
 namespace {
 
 Status refused(GraphView* view, const QString& what, Status st) {
-  if (!st) emit view->edit_refused(what.arg(QString::fromStdString(st.error().message)));
+  if (!st) Q_EMIT view->edit_refused(what.arg(QString::fromStdString(st.error().message)));
   return st;
 }
 

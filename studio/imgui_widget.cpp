@@ -152,7 +152,7 @@ void ImGuiWidget::paintGL() {
   ImGui::Render();
   ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
   ++frames_;
-  emit frame_drawn();
+  Q_EMIT frame_drawn();
 }
 
 void ImGuiWidget::animate() {

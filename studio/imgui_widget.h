@@ -43,7 +43,7 @@ class ImGuiWidget : public QOpenGLWidget {
   // Frames drawn so far (tests wait for a few).
   int frames() const { return frames_; }
 
- signals:
+ Q_SIGNALS:
   void frame_drawn();
 
  protected:

@@ -359,7 +359,7 @@ void Inspector::show_error(QLabel* label, const QString& text, const QString& wh
   if (!label) return;
   label->setText(text);
   label->setVisible(!text.isEmpty());
-  if (!text.isEmpty()) emit edit_refused(what.isEmpty() ? text : what + QStringLiteral(": ") + text);
+  if (!text.isEmpty()) Q_EMIT edit_refused(what.isEmpty() ? text : what + QStringLiteral(": ") + text);
 }
 
 Status Inspector::apply_attribute(const QString& key, const QString& text) {

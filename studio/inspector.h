@@ -66,7 +66,7 @@ class Inspector : public QWidget {
   QString cost_text() const;                     // the node's parameters and FLOPs, or ""
   QStringList port_lines() const;                // "X: x : f32[N, 1, 28, 28]", inputs then outputs
 
- signals:
+ Q_SIGNALS:
   // An edit was refused; the text says why (for the status bar).
   void edit_refused(const QString& message);
 

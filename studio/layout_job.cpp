@@ -78,9 +78,9 @@ void LayoutJob::deliver(quint64 generation, const Expected<Layout>& result) {
   if (generation != generation_ || !running_) return;  // superseded or cancelled since it was posted
   running_ = false;
   if (result)
-    emit finished(generation, *result);
+    Q_EMIT finished(generation, *result);
   else
-    emit failed(generation, QString::fromStdString(result.error().to_string()));
+    Q_EMIT failed(generation, QString::fromStdString(result.error().to_string()));
 }
 
 }  // namespace tessera::studio

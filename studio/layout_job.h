@@ -57,7 +57,7 @@ class LayoutJob : public QObject {
   quint64 generation() const { return generation_; }  // of the latest start(); 0 before any
   bool is_running() const { return running_; }        // the latest request is still pending
 
- signals:
+ Q_SIGNALS:
   // The latest request's layout (one entry per box and per edge). Emitted on this job's thread.
   void finished(quint64 generation, const tessera::studio::Layout& layout);
   // The latest request's layout function returned an error (or threw): `message` says why.

@@ -1,9 +1,8 @@
 // The window's Run side: the Run and Train docks (studio/run_panel.h, studio/train_panel.h) and
 // the Run menu (Run F5, the two docks' toggles).
-// The engine headers the panels pull in come before Qt's (see run_panel.cpp: `slots`).
-#include "engine/stages/session.h"
-
 #include "studio/main_window.h"
+
+#include "engine/stages/session.h"
 
 #include <QAction>
 #include <QDir>

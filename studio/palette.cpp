@@ -45,7 +45,7 @@ class OpTree : public QTreeWidget {
   void keyPressEvent(QKeyEvent* event) override {
     if ((event->key() == Qt::Key_Return || event->key() == Qt::Key_Enter) && currentItem() &&
         !currentItem()->data(0, kOpRole).toString().isEmpty()) {
-      emit itemActivated(currentItem(), 0);
+      Q_EMIT itemActivated(currentItem(), 0);
       event->accept();
       return;
     }
@@ -120,7 +120,7 @@ Palette::Palette(const ops::OpRegistry& registry, QWidget* parent) : QWidget(par
   connect(tree_, &QTreeWidget::itemActivated, this, [this](QTreeWidgetItem* item, int) {
     guarded(this, tr("Adding an op"), [&] {
       const QString op = item ? item->data(0, kOpRole).toString() : QString();
-      if (!op.isEmpty()) emit op_activated(op);
+      if (!op.isEmpty()) Q_EMIT op_activated(op);
     });
   });
 }

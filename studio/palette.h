@@ -48,7 +48,7 @@ class Palette : public QWidget {
   QStringList categories() const;
   bool is_expanded(const QString& category) const;
 
- signals:
+ Q_SIGNALS:
   // The user asked to add this op (double-click or Enter on it).
   void op_activated(const QString& op);
 

@@ -163,14 +163,14 @@ void PassStepperModel::apply(Result r) {
   message_ = r.ok ? QString() : qs(r.error);
   source_ = tr("compiled '%1'").arg(qs(graph_.name()));
   busy_.store(false);
-  emit finished(r.ok);
+  Q_EMIT finished(r.ok);
 }
 
 bool PassStepperModel::compile() {
   if (busy_.load()) return false;
   join();
   busy_.store(true);
-  emit started();
+  Q_EMIT started();
   QPointer<PassStepperModel> self(this);
   QObject* deliver_on = QCoreApplication::instance();
   if (!deliver_on) deliver_on = this;
@@ -197,7 +197,7 @@ void PassStepperModel::wait() {
 Status PassStepperModel::compile_now() {
   if (busy_.load()) return make_error("a compilation is already running");
   busy_.store(true);
-  emit started();
+  Q_EMIT started();
   Result r = compile_graph(graph_, registry_, input_shapes());
   const bool ok = r.ok;
   const std::string error = r.error;
@@ -216,7 +216,7 @@ Status PassStepperModel::load_run(const std::string& db_path, int64_t run) {
   }
   if (!rs) {
     message_ = qs(rs.error().to_string());
-    emit finished(false);
+    Q_EMIT finished(false);
     return rs.error();
   }
   snapshots_ = std::move(rs->snapshots);
@@ -231,7 +231,7 @@ Status PassStepperModel::load_run(const std::string& db_path, int64_t run) {
                 .arg(qs(rs->kind), qs(rs->name.empty() ? rs->graph_name : rs->name),
                      qs(rs->engine_version.empty() ? "unknown" : rs->engine_version));
   message_ = snapshots_.empty() ? tr("run %1 recorded no snapshots").arg(run) : QString();
-  emit finished(!snapshots_.empty());
+  Q_EMIT finished(!snapshots_.empty());
   if (snapshots_.empty()) return make_error(message_.toStdString());
   return Status::ok();
 }

@@ -98,7 +98,7 @@ class PassStepperModel : public QObject {
   int64_t run() const { return run_; }  // -1 unless loaded from a run
   const std::string& run_engine_version() const { return run_engine_version_; }
 
- signals:
+ Q_SIGNALS:
   void started();
   void finished(bool ok);
 

@@ -97,7 +97,7 @@ PassStepperPanel::PassStepperPanel(const ops::OpRegistry& registry, QWidget* par
   connect(overlay_, &QCheckBox::toggled, this,
           [this](bool on) { guarded(this, tr("Pass stepper"), [&] { set_placement_overlay(on); }); });
   connect(diff_, &GraphDiffView::node_activated, this, [this](int32_t node, bool after) {
-    if (after) emit node_activated(node);
+    if (after) Q_EMIT node_activated(node);
   });
   show_status();
 }

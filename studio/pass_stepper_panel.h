@@ -61,7 +61,7 @@ class PassStepperPanel : public QWidget {
   // The last problem shown ("" when none): a failed compilation, a snapshot that does not parse.
   const QString& error_text() const { return error_; }
 
- signals:
+ Q_SIGNALS:
   // A node of the shown (after) graph was double-clicked.
   void node_activated(int32_t node);
 

@@ -101,7 +101,7 @@ void ProfilerPanel::showEvent(QShowEvent* event) {
           QMetaObject::invokeMethod(
               this,
               [this, node = s->node, name = qs(s->name), op = qs(s->op)] {
-                emit span_clicked(node, name, op);
+                Q_EMIT span_clicked(node, name, op);
               },
               Qt::QueuedConnection);
         }
@@ -182,7 +182,7 @@ void ProfilerPanel::finish_load(Expected<tl::Loaded> result) {
   }
   header_->setText(title_.isEmpty() ? message_ : message_.isEmpty() ? title_ : title_ + QLatin1Char('\n') + message_);
   if (widget_) widget_->update();
-  emit loaded();
+  Q_EMIT loaded();
 }
 
 void ProfilerPanel::open_run(int64_t run) {

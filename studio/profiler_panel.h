@@ -64,7 +64,7 @@ class ProfilerPanel : public QWidget {
   insight::timeline::TimelineView* view() const { return view_.get(); }
   QComboBox* run_list() const { return runs_; }
 
- signals:
+ Q_SIGNALS:
   void loaded();
   // A span was clicked: its node id in the executed graph (-1 for stage/pass spans), name and op.
   void span_clicked(int32_t node, const QString& name, const QString& op);

@@ -1,9 +1,7 @@
 // The Run panel: input rows, the worker that runs the graph through a Session, the outputs table.
-// engine/stages/session.h comes before every Qt header: engine/stages/compile.h has a member named
-// `slots`, which Qt defines as a macro.
-#include "engine/stages/session.h"
-
 #include "studio/run_panel.h"
+
+#include "engine/stages/session.h"
 
 #include <QFileDialog>
 #include <QFileInfo>
@@ -368,7 +366,7 @@ bool RunPanel::run() {
               error_ = qs(error);
               running_.store(false);
               guarded(this, tr("Run"), [&] { show_results(); });
-              emit finished();
+              Q_EMIT finished();
             },
             Qt::QueuedConnection);
       });

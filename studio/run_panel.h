@@ -106,7 +106,7 @@ class RunPanel : public QWidget {
   // Writes output I to PATH (.npy); the error names the file.
   Status save_output(int index, const QString& path);
 
- signals:
+ Q_SIGNALS:
   // A run ended (check error_text()).
   void finished();
 

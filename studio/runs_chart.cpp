@@ -185,7 +185,7 @@ void MetricChart::set_metric(const QString& name) {
   metric_box_->setCurrentText(name);
   updating_ = false;
   rebuild();
-  emit metric_changed(name);
+  Q_EMIT metric_changed(name);
 }
 
 void MetricChart::set_smoothing(double weight) {

@@ -65,7 +65,7 @@ class MetricChart : public QWidget {
   QString note() const;
   QChart* chart() const { return chart_; }
 
- signals:
+ Q_SIGNALS:
   void metric_changed(const QString& name);
 
  private:

@@ -111,7 +111,7 @@ RunsDashboard::RunsDashboard(QWidget* parent) : QWidget(parent) {
       update_selection_views();
       update_buttons();
       const auto ids = selected_runs();
-      emit selection_changed(QList<qint64>(ids.begin(), ids.end()));
+      Q_EMIT selection_changed(QList<qint64>(ids.begin(), ids.end()));
     });
   });
   connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
@@ -371,7 +371,7 @@ Status RunsDashboard::open_graph(int64_t run) {
   }
   const insight::RunSummary* r = model_->run_at(model_->row_of(run));
   const QString title = tr("run %1 %2").arg(run).arg(r ? qs(r->run.name) : QString());
-  emit open_graph_requested(std::move(*doc), title);
+  Q_EMIT open_graph_requested(std::move(*doc), title);
   return Status::ok();
 }
 
@@ -383,7 +383,7 @@ Status RunsDashboard::diff_graphs(int64_t a, int64_t b) {
     show_message(tr("Cannot diff the graphs of runs %1 and %2: %3").arg(a).arg(b).arg(qs(e.to_string())), true);
     return e;
   }
-  emit diff_graphs_requested(std::move(*da), std::move(*db), tr("run %1 vs run %2").arg(a).arg(b));
+  Q_EMIT diff_graphs_requested(std::move(*da), std::move(*db), tr("run %1 vs run %2").arg(a).arg(b));
   return Status::ok();
 }
 

@@ -89,7 +89,7 @@ class RunsDashboard : public QWidget {
   QPushButton* open_graph_button() const { return open_button_; }
   QPushButton* diff_button() const { return diff_button_; }
 
- signals:
+ Q_SIGNALS:
   void open_graph_requested(tessera::formats::GraphDocument document, QString title);
   void diff_graphs_requested(tessera::formats::GraphDocument a, tessera::formats::GraphDocument b, QString title);
   // The selection changed (ids in table order).

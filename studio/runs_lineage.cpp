@@ -34,7 +34,7 @@ RunsLineageView::RunsLineageView(QWidget* parent) : QTreeWidget(parent) {
   setUniformRowHeights(true);
   connect(this, &QTreeWidget::itemClicked, this, [this](QTreeWidgetItem* item, int) {
     const QVariant id = item ? item->data(0, kRunIdRole) : QVariant();
-    if (id.isValid()) emit run_activated(id.toLongLong());
+    if (id.isValid()) Q_EMIT run_activated(id.toLongLong());
   });
 }
 

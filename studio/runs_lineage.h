@@ -33,7 +33,7 @@ class RunsLineageView : public QTreeWidget {
   // Selects and shows the items of these runs (no signal).
   void mark_runs(const std::vector<int64_t>& runs);
 
- signals:
+ Q_SIGNALS:
   void run_activated(qint64 run);
 
  private:

@@ -67,7 +67,7 @@ void RunsTableModel::set_runs(std::vector<insight::RunSummary> runs, int64_t now
   }
   const size_t old_rows = runs_.size();
   for (size_t i = 0; i < old_rows; ++i) runs_[i] = std::move(runs[i]);
-  if (old_rows > 0) emit dataChanged(index(0, 0), index(static_cast<int>(old_rows) - 1, columnCount() - 1));
+  if (old_rows > 0) Q_EMIT dataChanged(index(0, 0), index(static_cast<int>(old_rows) - 1, columnCount() - 1));
   if (runs.size() > old_rows) {
     beginInsertRows({}, static_cast<int>(old_rows), static_cast<int>(runs.size()) - 1);
     for (size_t i = old_rows; i < runs.size(); ++i) runs_.push_back(std::move(runs[i]));

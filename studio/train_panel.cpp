@@ -431,7 +431,7 @@ void TrainPanel::on_progress(const TrainProgress& p) {
           .arg(100 * s.accuracy, 0, 'f', 1)
           .arg(s.images_per_s, 0, 'f', 0)
           .arg(clock_text(s.eta_s)));
-  emit progress(s.step, s.loss);
+  Q_EMIT progress(s.step, s.loss);
 }
 
 void TrainPanel::on_finished(std::optional<train::TrainResult> result,
@@ -456,7 +456,7 @@ void TrainPanel::on_finished(std::optional<train::TrainResult> result,
     if (!stopped_by_user) bar_->setValue(bar_->maximum());
   }
   update_buttons();
-  emit finished(error.empty());
+  Q_EMIT finished(error.empty());
 }
 
 Status TrainPanel::use_trained_weights() {

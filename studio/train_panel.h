@@ -114,7 +114,7 @@ class TrainPanel : public QWidget {
   QPushButton* stop_button() const { return stop_button_; }
   QPushButton* use_weights_button() const { return use_button_; }
 
- signals:
+ Q_SIGNALS:
   void progress(int64_t step, double loss);
   // Training ended: ok false on an error (error_text()) ; result() holds the outcome otherwise.
   void finished(bool ok);

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/support/paths.h"
 #include "engine/ir/text.h"
 #include "engine/ops/infer.h"
 #include "engine/passes/instrumentations.h"
@@ -74,7 +75,7 @@ std::vector<std::string> file_check(const std::vector<Directive>& directives, co
 
 std::vector<std::filesystem::path> golden_files() {
   std::vector<std::filesystem::path> files;
-  const std::filesystem::path dir = std::filesystem::path(TESSERA_SOURCE_DIR) / "tests/golden/passes";
+  const std::filesystem::path dir = std::filesystem::path(tessera::test::source_dir()) / "tests/golden/passes";
   for (const auto& e : std::filesystem::directory_iterator(dir))
     if (e.path().extension() == ".tir") files.push_back(e.path());
   std::sort(files.begin(), files.end());

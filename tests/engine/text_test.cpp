@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/support/paths.h"
 #include "engine/ir/text.h"
 
 namespace tessera::ir {
@@ -20,7 +21,7 @@ std::string read_file(const std::filesystem::path& p) {
 
 // Every file under tests/golden/ir parses and prints back byte for byte.
 TEST(TextGolden, EveryFileRoundTripsExactly) {
-  const std::filesystem::path dir = std::filesystem::path(TESSERA_SOURCE_DIR) / "tests/golden/ir";
+  const std::filesystem::path dir = std::filesystem::path(tessera::test::source_dir()) / "tests/golden/ir";
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".tir") continue;

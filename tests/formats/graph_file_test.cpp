@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/paths.h"
 #include "engine/ir/text.h"
 #include "formats/graph_file.h"
 
@@ -17,7 +18,7 @@ std::string temp_dir() {
 }
 
 TEST(GraphFile, JsonToTextToJsonKeepsTheGraph) {
-  auto g = load_graph_file(std::string(TESSERA_SOURCE_DIR) + "/samples/lenet.json");
+  auto g = load_graph_file(tessera::test::source_dir() + "/samples/lenet.json");
   ASSERT_TRUE(g.has_value()) << g.error().to_string();
   const std::string tir = temp_dir() + "/lenet.tir";
   ASSERT_TRUE(save_graph_file(*g, tir).is_ok());

@@ -1,6 +1,7 @@
 // Tests for formats/json_graph_save.cpp: the samples save back byte for byte, graphs of every
 // feature round-trip (inline and side weights, attribute kinds, nested If, symbolic types,
 // provenance, id gaps), floats read back bit for bit, and save errors.
+#include "tests/support/paths.h"
 #include "formats/json_graph.h"
 
 #include <gtest/gtest.h>
@@ -16,7 +17,7 @@
 namespace tessera::formats {
 namespace {
 
-const std::string kSamples = std::string(TESSERA_SOURCE_DIR) + "/samples/";
+const std::string kSamples = tessera::test::source_dir() + "/samples/";
 
 std::string temp_dir(const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() / "tessera_json_save_test" / name;

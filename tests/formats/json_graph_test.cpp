@@ -1,5 +1,6 @@
 // Tests for formats/json_graph.cpp: loading the samples, the type parser, every error case with
 // its file, JSON pointer and reason, and the shapes of graphs the loader must accept.
+#include "tests/support/paths.h"
 #include "formats/json_graph.h"
 
 #include <gtest/gtest.h>
@@ -15,7 +16,7 @@
 namespace tessera::formats {
 namespace {
 
-const std::string kSamples = std::string(TESSERA_SOURCE_DIR) + "/samples/";
+const std::string kSamples = tessera::test::source_dir() + "/samples/";
 
 std::string temp_dir() {
   const auto dir = std::filesystem::temp_directory_path() / "tessera_json_graph_test";

@@ -1,4 +1,5 @@
 // Tests for formats/npy.cpp: NumPy fixtures, byte-exact encoding, round trips, bad input.
+#include "tests/support/paths.h"
 #include "formats/npy.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +15,7 @@
 namespace tessera::formats {
 namespace {
 
-const std::string kData = std::string(TESSERA_SOURCE_DIR) + "/tests/formats/data/";
+const std::string kData = tessera::test::source_dir() + "/tests/formats/data/";
 
 std::string temp_path(const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() / "tessera_npy_test";

@@ -4,13 +4,14 @@
 #include <cstring>
 #include <filesystem>
 
+#include "tests/support/paths.h"
 #include "formats/file_io.h"
 #include "formats/npy.h"
 
 namespace tessera::formats {
 namespace {
 
-const std::string kData = std::string(TESSERA_SOURCE_DIR) + "/tests/formats/data/";
+const std::string kData = tessera::test::source_dir() + "/tests/formats/data/";
 
 std::string temp_path(const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() / "tessera_npz_test";

@@ -2,6 +2,7 @@
 // checker (with its shape inference), import back (formats/onnx_import.h) and compute the same
 // outputs as the original on fixed random inputs; every opset 13..17; the one error listing the
 // nodes an opset cannot express; attribute kinds; names; initializer dtypes; input dims.
+#include "tests/support/paths.h"
 #include "formats/onnx_export.h"
 
 #include <gtest/gtest.h>
@@ -32,7 +33,7 @@ const ops::OpRegistry& registry() {
 }
 
 ir::Graph sample(const std::string& name) {
-  auto g = load_json_graph(std::string(TESSERA_SOURCE_DIR) + "/samples/" + name + ".json");
+  auto g = load_json_graph(tessera::test::source_dir() + "/samples/" + name + ".json");
   EXPECT_TRUE(g.has_value()) << (g ? "" : g.error().to_string());
   return g ? std::move(g).value() : ir::Graph();
 }

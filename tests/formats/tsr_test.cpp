@@ -1,5 +1,6 @@
 // The native .tsr format: round trips (samples, every attribute kind, nested graphs, metadata,
 // layout, external weights), the JSON form both ways, the version corpus, and hostile files.
+#include "tests/support/paths.h"
 #include "formats/tsr.h"
 
 #include <gtest/gtest.h>
@@ -15,8 +16,8 @@
 namespace tessera::formats {
 namespace {
 
-const std::string kSamples = std::string(TESSERA_SOURCE_DIR) + "/samples/";
-const std::string kCorpus = std::string(TESSERA_SOURCE_DIR) + "/tests/formats/data/tsr/";
+const std::string kSamples = tessera::test::source_dir() + "/samples/";
+const std::string kCorpus = tessera::test::source_dir() + "/tests/formats/data/tsr/";
 
 std::string temp_dir() {
   const auto d = std::filesystem::temp_directory_path() / ("tessera_tsr_test_" + std::to_string(::getpid()));

@@ -1,6 +1,7 @@
 // End-to-end tests of the six stages through Session: results equal the reference executor on
 // real samples and on hand-written graphs (branches, control flow, a second device), for 1 and 2
 // threads, and bad feeds are refused with the input named.
+#include "tests/support/paths.h"
 #include "engine/stages/session.h"
 
 #include <gtest/gtest.h>
@@ -45,7 +46,7 @@ ir::Graph parse(const std::string& text) {
 }
 
 TEST(Session, LeNetMatchesReferenceForOneAndTwoThreads) {
-  auto g = formats::load_graph_file(std::string(TESSERA_SOURCE_DIR) + "/samples/lenet.json");
+  auto g = formats::load_graph_file(tessera::test::source_dir() + "/samples/lenet.json");
   ASSERT_TRUE(g.has_value()) << g.error().to_string();
   Tensor x = random_tensor({5, 1, 28, 28}, 1);
   auto want = runtime::run_reference(*g, registry(), {{"x", x}});
@@ -71,7 +72,7 @@ TEST(Session, LeNetMatchesReferenceForOneAndTwoThreads) {
 }
 
 TEST(Session, RecompilesForNewShapesAndRefusesBadFeeds) {
-  auto g = formats::load_graph_file(std::string(TESSERA_SOURCE_DIR) + "/samples/mlp.json");
+  auto g = formats::load_graph_file(tessera::test::source_dir() + "/samples/mlp.json");
   ASSERT_TRUE(g.has_value()) << g.error().to_string();
   std::string input = g->value(g->inputs()[0]).name;
   Session s(*g, registry(), {});

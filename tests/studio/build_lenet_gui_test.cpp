@@ -23,10 +23,12 @@
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QTreeWidget>
-#include <QtTest>
+#include <QTest>
 #include <cmath>
 #include <memory>
 
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
 #include "engine/ir/text.h"
 #include "engine/ops/op_def.h"
 #include "studio/document.h"
@@ -199,7 +201,7 @@ class BuildLenetGuiTest : public QObject {
     return out;
   }
 
- private slots:
+ private Q_SLOTS:
   void init() {
     doc_ = std::make_unique<Document>(registry_);
     window_ = std::make_unique<MainWindow>(*doc_);
@@ -286,7 +288,7 @@ class BuildLenetGuiTest : public QObject {
     // A picture of it, in the build folder.
     view()->fit();
     QCoreApplication::processEvents();
-    QVERIFY(window_->grab().save(QStringLiteral(TESSERA_BINARY_DIR "/build_lenet_gui.png")));
+    QVERIFY(window_->grab().save(QString::fromStdString(tessera::test::output_dir() + "/build_lenet_gui.png")));
 
     // Save As .tsr, New, Open: the same graph and the same places.
     QTemporaryDir dir;
@@ -329,5 +331,5 @@ class BuildLenetGuiTest : public QObject {
   }
 };
 
-QTEST_MAIN(BuildLenetGuiTest)
+TESSERA_QTEST(BuildLenetGuiTest)
 #include "build_lenet_gui_test.moc"

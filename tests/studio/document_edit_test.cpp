@@ -5,12 +5,14 @@
 // undone back to nothing). Expected texts and numbers are worked out by hand.
 #include <QSignalSpy>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 #include <cmath>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
 #include "engine/ir/text.h"
 #include "engine/ops/op_def.h"
 #include "studio/document.h"
@@ -35,7 +37,7 @@ using tessera::DType;
 
 namespace {
 
-const std::string kLenet = std::string(TESSERA_SOURCE_DIR) + "/samples/lenet.json";
+const std::string kLenet = tessera::test::source_dir() + "/samples/lenet.json";
 const std::string kEmpty = "graph \"main\" {\n}\n";
 
 bool contains(const std::string& haystack, const std::string& needle) {
@@ -229,7 +231,7 @@ class DocumentEditTest : public QObject {
     return m;
   }
 
- private slots:
+ private Q_SLOTS:
   void add_node_do_undo_redo() {
     Document doc(registry_);
     QCOMPARE(ir::print_graph(doc.graph()), kEmpty);
@@ -744,5 +746,5 @@ class DocumentEditTest : public QObject {
   }
 };
 
-QTEST_MAIN(DocumentEditTest)
+TESSERA_QTEST(DocumentEditTest)
 #include "document_edit_test.moc"

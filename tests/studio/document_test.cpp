@@ -6,9 +6,11 @@
 #include <QFile>
 #include <QSignalSpy>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 #include <string>
 
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
 #include "engine/ops/op_def.h"
 #include "studio/document.h"
 #include "studio/graph_items.h"
@@ -23,8 +25,8 @@ using tessera::studio::NodeItem;
 
 namespace {
 
-const std::string kLenet = std::string(TESSERA_SOURCE_DIR) + "/samples/lenet.json";
-const std::string kBroken = std::string(TESSERA_SOURCE_DIR) + "/tests/studio/data/broken.json";
+const std::string kLenet = tessera::test::source_dir() + "/samples/lenet.json";
+const std::string kBroken = tessera::test::source_dir() + "/tests/studio/data/broken.json";
 
 // Two inputs whose shapes cannot be added: inference stops at node #1.
 const char kBadShapeTir[] = R"(graph "bad" {
@@ -103,7 +105,7 @@ class DocumentTest : public QObject {
   tessera::ops::OpRegistry registry_ = tessera::ops::make_default_registry();
   QTemporaryDir dir_;
 
- private slots:
+ private Q_SLOTS:
   void starts_empty() {
     Document doc(registry_);
     QVERIFY(doc.is_empty());
@@ -276,5 +278,5 @@ class DocumentTest : public QObject {
   }
 };
 
-QTEST_MAIN(DocumentTest)
+TESSERA_QTEST(DocumentTest)
 #include "document_test.moc"

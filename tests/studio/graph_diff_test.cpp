@@ -1,8 +1,9 @@
 // Tests of studio/graph_diff.cpp on hand-built graphs: a fusion (added, removed, changed by
 // input, provenance links, ids the before graph lacks dropped), an attribute change, swapped
 // inputs, an unchanged copy, and matching by name across graphs whose ids differ.
-#include <QtTest>
+#include <QTest>
 
+#include "tests/studio/qtest_main.h"
 #include "engine/ir/graph.h"
 #include "studio/graph_diff.h"
 
@@ -38,7 +39,7 @@ Graph conv_relu_flatten() {
 class GraphDiffTest : public QObject {
   Q_OBJECT
 
- private slots:
+ private Q_SLOTS:
   void identical_graphs_have_an_empty_diff() {
     Graph g = conv_relu_flatten();
     GraphDiff d = diff_graphs(g, g);
@@ -134,5 +135,5 @@ class GraphDiffTest : public QObject {
   }
 };
 
-QTEST_APPLESS_MAIN(GraphDiffTest)
+TESSERA_QTEST(GraphDiffTest)
 #include "graph_diff_test.moc"

@@ -1,10 +1,11 @@
 // Tests of studio/graph_layout.cpp: rows by longest path, centring, lanes for long edges, sources
 // pulled down, cycles and bad edges tolerated. Expected coordinates are worked out by hand from
 // the default options (straight gap 28, bent gap 60, box gap 40, lane gap 20).
-#include <QtTest>
+#include <QTest>
 #include <cmath>
 #include <vector>
 
+#include "tests/studio/qtest_main.h"
 #include "studio/graph_layout.h"
 
 using tessera::studio::LayeredLayout;
@@ -23,7 +24,7 @@ double center_x(const Layout& l, const std::vector<LayoutBox>& boxes, int i) {
 class GraphLayoutTest : public QObject {
   Q_OBJECT
 
- private slots:
+ private Q_SLOTS:
   void empty_graph() {
     const Layout l = LayeredLayout().compute({}, {});
     QVERIFY(l.positions.empty());
@@ -102,5 +103,5 @@ class GraphLayoutTest : public QObject {
   }
 };
 
-QTEST_MAIN(GraphLayoutTest)
+TESSERA_QTEST(GraphLayoutTest)
 #include "graph_layout_test.moc"

@@ -6,11 +6,12 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QThreadPool>
-#include <QtTest>
+#include <QTest>
 #include <atomic>
 #include <memory>
 #include <string>
 
+#include "tests/studio/qtest_main.h"
 #include "engine/ops/op_def.h"
 #include "studio/document.h"
 #include "studio/graph_items.h"
@@ -83,7 +84,7 @@ class GraphSceneTest : public QObject {
   tessera::ops::OpRegistry registry_ = tessera::ops::make_default_registry();
   QTemporaryDir dir_;
 
- private slots:
+ private Q_SLOTS:
   void cleanup() { QVERIFY(QThreadPool::globalInstance()->waitForDone(30000)); }
 
   void layered_at_once_then_the_refined_layout() {
@@ -219,5 +220,5 @@ class GraphSceneTest : public QObject {
   }
 };
 
-QTEST_MAIN(GraphSceneTest)
+TESSERA_QTEST(GraphSceneTest)
 #include "graph_scene_test.moc"

@@ -6,8 +6,10 @@
 // it; Ctrl+Shift+G ungroups; a name in use is refused with the reason in the status bar.
 #include <QAction>
 #include <QStatusBar>
-#include <QtTest>
+#include <QTest>
 
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
 #include "engine/ops/op_def.h"
 #include "studio/document.h"
 #include "studio/graph_items.h"
@@ -27,7 +29,7 @@ using tessera::studio::MainWindow;
 
 namespace {
 
-const QString kLenet = QStringLiteral(TESSERA_SOURCE_DIR "/samples/lenet.json");
+const QString kLenet = QString::fromStdString(tessera::test::source_dir() + "/samples/lenet.json");
 
 NodeId by_name(const Document& doc, const char* name) {
   for (NodeId id : doc.graph().node_ids())
@@ -53,7 +55,7 @@ class GraphViewGroupsTest : public QObject {
  private:
   tessera::ops::OpRegistry registry_ = tessera::ops::make_default_registry();
 
- private slots:
+ private Q_SLOTS:
   void group_collapse_expand_ungroup() {
     Document doc(registry_);
     QVERIFY(doc.load(kLenet.toStdString()).is_ok());
@@ -139,5 +141,5 @@ class GraphViewGroupsTest : public QObject {
   }
 };
 
-QTEST_MAIN(GraphViewGroupsTest)
+TESSERA_QTEST(GraphViewGroupsTest)
 #include "graph_view_groups_test.moc"

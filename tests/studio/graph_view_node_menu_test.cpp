@@ -5,9 +5,10 @@
 // does not parse, a cancelled prompt and a refused connection change nothing.
 #include <QSignalSpy>
 #include <QUndoStack>
-#include <QtTest>
+#include <QTest>
 #include <cmath>
 
+#include "tests/studio/qtest_main.h"
 #include "engine/ops/op_def.h"
 #include "studio/document.h"
 #include "studio/graph_scene.h"
@@ -51,7 +52,7 @@ class GraphViewNodeMenuTest : public QObject {
     }
   };
 
- private slots:
+ private Q_SLOTS:
   void input_then_conv_weights() {
     Fixture f(registry_);
     const NodeId conv = f.doc.add_node("Conv", "conv1", {0, 100}).value();
@@ -131,5 +132,5 @@ class GraphViewNodeMenuTest : public QObject {
   }
 };
 
-QTEST_MAIN(GraphViewNodeMenuTest)
+TESSERA_QTEST(GraphViewNodeMenuTest)
 #include "graph_view_node_menu_test.moc"

@@ -7,8 +7,10 @@
 #include <QApplication>
 #include <QLineEdit>
 #include <QScrollBar>
-#include <QtTest>
+#include <QTest>
 
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
 #include "engine/ops/op_def.h"
 #include "studio/document.h"
 #include "studio/graph_items.h"
@@ -25,7 +27,7 @@ using tessera::studio::Minimap;
 
 namespace {
 
-const QString kLenet = QStringLiteral(TESSERA_SOURCE_DIR "/samples/lenet.json");
+const QString kLenet = QString::fromStdString(tessera::test::source_dir() + "/samples/lenet.json");
 
 }  // namespace
 
@@ -48,7 +50,7 @@ class GraphViewSearchTest : public QObject {
   // The scene point at the centre of the view.
   QPointF centre(GraphView* view) { return view->mapToScene(view->viewport()->rect().center()); }
 
- private slots:
+ private Q_SLOTS:
   void finds_by_name_or_op_case_insensitively() {
     Document doc(registry_);
     QVERIFY(doc.load(kLenet.toStdString()).is_ok());
@@ -155,5 +157,5 @@ class GraphViewSearchTest : public QObject {
   }
 };
 
-QTEST_MAIN(GraphViewSearchTest)
+TESSERA_QTEST(GraphViewSearchTest)
 #include "graph_view_search_test.moc"

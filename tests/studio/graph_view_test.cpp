@@ -9,8 +9,10 @@
 #include <QMouseEvent>
 #include <QStatusBar>
 #include <QUndoStack>
-#include <QtTest>
+#include <QTest>
 
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
 #include "engine/ops/op_def.h"
 #include "studio/document.h"
 #include "studio/graph_items.h"
@@ -27,7 +29,7 @@ using tessera::studio::NodeItem;
 
 namespace {
 
-const QString kLenet = QStringLiteral(TESSERA_SOURCE_DIR "/samples/lenet.json");
+const QString kLenet = QString::fromStdString(tessera::test::source_dir() + "/samples/lenet.json");
 
 // A move with the left button held (QTest's mouseMove does not say which buttons are down).
 void move_to(QWidget* w, QPoint to, Qt::KeyboardModifiers mods = Qt::NoModifier) {
@@ -86,7 +88,7 @@ class GraphViewTest : public QObject {
     return f;
   }
 
- private slots:
+ private Q_SLOTS:
   void connect_by_dragging_between_ports() {
     auto f = two_relus();
     QVERIFY(f);
@@ -221,5 +223,5 @@ class GraphViewTest : public QObject {
   }
 };
 
-QTEST_MAIN(GraphViewTest)
+TESSERA_QTEST(GraphViewTest)
 #include "graph_view_test.moc"

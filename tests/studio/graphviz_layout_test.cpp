@@ -3,11 +3,12 @@
 // (no overlapping boxes, every edge of an acyclic graph going down, curves starting at the source
 // box's bottom and ending at the target box's top, everything inside the bounding size), plus
 // cycles, bad edges and calls from several threads at once.
-#include <QtTest>
+#include <QTest>
 #include <cmath>
 #include <thread>
 #include <vector>
 
+#include "tests/studio/qtest_main.h"
 #include "studio/graphviz_layout.h"
 
 using tessera::Expected;
@@ -84,7 +85,7 @@ void resnet(int n, std::vector<LayoutBox>* boxes, std::vector<LayoutEdge>* edges
 class GraphvizLayoutTest : public QObject {
   Q_OBJECT
 
- private slots:
+ private Q_SLOTS:
   void empty_graph() {
     const Layout l = layout_of({}, {});
     QVERIFY(l.positions.empty());
@@ -241,5 +242,5 @@ class GraphvizLayoutTest : public QObject {
   }
 };
 
-QTEST_MAIN(GraphvizLayoutTest)
+TESSERA_QTEST(GraphvizLayoutTest)
 #include "graphviz_layout_test.moc"

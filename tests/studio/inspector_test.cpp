@@ -4,11 +4,13 @@
 #include <QGraphicsItem>
 #include <QLineEdit>
 #include <QSignalSpy>
-#include <QtTest>
+#include <QTest>
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
 #include "engine/ir/text.h"
 #include "engine/ops/op_def.h"
 #include "studio/document.h"
@@ -30,7 +32,7 @@ using tessera::studio::parse_attribute;
 
 namespace {
 
-const std::string kLenet = TESSERA_SOURCE_DIR "/samples/lenet.json";
+const std::string kLenet = tessera::test::source_dir() + "/samples/lenet.json";
 
 NodeId find_node(const Document& doc, const std::string& name) {
   for (NodeId id : doc.graph().node_ids())
@@ -46,7 +48,7 @@ class InspectorTest : public QObject {
  private:
   tessera::ops::OpRegistry registry_ = tessera::ops::make_default_registry();
 
- private slots:
+ private Q_SLOTS:
   void parses_fields_by_kind() {
     Expected<Attribute> ints = parse_attribute(AttrKind::kInts, QStringLiteral("3, 3"));
     QVERIFY(ints.has_value());
@@ -248,5 +250,5 @@ class InspectorTest : public QObject {
   }
 };
 
-QTEST_MAIN(InspectorTest)
+TESSERA_QTEST(InspectorTest)
 #include "inspector_test.moc"

@@ -5,7 +5,7 @@
 #include <QSignalSpy>
 #include <QThread>
 #include <QThreadPool>
-#include <QtTest>
+#include <QTest>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -13,6 +13,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "tests/studio/qtest_main.h"
 #include "studio/layout_job.h"
 
 using tessera::Expected;
@@ -77,7 +78,7 @@ void drain() {
 class LayoutJobTest : public QObject {
   Q_OBJECT
 
- private slots:
+ private Q_SLOTS:
   void graphviz_result_arrives_on_the_job_thread() {
     LayoutJob job;  // GraphvizLayout
     QThread* delivered_on = nullptr;
@@ -215,5 +216,5 @@ class LayoutJobTest : public QObject {
   }
 };
 
-QTEST_MAIN(LayoutJobTest)
+TESSERA_QTEST(LayoutJobTest)
 #include "layout_job_test.moc"

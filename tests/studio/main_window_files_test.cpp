@@ -11,8 +11,10 @@
 #include <QStatusBar>
 #include <QTemporaryDir>
 #include <QUndoStack>
-#include <QtTest>
+#include <QTest>
 
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
 #include "engine/ops/op_def.h"
 #include "studio/document.h"
 #include "studio/graph_scene.h"
@@ -26,15 +28,15 @@ using tessera::studio::SaveChoice;
 
 namespace {
 
-const QString kLenet = QStringLiteral(TESSERA_SOURCE_DIR "/samples/lenet.json");
-const QString kMlp = QStringLiteral(TESSERA_SOURCE_DIR "/samples/mlp.json");
+const QString kLenet = QString::fromStdString(tessera::test::source_dir() + "/samples/lenet.json");
+const QString kMlp = QString::fromStdString(tessera::test::source_dir() + "/samples/mlp.json");
 
 // A copy of LeNet in `dir`, so that tests may write next to it (with its weights file, which
 // the JSON names: lenet.npz).
 QString lenet_copy(const QTemporaryDir& dir, const QString& name = QStringLiteral("lenet.json")) {
   const QString weights = dir.filePath(QStringLiteral("lenet.npz"));
   if (!QFileInfo::exists(weights) &&
-      !QFile::copy(QStringLiteral(TESSERA_SOURCE_DIR "/samples/lenet.npz"), weights))
+      !QFile::copy(QString::fromStdString(tessera::test::source_dir() + "/samples/lenet.npz"), weights))
     return QString();
   const QString path = dir.filePath(name);
   QFile::remove(path);
@@ -49,7 +51,7 @@ class MainWindowFilesTest : public QObject {
  private:
   tessera::ops::OpRegistry registry_ = tessera::ops::make_default_registry();
 
- private slots:
+ private Q_SLOTS:
   void file_menu_shortcuts() {
     Document doc(registry_);
     MainWindow window(doc);
@@ -297,5 +299,5 @@ class MainWindowFilesTest : public QObject {
   }
 };
 
-QTEST_MAIN(MainWindowFilesTest)
+TESSERA_QTEST(MainWindowFilesTest)
 #include "main_window_files_test.moc"

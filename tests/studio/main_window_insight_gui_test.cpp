@@ -6,7 +6,9 @@
 // node in the optimised graph. Saves a screenshot of each tab in the build folder
 // (main_window_{runs,passes,profile}.png). Skipped (77 is the ctest skip code) without
 // dataset-fashion-mnist.
-#include "engine/stages/session.h"  // before Qt: its `slots` macro breaks engine/stages/compile.h
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
+#include "engine/stages/session.h"
 
 #include <QAction>
 #include <QApplication>
@@ -14,7 +16,7 @@
 #include <QSignalSpy>
 #include <QTabWidget>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -43,14 +45,14 @@ using namespace profiler_test;
 
 namespace {
 
-const std::string kLenet = TESSERA_SOURCE_DIR "/samples/lenet.json";
+const std::string kLenet = tessera::test::source_dir() + "/samples/lenet.json";
 const char* kFashion = "/usr/share/datasets/fashion-mnist";
 
 QAction* action(MainWindow& w, const char* name) { return w.findChild<QAction*>(QLatin1String(name)); }
 
 void save(MainWindow& w, const char* file) {
   QApplication::processEvents();
-  const QString path = QStringLiteral(TESSERA_BINARY_DIR "/") + QLatin1String(file);
+  const QString path = QString::fromStdString(tessera::test::output_dir() + "/") + QLatin1String(file);
   QVERIFY2(w.grab().save(path), qPrintable(path));
 }
 
@@ -59,7 +61,7 @@ void save(MainWindow& w, const char* file) {
 class MainWindowInsightGuiTest : public QObject {
   Q_OBJECT
 
- private slots:
+ private Q_SLOTS:
   void initTestCase() {
     QVERIFY2(QGuiApplication::platformName() == QStringLiteral("xcb"),
              "run under xvfb-run with QT_QPA_PLATFORM=xcb (offscreen cannot host OpenGL widgets)");
@@ -156,11 +158,6 @@ class MainWindowInsightGuiTest : public QObject {
   ops::OpRegistry registry_ = ops::make_default_registry();
 };
 
-int main(int argc, char** argv) {
-  ImGuiWidget::set_default_format();  // before the QApplication, as main() does
-  QApplication app(argc, argv);
-  MainWindowInsightGuiTest test;
-  return QTest::qExec(&test, argc, argv);
-}
+TESSERA_QTEST(MainWindowInsightGuiTest)
 
 #include "main_window_insight_gui_test.moc"

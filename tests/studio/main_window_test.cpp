@@ -8,10 +8,12 @@
 #include <QLabel>
 #include <QMimeData>
 #include <QUndoStack>
-#include <QtTest>
+#include <QTest>
 #include <memory>
 #include <string>
 
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
 #include "engine/ops/op_def.h"
 #include "studio/clipboard.h"
 #include "studio/document.h"
@@ -27,8 +29,8 @@ using tessera::studio::MainWindow;
 
 namespace {
 
-const QString kLenet = QStringLiteral(TESSERA_SOURCE_DIR "/samples/lenet.json");
-const QString kBroken = QStringLiteral(TESSERA_SOURCE_DIR "/tests/studio/data/broken.json");
+const QString kLenet = QString::fromStdString(tessera::test::source_dir() + "/samples/lenet.json");
+const QString kBroken = QString::fromStdString(tessera::test::source_dir() + "/tests/studio/data/broken.json");
 
 QStringList label_texts(const QWidget& w) {
   QStringList out;
@@ -73,7 +75,7 @@ class MainWindowTest : public QObject {
     return f;
   }
 
- private slots:
+ private Q_SLOTS:
   void empty_window() {
     Document doc(registry_);
     MainWindow window(doc);
@@ -214,5 +216,5 @@ class MainWindowTest : public QObject {
   }
 };
 
-QTEST_MAIN(MainWindowTest)
+TESSERA_QTEST(MainWindowTest)
 #include "main_window_test.moc"

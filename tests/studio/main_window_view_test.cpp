@@ -9,8 +9,10 @@
 #include <QMenuBar>
 #include <QSettings>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
 #include "engine/ops/op_def.h"
 #include "studio/canvas_style.h"
 #include "studio/document.h"
@@ -26,7 +28,7 @@ namespace style = tessera::studio::style;
 
 namespace {
 
-const QString kLenet = QStringLiteral(TESSERA_SOURCE_DIR "/samples/lenet.json");
+const QString kLenet = QString::fromStdString(tessera::test::source_dir() + "/samples/lenet.json");
 
 QAction* action(const MainWindow& w, const QString& name) {
   return w.findChild<QAction*>(name);
@@ -54,7 +56,7 @@ class MainWindowViewTest : public QObject {
     });
   }
 
- private slots:
+ private Q_SLOTS:
   void cleanup() { tessera::studio::apply_theme(style::Theme::kLight); }
 
   void export_then_import_onnx() {
@@ -182,5 +184,5 @@ class MainWindowViewTest : public QObject {
   }
 };
 
-QTEST_MAIN(MainWindowViewTest)
+TESSERA_QTEST(MainWindowViewTest)
 #include "main_window_view_test.moc"

@@ -2,8 +2,9 @@
 // size (x = steps, y = offsets from the bottom), a pinned buffer living to the end, the peak line,
 // hit testing, the device selector, and byte formatting.
 #include <QComboBox>
-#include <QtTest>
+#include <QTest>
 
+#include "tests/studio/qtest_main.h"
 #include "studio/memory_plan_chart.h"
 
 using tessera::stages::BufferRequest;
@@ -39,7 +40,7 @@ void size_for_plot(MemoryPlanChart& c) {
 class MemoryPlanChartTest : public QObject {
   Q_OBJECT
 
- private slots:
+ private Q_SLOTS:
   void rectangles_follow_steps_and_offsets() {
     MemoryPlanChart c;
     c.set_plans({hand_plan()});
@@ -108,5 +109,5 @@ class MemoryPlanChartTest : public QObject {
   }
 };
 
-QTEST_MAIN(MemoryPlanChartTest)
+TESSERA_QTEST(MemoryPlanChartTest)
 #include "memory_plan_chart_test.moc"

@@ -8,10 +8,11 @@
 #include <QMimeData>
 #include <QSignalSpy>
 #include <QTreeWidget>
-#include <QtTest>
+#include <QTest>
 #include <set>
 #include <string>
 
+#include "tests/studio/qtest_main.h"
 #include "engine/ir/text.h"
 #include "engine/ops/op_def.h"
 #include "studio/document.h"
@@ -55,7 +56,7 @@ class PaletteTest : public QObject {
  private:
   tessera::ops::OpRegistry registry_ = tessera::ops::make_default_registry();
 
- private slots:
+ private Q_SLOTS:
   void lists_every_op_once() {
     Palette palette(registry_);
     const QStringList ops = palette.all_ops();
@@ -226,12 +227,12 @@ class PaletteTest : public QObject {
       inspector_toggle |= a->text() == QStringLiteral("&Inspector") && a->isCheckable();
     }
     QVERIFY(palette_toggle && inspector_toggle);
-    emit window.palette()->op_activated(QStringLiteral("Relu"));
+    Q_EMIT window.palette()->op_activated(QStringLiteral("Relu"));
     QCOMPARE(doc.graph().num_nodes(), 1);
-    emit window.palette()->op_activated(QStringLiteral("NoSuchOp"));
+    Q_EMIT window.palette()->op_activated(QStringLiteral("NoSuchOp"));
     QCOMPARE(doc.graph().num_nodes(), 1);
   }
 };
 
-QTEST_MAIN(PaletteTest)
+TESSERA_QTEST(PaletteTest)
 #include "palette_test.moc"

@@ -7,6 +7,8 @@
 // when build/models/resnet50.onnx exists (scripts/bench.sh makes it), ResNet-50's compile and
 // step-through times.
 // engine/stages/session.h first: Qt's `slots` macro would break engine/stages/compile.h.
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
 #include "engine/stages/session.h"
 
 #include <QCoreApplication>
@@ -17,7 +19,7 @@
 #include <QSlider>
 #include <QTableWidget>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 #include <string>
 
 #include "engine/ir/text.h"
@@ -42,9 +44,9 @@ namespace ops = tessera::ops;
 
 namespace {
 
-const std::string kLenet = TESSERA_SOURCE_DIR "/samples/lenet.json";
-const std::string kMlp = TESSERA_SOURCE_DIR "/samples/mlp.json";
-const std::string kResnet = TESSERA_SOURCE_DIR "/build/models/resnet50.onnx";
+const std::string kLenet = tessera::test::source_dir() + "/samples/lenet.json";
+const std::string kMlp = tessera::test::source_dir() + "/samples/mlp.json";
+const std::string kResnet = tessera::test::source_dir() + "/build/models/resnet50.onnx";
 
 const char kBadShapeTir[] = R"(graph "bad" {
   input %0 "x" : f32[N, 16]
@@ -101,7 +103,7 @@ class PassStepperTest : public QObject {
  public:
   PassStepperTest() : registry_(ops::make_default_registry()) {}
 
- private slots:
+ private Q_SLOTS:
   void lenet_keeps_every_snapshot() {
     PassStepperModel m(registry_);
     m.set_graph(load(kLenet));
@@ -379,8 +381,8 @@ class PassStepperTest : public QObject {
     QCOMPARE(v->counts_text(), QString("+1 -0 ~5"));
 
     QSignalSpy activated(&panel, &PassStepperPanel::node_activated);
-    emit v->node_activated(16, true);
-    emit v->node_activated(3, false);  // a before box: not a node of the shown graph
+    Q_EMIT v->node_activated(16, true);
+    Q_EMIT v->node_activated(3, false);  // a before box: not a node of the shown graph
     QCOMPARE(activated.count(), 1);
     QCOMPARE(activated[0][0].toInt(), 16);
 
@@ -423,5 +425,5 @@ class PassStepperTest : public QObject {
   ops::OpRegistry registry_;
 };
 
-QTEST_MAIN(PassStepperTest)
+TESSERA_QTEST(PassStepperTest)
 #include "pass_stepper_test.moc"

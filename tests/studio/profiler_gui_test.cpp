@@ -8,9 +8,11 @@
 #include <QMouseEvent>
 #include <QSignalSpy>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 #include <string>
 
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
 #include "engine/ops/op_def.h"
 #include "insight/timeline/view.h"
 #include "studio/document.h"
@@ -25,14 +27,14 @@ using namespace profiler_test;
 
 namespace {
 
-const std::string kLenet = TESSERA_SOURCE_DIR "/samples/lenet.json";
+const std::string kLenet = tessera::test::source_dir() + "/samples/lenet.json";
 
 }  // namespace
 
 class ProfilerGuiTest : public QObject {
   Q_OBJECT
 
- private slots:
+ private Q_SLOTS:
   void initTestCase() {
     QVERIFY2(QGuiApplication::platformName() == QStringLiteral("xcb"),
              "run under xvfb-run with QT_QPA_PLATFORM=xcb (offscreen cannot host OpenGL widgets)");
@@ -86,7 +88,7 @@ class ProfilerGuiTest : public QObject {
     QVERIFY(wait_frames(gl, 2));
     const QImage shot = gl->grabFramebuffer();
     QVERIFY(!shot.isNull());
-    QVERIFY(shot.save(QStringLiteral(TESSERA_BINARY_DIR "/profiler_gui.png")));
+    QVERIFY(shot.save(QString::fromStdString(tessera::test::output_dir() + "/profiler_gui.png")));
   }
 
   void errors_show_in_the_view() {
@@ -138,11 +140,6 @@ class ProfilerGuiTest : public QObject {
   ops::OpRegistry registry_ = ops::make_default_registry();
 };
 
-int main(int argc, char** argv) {
-  ImGuiWidget::set_default_format();  // before the QApplication, as main() does
-  QApplication app(argc, argv);
-  ProfilerGuiTest test;
-  return QTest::qExec(&test, argc, argv);
-}
+TESSERA_QTEST(ProfilerGuiTest)
 
 #include "profiler_gui_test.moc"

@@ -4,7 +4,7 @@
 
 #include <QPoint>
 #include <QSignalSpy>
-#include <QtTest>
+#include <QTest>
 #include <optional>
 #include <string>
 

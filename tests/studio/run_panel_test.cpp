@@ -4,6 +4,8 @@
 // input file gone by run time shown as an error, a graph with an inference error not runnable,
 // saving an output, and the window's Run menu (F5).
 // engine/stages/session.h first: Qt's `slots` macro would break engine/stages/compile.h.
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
 #include "engine/stages/session.h"
 
 #include <QAction>
@@ -14,7 +16,7 @@
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 #include <cstdio>
 #include <string>
 
@@ -35,7 +37,7 @@ using tessera::studio::RunPanel;
 
 namespace {
 
-const std::string kLenet = TESSERA_SOURCE_DIR "/samples/lenet.json";
+const std::string kLenet = tessera::test::source_dir() + "/samples/lenet.json";
 
 const char kBadShapeTir[] = R"(graph "bad" {
   input %0 "x" : f32[N, 16]
@@ -75,7 +77,7 @@ class RunPanelTest : public QObject {
 
   QString temp(const QString& name) const { return dir_.filePath(name); }
 
- private slots:
+ private Q_SLOTS:
   void random_stream_is_tessera_runs() {
     // mt19937_64 with its default seed 5489 first yields 14514284786278117030 (the C++
     // standard's check value is the 10000th, 9981545732273789042); floats take the top 53 bits
@@ -267,5 +269,5 @@ class RunPanelTest : public QObject {
   }
 };
 
-QTEST_MAIN(RunPanelTest)
+TESSERA_QTEST(RunPanelTest)
 #include "run_panel_test.moc"

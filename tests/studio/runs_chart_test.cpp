@@ -1,10 +1,11 @@
 // Tests of studio/runs_chart.cpp: TensorBoard's debiased EMA against hand-computed values, the log
 // axis with zeros and negative values (left out, counted in the note, no crash), x by step or by
 // relative wall time, the metric picker, and the note for runs that recorded no metrics.
-#include <QtTest>
+#include <QTest>
 #include <cmath>
 #include <limits>
 
+#include "tests/studio/qtest_main.h"
 #include "studio/runs_chart.h"
 
 using tessera::insight::MetricPoint;
@@ -26,7 +27,7 @@ std::vector<MetricPoint> points(const std::string& name, const std::vector<doubl
 class RunsChartTest : public QObject {
   Q_OBJECT
 
- private slots:
+ private Q_SLOTS:
   void emaMatchesHandComputedValues() {
     // w = 0.5 on 1, 2, 3:
     //   last 0.5,   debias 1 - 0.5   = 0.5   -> 1
@@ -111,5 +112,5 @@ class RunsChartTest : public QObject {
   }
 };
 
-QTEST_MAIN(RunsChartTest)
+TESSERA_QTEST(RunsChartTest)
 #include "runs_chart_test.moc"

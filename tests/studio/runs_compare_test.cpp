@@ -1,8 +1,9 @@
 // Tests of studio/runs_compare.cpp: rows (run fields, every hyper-parameter any run has, final and
 // best of every metric), "-" for what a run lacks (and such a row differs), exactly the differing
 // rows highlighted, best values from the full summaries, and no runs at all.
-#include <QtTest>
+#include <QTest>
 
+#include "tests/studio/qtest_main.h"
 #include "studio/runs_compare.h"
 
 using tessera::insight::MetricSummary;
@@ -28,7 +29,7 @@ RunSummary run(int64_t id, std::map<std::string, std::string> hp, std::vector<Me
 class RunsCompareTest : public QObject {
   Q_OBJECT
 
- private slots:
+ private Q_SLOTS:
   void highlightsExactlyTheDifferingRows() {
     const RunSummary a = run(1, {{"lr", "0.1"}, {"batch", "64"}}, {{"loss", 0.5, 0.5, 10, 10, 0}});
     const RunSummary b = run(2, {{"lr", "0.1"}, {"batch", "32"}, {"warmup", "5"}}, {{"loss", 0.5, 0.5, 10, 10, 0}});
@@ -66,5 +67,5 @@ class RunsCompareTest : public QObject {
   }
 };
 
-QTEST_MAIN(RunsCompareTest)
+TESSERA_QTEST(RunsCompareTest)
 #include "runs_compare_test.moc"

@@ -13,9 +13,11 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTreeWidget>
-#include <QtTest>
+#include <QTest>
 #include <cmath>
 
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
 #include "runs_test_util.h"
 #include "studio/runs_chart.h"
 #include "studio/runs_compare.h"
@@ -53,7 +55,7 @@ QPoint row_centre(QTableView* table, int64_t id) {
 class RunsDashboardGuiTest : public QObject {
   Q_OBJECT
 
- private slots:
+ private Q_SLOTS:
   void comparesTwoRunsByMouseAndKeyboard() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
@@ -90,7 +92,7 @@ class RunsDashboardGuiTest : public QObject {
     QTest::mouseClick(log, Qt::LeftButton, {}, QPoint(8, log->height() / 2));
     QVERIFY(dash.chart()->log_y());
     QTest::qWait(100);  // what the event loop does before a person looks
-    QVERIFY(dash.grab().save(QStringLiteral(TESSERA_BINARY_DIR "/runs_dashboard_gui.png")));
+    QVERIFY(dash.grab().save(QString::fromStdString(tessera::test::output_dir() + "/runs_dashboard_gui.png")));
 
     // Diff by mouse.
     QSignalSpy diff(&dash, &RunsDashboard::diff_graphs_requested);
@@ -114,5 +116,5 @@ class RunsDashboardGuiTest : public QObject {
   }
 };
 
-QTEST_MAIN(RunsDashboardGuiTest)
+TESSERA_QTEST(RunsDashboardGuiTest)
 #include "runs_dashboard_gui_test.moc"

@@ -15,11 +15,13 @@
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QTreeWidget>
-#include <QtTest>
+#include <QTest>
 #include <cmath>
 #include <optional>
 #include <sqlite3.h>
 
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
 #include "insight/runs_query.h"
 #include "runs_test_util.h"
 #include "studio/runs_chart.h"
@@ -60,7 +62,7 @@ class RunsDashboardTest : public QObject {
 
   std::string path(const char* name) const { return dir_.filePath(QString::fromLatin1(name)).toStdString(); }
 
- private slots:
+ private Q_SLOTS:
   void initTestCase() { QVERIFY(dir_.isValid()); }
 
   void missingDatabaseIsSaidAndNotCreated() {
@@ -196,7 +198,7 @@ class RunsDashboardTest : public QObject {
     QVERIFY(dash.open_graph(1).is_ok());
     QCOMPARE(open.count(), 1);
     const auto doc = qvariant_cast<GraphDocument>(open.at(0).at(0));
-    auto sample = tessera::formats::load_document(TESSERA_SOURCE_DIR "/samples/mlp.json");
+    auto sample = tessera::formats::load_document(tessera::test::source_dir() + "/samples/mlp.json");
     QVERIFY(sample);
     QCOMPARE(doc.graph.num_nodes(), sample->graph.num_nodes());
     QCOMPARE(doc.graph.inputs().size(), sample->graph.inputs().size() + sample->graph.params().size());
@@ -250,7 +252,7 @@ class RunsDashboardTest : public QObject {
     QCOMPARE(run3->parent(), graph);
     QVERIFY(run3->text(1).contains(QStringLiteral("not recorded")));
     // Clicking a run in the tree selects it in the table.
-    emit view->itemClicked(run2, 0);
+    Q_EMIT view->itemClicked(run2, 0);
     QCOMPARE(dash.selected_runs(), (std::vector<int64_t>{2}));
   }
 
@@ -342,5 +344,5 @@ class RunsDashboardTest : public QObject {
   }
 };
 
-QTEST_MAIN(RunsDashboardTest)
+TESSERA_QTEST(RunsDashboardTest)
 #include "runs_dashboard_test.moc"

@@ -3,8 +3,9 @@
 // a cycle (a run resumed from its own checkpoint) neither loops nor loses the run; the same
 // lineage again keeps what the user folded; a click on a run emits run_activated.
 #include <QSignalSpy>
-#include <QtTest>
+#include <QTest>
 
+#include "tests/studio/qtest_main.h"
 #include "studio/runs_lineage.h"
 
 using tessera::insight::LineageGraph;
@@ -41,7 +42,7 @@ LineageGraph chain() {
 class RunsLineageTest : public QObject {
   Q_OBJECT
 
- private slots:
+ private Q_SLOTS:
   void chainsNestRunUnderCheckpointUnderRun() {
     RunsLineageView v;
     v.set_lineage(chain());
@@ -86,13 +87,13 @@ class RunsLineageTest : public QObject {
     v.set_lineage(changed);
     QVERIFY(v.item_for_run(1)->isExpanded());  // rebuilt
     QSignalSpy spy(&v, &RunsLineageView::run_activated);
-    emit v.itemClicked(v.item_for_run(2), 0);
+    Q_EMIT v.itemClicked(v.item_for_run(2), 0);
     QCOMPARE(spy.count(), 1);
     QCOMPARE(spy.at(0).at(0).toLongLong(), qint64{2});
-    emit v.itemClicked(v.topLevelItem(0), 0);  // a graph: no signal
+    Q_EMIT v.itemClicked(v.topLevelItem(0), 0);  // a graph: no signal
     QCOMPARE(spy.count(), 1);
   }
 };
 
-QTEST_MAIN(RunsLineageTest)
+TESSERA_QTEST(RunsLineageTest)
 #include "runs_lineage_test.moc"

@@ -4,8 +4,9 @@
 // last path component), status colours, and in-place updates that keep the rows (no reset).
 #include <QSignalSpy>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 
+#include "tests/studio/qtest_main.h"
 #include "insight/runs_query.h"
 #include "runs_test_util.h"
 #include "studio/runs_model.h"
@@ -35,7 +36,7 @@ class RunsModelTest : public QObject {
     return out;
   }
 
- private slots:
+ private Q_SLOTS:
   void initTestCase() {
     QVERIFY(dir_.isValid());
     db_path_ = dir_.filePath(QStringLiteral("insight.db")).toStdString();
@@ -186,5 +187,5 @@ class RunsModelTest : public QObject {
   }
 };
 
-QTEST_MAIN(RunsModelTest)
+TESSERA_QTEST(RunsModelTest)
 #include "runs_model_test.moc"

@@ -5,8 +5,9 @@
 // (resumed from a recorded checkpoint, from an unrecorded path, graph derived from graph) and
 // data_version changing only after another connection commits.
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 
+#include "tests/studio/qtest_main.h"
 #include "insight/runs_query.h"
 #include "runs_test_util.h"
 
@@ -21,7 +22,7 @@ class RunsQueryTest : public QObject {
   QTemporaryDir dir_;
   std::string db_path_, ck_;
 
- private slots:
+ private Q_SLOTS:
   void initTestCase() {
     QVERIFY(dir_.isValid());
     db_path_ = dir_.filePath(QStringLiteral("q.db")).toStdString();
@@ -134,5 +135,5 @@ class RunsQueryTest : public QObject {
   }
 };
 
-QTEST_MAIN(RunsQueryTest)
+TESSERA_QTEST(RunsQueryTest)
 #include "runs_query_test.moc"

@@ -2,12 +2,13 @@
 // temporary folder (runs with hyper-parameters, metrics by step, a graph, checkpoints, lineage).
 #pragma once
 
-#include <QtTest>
+#include <QTest>
 #include <map>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "tests/support/paths.h"
 #include "engine/ir/text.h"
 #include "formats/document.h"
 #include "insight/recorder.h"
@@ -50,7 +51,7 @@ inline int64_t record_run(const std::string& db, const RunSpec& spec) {
 
 // The MLP sample as the recorder stores it: IR text with params as inputs.
 inline std::string mlp_body() {
-  auto doc = tessera::formats::load_document(TESSERA_SOURCE_DIR "/samples/mlp.json");
+  auto doc = tessera::formats::load_document(tessera::test::source_dir() + "/samples/mlp.json");
   if (!doc) return {};
   tessera::ir::Graph g = doc->graph;
   for (tessera::ir::ValueId p : std::vector<tessera::ir::ValueId>(g.params())) g.make_input(p);

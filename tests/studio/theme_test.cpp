@@ -4,8 +4,10 @@
 // resources/ and is listed in studio.qrc and resources/README.md.
 #include <QApplication>
 #include <QFile>
-#include <QtTest>
+#include <QTest>
 
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
 #include "studio/canvas_style.h"
 #include "studio/theme.h"
 
@@ -18,7 +20,7 @@ namespace style = tessera::studio::style;
 class ThemeTest : public QObject {
   Q_OBJECT
 
- private slots:
+ private Q_SLOTS:
   void cleanup() { apply_theme(style::Theme::kLight); }
 
   void names_round_trip() {
@@ -58,16 +60,16 @@ class ThemeTest : public QObject {
   }
 
   void icons_exist_and_are_listed() {
-    QFile qrc(QStringLiteral(TESSERA_SOURCE_DIR "/resources/studio.qrc"));
+    QFile qrc(QString::fromStdString(tessera::test::source_dir() + "/resources/studio.qrc"));
     QVERIFY(qrc.open(QIODevice::ReadOnly));
     const QString listed = QString::fromUtf8(qrc.readAll());
-    QFile readme(QStringLiteral(TESSERA_SOURCE_DIR "/resources/README.md"));
+    QFile readme(QString::fromStdString(tessera::test::source_dir() + "/resources/README.md"));
     QVERIFY(readme.open(QIODevice::ReadOnly));
     const QString doc = QString::fromUtf8(readme.readAll());
     for (const char* name :
          {"new", "open", "save", "undo", "redo", "find", "import", "export", "group"}) {
       const QString file = QStringLiteral("icons/%1.svg").arg(QLatin1String(name));
-      QFile svg(QStringLiteral(TESSERA_SOURCE_DIR "/resources/") + file);
+      QFile svg(QString::fromStdString(tessera::test::source_dir() + "/resources/") + file);
       QVERIFY2(svg.open(QIODevice::ReadOnly), qPrintable(file));
       const QByteArray text = svg.readAll();
       QVERIFY(text.startsWith("<svg xmlns=\"http://www.w3.org/2000/svg\""));
@@ -80,5 +82,5 @@ class ThemeTest : public QObject {
   }
 };
 
-QTEST_MAIN(ThemeTest)
+TESSERA_QTEST(ThemeTest)
 #include "theme_test.moc"

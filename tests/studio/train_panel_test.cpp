@@ -5,6 +5,8 @@
 // is reported while training goes on); Stop ends a long run early and cleanly; "Use trained
 // weights" is one undo step; refusals (no data, a bad path, a graph that does not type).
 // engine headers first: Qt's `slots` macro would break engine/stages/compile.h.
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
 #include "engine/train/trainer.h"
 
 #include <QElapsedTimer>
@@ -15,7 +17,7 @@
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QUndoStack>
-#include <QtTest>
+#include <QTest>
 #include <string>
 
 #include "formats/npy.h"
@@ -33,7 +35,7 @@ using tessera::studio::TrainSettings;
 
 namespace {
 
-const std::string kMlp = TESSERA_SOURCE_DIR "/samples/mlp.json";
+const std::string kMlp = tessera::test::source_dir() + "/samples/mlp.json";
 
 // Class k lights rows 2k and 2k+1 of the 28x28 image (plus a faint ramp), so the classes are
 // separable by a linear layer: an MLP learns them in a few steps.
@@ -77,7 +79,7 @@ class TrainPanelTest : public QObject {
     return s;
   }
 
- private slots:
+ private Q_SLOTS:
   void initTestCase() {
     QVERIFY(dir_.isValid());
     Tensor x, labels, x_test, labels_test;
@@ -290,5 +292,5 @@ class TrainPanelTest : public QObject {
   }
 };
 
-QTEST_MAIN(TrainPanelTest)
+TESSERA_QTEST(TrainPanelTest)
 #include "train_panel_test.moc"

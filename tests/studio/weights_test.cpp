@@ -2,9 +2,10 @@
 // seeded std::mt19937_64, fan_in of weight shapes. The first draws are worked out by hand from the
 // generator's first outputs for seed 5489 (its default seed): 14514284786278117030 and
 // 4620546740167642908; u = (x >> 11) / 2^53, value = (2u - 1) * b.
-#include <QtTest>
+#include <QTest>
 #include <cmath>
 
+#include "tests/studio/qtest_main.h"
 #include "studio/weights.h"
 
 using tessera::Tensor;
@@ -15,7 +16,7 @@ using tessera::studio::WeightInit;
 class WeightsTest : public QObject {
   Q_OBJECT
 
- private slots:
+ private Q_SLOTS:
   void zeros() {
     auto t = make_weight({2, 3}, WeightInit::kZeros, 3, 7);
     QVERIFY(t.has_value());
@@ -69,5 +70,5 @@ class WeightsTest : public QObject {
   }
 };
 
-QTEST_MAIN(WeightsTest)
+TESSERA_QTEST(WeightsTest)
 #include "weights_test.moc"
