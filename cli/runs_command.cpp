@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <cstdio>
 #include <ctime>
 #include <iostream>
@@ -151,6 +152,11 @@ int runs_show(const Database& db, const RunsOptions& o) {
   return 0;
 }
 
+// Whether a compare row holds more than one distinct value (it is marked and flagged in JSON).
+bool values_differ(const std::vector<std::string>& values) {
+  return std::adjacent_find(values.begin(), values.end(), std::not_equal_to<>()) != values.end();
+}
+
 int runs_compare(const Database& db, const RunsOptions& o) {
   if (o.runs.size() < 2) return fail(make_error("compare needs two runs or more"));
   std::vector<insight::RunDetails> runs;
@@ -204,7 +210,7 @@ int runs_compare(const Database& db, const RunsOptions& o) {
     nlohmann::json j = {{"runs", nlohmann::json::array()}, {"rows", nlohmann::json::array()}};
     for (const auto& d : runs) j["runs"].push_back(d.run.id);
     for (const auto& [k, v] : rows) {
-      const bool differs = std::any_of(v.begin(), v.end(), [&](const std::string& x) { return x != v[0]; });
+      const bool differs = values_differ(v);
       j["rows"].push_back({{"key", k}, {"values", v}, {"differs", differs}});
     }
     std::cout << j.dump() << "\n";
@@ -223,7 +229,7 @@ int runs_compare(const Database& db, const RunsOptions& o) {
     std::printf("  %-*s", static_cast<int>(widths[i]), ("run " + std::to_string(runs[i].run.id)).c_str());
   std::printf("\n");
   for (const auto& [k, v] : rows) {
-    const bool differs = std::any_of(v.begin(), v.end(), [&](const std::string& x) { return x != v[0]; });
+    const bool differs = values_differ(v);
     std::printf("%c %-*s", differs ? '*' : ' ', static_cast<int>(key_width), k.c_str());
     for (size_t i = 0; i < v.size(); ++i) std::printf("  %-*s", static_cast<int>(widths[i]), clip(v[i], 28).c_str());
     std::printf("\n");

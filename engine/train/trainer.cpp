@@ -160,9 +160,11 @@ Status Trainer::resume(const std::string& path) {
       return refuse("'" + s.name + "' is " + std::string(dtype_name(t->dtype())) + shape_to_string(t->shape()) + " there and " +
                     std::string(dtype_name(s.initial.dtype())) + shape_to_string(s.initial.shape()) + " in the graph");
   }
-  for (const auto& [name, t] : c.tensors)
+  for (const auto& entry : c.tensors) {
+    const std::string& name = entry.first;  // not a structured binding: C++17 lambdas cannot capture one
     if (std::none_of(state_.begin(), state_.end(), [&](const autodiff::StateSlot& s) { return s.name == name; }))
       return refuse("it has a tensor '" + name + "' that this run does not train");
+  }
   for (autodiff::StateSlot& s : state_) s.initial = c.find(s.name)->clone();
   auto num = [&](const char* key) { return std::strtoll(c.get(key).c_str(), nullptr, 10); };
   global_step_ = num("global_step");
