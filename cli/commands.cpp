@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <unistd.h>
@@ -28,9 +29,10 @@
 #include "formats/tsr.h"
 
 namespace tessera::cli {
-namespace {
 
-}  // namespace
+void print_json(const nlohmann::json& j, int indent) {
+  std::cout << j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+}
 
 int fail(const Error& e) {
   std::cerr << "tessera: error: " << e.to_string() << "\n";
@@ -119,6 +121,17 @@ Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std
       return (make_error("--dim " + d + ": size must be a non-negative integer"));
     dims[kv->first] = n;
   }
+  std::set<std::string> symbols;  // of the graph's inputs: a --dim naming another is a mistake
+  for (ir::ValueId v : g.inputs())
+    for (const ir::Dim& d : g.value(v).type.dims)
+      if (d.is_symbolic()) symbols.insert(d.symbol);
+  for (const auto& [symbol, size] : dims)
+    if (!symbols.count(symbol)) {
+      std::string known;
+      for (const std::string& k : symbols) known += (known.empty() ? "" : ", ") + k;
+      return make_error("--dim " + symbol + "=" + std::to_string(size) + ": the graph's inputs have no symbolic dimension '" + symbol +
+                        "' (" + (known.empty() ? std::string("they have none") : "they have: " + known) + ")");
+    }
   runtime::Feeds feeds;
   for (const std::string& spec : inputs) {
     auto kv = split_assignment(spec, "--input");
@@ -188,7 +201,7 @@ int run_info(const InfoOptions& o) {
     if (!meta.properties.empty()) m["properties"] = meta.properties;
     j["metadata"] = std::move(m);
     j["layout"] = {{"positions", doc->layout.positions.size()}, {"groups", doc->layout.groups.size()}};
-    std::cout << j.dump(2) << "\n";
+    print_json(j, 2);
     return 0;
   }
   std::cout << "graph '" << g->name() << "' (" << o.file << ")\n";
@@ -294,7 +307,7 @@ int run_run(const RunOptions& o) {
     if (t.numel() > 0) std::printf("         min %.6g  max %.6g  mean %.6g\n", lo, hi, mean);
     if (!written.empty()) std::cout << "         written to " << written << "\n";
   }
-  if (o.json) std::cout << nlohmann::json{{"outputs", jout}}.dump() << "\n";
+  if (o.json) print_json(nlohmann::json{{"outputs", jout}});
   return rec.finish();
 }
 

@@ -10,6 +10,7 @@
 #include "engine/observe/sinks.h"
 #include "engine/ops/op_def.h"
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,11 @@ class Recorder;
 }
 
 namespace tessera::cli {
+
+// Prints `j` and a newline on stdout, flushed (every --json output). A string that is not valid
+// UTF-8 (a name in a hostile file, or in a run recorded from one) is printed with U+FFFD in place
+// of the bad bytes instead of aborting the command.
+void print_json(const nlohmann::json& j, int indent = -1);
 
 struct InfoOptions {
   std::string file;

@@ -157,7 +157,7 @@ int run_bench(const BenchOptions& o) {
                      {"gflops", gflops},          {"lower_bound_bytes", plan.lower_bound_bytes()},
                      {"threads", so.threads},     {"runs", o.runs},
                      {"flops", plan.total_flops}};
-    std::cout << j.dump() << "\n";
+    print_json(j);
     return rec.finish();
   }
   int fast = 0;

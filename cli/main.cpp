@@ -3,8 +3,12 @@
 
 #include <malloc.h>
 
+#include <cctype>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 
 #include "cli/commands.h"
 #include "insight/database.h"
@@ -14,6 +18,50 @@ namespace {
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
+}
+
+// Refuses an option value that is another option: `--output-dir --no-record` would otherwise make
+// a folder named "--no-record" and record after all. A value may start with '-' only as a number.
+const CLI::Validator kNotAnOption(
+    [](std::string& v) -> std::string {
+      if (v.size() >= 2 && v[0] == '-' && !std::isdigit(static_cast<unsigned char>(v[1])) && v[1] != '.')
+        return "'" + v + "' is an option, not a value (write ./" + v + " for a file of that name)";
+      return {};
+    },
+    "", "not an option");
+
+// Refuses NaN and infinities, which CLI11's ranges let through (every comparison with NaN is false).
+const CLI::Validator kFinite(
+    [](std::string& v) -> std::string {
+      char* end = nullptr;
+      const double d = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || !std::isfinite(d)) return "'" + v + "' is not a finite number";
+      return {};
+    },
+    "", "finite");
+
+// SYMBOL=SIZE for --dim, SIZE from 0 to 2^31: a malformed one is a usage error (exit 2).
+const CLI::Validator kDimSpec(
+    [](std::string& v) -> std::string {
+      const size_t eq = v.find('=');
+      if (eq == 0 || eq == std::string::npos) return "'" + v + "' is not SYMBOL=SIZE";
+      const std::string size = v.substr(eq + 1);
+      char* end = nullptr;
+      const long long n = std::strtoll(size.c_str(), &end, 10);
+      if (size.empty() || *end != '\0' || n < 0 || n > (int64_t{1} << 31))
+        return "'" + v + "': SIZE must be an integer from 0 to 2^31";
+      return {};
+    },
+    "SYMBOL=SIZE", "dim spec");
+
+// Seeds are stored as SQLite integers (signed 64-bit): 0 to 2^63-1.
+const CLI::Range kSeedRange(uint64_t{0}, static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
+
+// Adds kNotAnOption to every option of `app` and its subcommands that takes a value.
+void refuse_options_as_values(CLI::App* app) {
+  for (CLI::Option* o : app->get_options())
+    if (o->get_type_size() != 0 && o->nonpositional()) o->check(kNotAnOption);
+  for (CLI::App* sub : app->get_subcommands({})) refuse_options_as_values(sub);
 }
 
 }  // namespace
@@ -50,8 +98,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("FILE", run.file, "Graph file (.tsr, .json, .tir or .onnx)")->required();
   run_cmd->add_option("--input,-i", run.inputs, "NAME=FILE.npy: feed graph input NAME (repeatable)");
   run_cmd->add_option("--output-dir,-o", run.output_dir, "Write each output to DIR/<output name>.npy");
-  run_cmd->add_option("--seed", run.seed, "Seed for random inputs (default 0)");
-  run_cmd->add_option("--dim", run.dims, "SYMBOL=SIZE: size of a symbolic dimension in random inputs (default 1)");
+  run_cmd->add_option("--seed", run.seed, "Seed for random inputs (default 0)")->check(kSeedRange);
+  run_cmd->add_option("--dim", run.dims, "SYMBOL=SIZE: size of a symbolic dimension in random inputs (default 1)")->check(kDimSpec);
   run_cmd->add_option("--threads,-t", run.threads, "Threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
   run_cmd->add_flag("--reference", run.reference, "Use the reference executor instead of the six stages");
   run_cmd->add_flag("--json", run.json, "Print the output summary as JSON");
@@ -64,15 +112,15 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--test-data", train.test_data, "Test split (default: the test split of --data, when it has one)");
   train_cmd->add_option("--epochs", train.epochs, "Epochs (default 1)")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   train_cmd->add_option("--batch", train.batch, "Batch size (default 64)")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
-  train_cmd->add_option("--lr", train.lr, "Learning rate (default 0.01)")->check(CLI::PositiveNumber);
+  train_cmd->add_option("--lr", train.lr, "Learning rate (default 0.01)")->check(kFinite)->check(CLI::PositiveNumber);
   train_cmd->add_option("--schedule", train.schedule, "constant | step:SIZE:GAMMA | cosine[:ETA_MIN], optionally ,warmup:N");
   train_cmd->add_option("--optimizer", train.optimizer, "sgd | momentum | adam | adamw (default sgd)");
-  train_cmd->add_option("--momentum", train.momentum, "SGD momentum (default 0; 0.9 for --optimizer momentum)")->check(CLI::Range(0.0, 1.0));
+  train_cmd->add_option("--momentum", train.momentum, "SGD momentum (default 0; 0.9 for --optimizer momentum)")->check(kFinite)->check(CLI::Range(0.0, 1.0));
   train_cmd->add_flag("--nesterov", train.nesterov, "Nesterov momentum");
-  train_cmd->add_option("--weight-decay", train.weight_decay, "Weight decay (default 0; 0.01 for adamw)")->check(CLI::Range(0.0, 1.0));
+  train_cmd->add_option("--weight-decay", train.weight_decay, "Weight decay (default 0; 0.01 for adamw)")->check(kFinite)->check(CLI::Range(0.0, 1.0));
   train_cmd->add_option("--loss", train.loss, "softmax-cross-entropy | mse | bce-with-logits | output (the graph's output is the loss)");
   train_cmd->add_option("--output", train.output, "The graph value the loss is computed from (default: the first output)");
-  train_cmd->add_option("--seed", train.seed, "Seed of the data order (default 0)");
+  train_cmd->add_option("--seed", train.seed, "Seed of the data order (default 0)")->check(kSeedRange);
   train_cmd->add_option("--threads,-t", train.threads, "Threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
   train_cmd->add_option("--workers", train.workers, "Data loader threads (default 1; 0: in the training thread)")->check(CLI::Range(0, 64));
   train_cmd->add_option("--checkpoint-dir", train.checkpoint_dir, "Write checkpoints there (each epoch, and every --checkpoint-every steps)");
@@ -89,18 +137,18 @@ int main(int argc, char** argv) {
   passes_cmd->add_option("FILE", passes.file, "Graph file (.tsr, .json, .tir or .onnx)")->required();
   passes_cmd->add_option("--pipeline", passes.pipeline, "Optimise pipeline, e.g. \"canonicalize,constant-fold,dce,cse,fold-batchnorm,fuse,dce,layout\"");
   passes_cmd->add_option("--dump", passes.dump_dir, "Write every snapshot to DIR/NNN-stage-pass.tir");
-  passes_cmd->add_option("--dim", passes.dims, "SYMBOL=SIZE: bind a symbolic input dimension (default 1)");
+  passes_cmd->add_option("--dim", passes.dims, "SYMBOL=SIZE: bind a symbolic input dimension (default 1)")->check(kDimSpec);
   passes_cmd->add_flag("--print", passes.print_ir, "Print the optimised IR and the execution plan");
 
   BenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand("bench", "Time a graph through the six stages on random or given inputs");
   bench_cmd->add_option("FILE", bench.file, "Graph file (.tsr, .json, .tir or .onnx)")->required();
   bench_cmd->add_option("--input,-i", bench.inputs, "NAME=FILE.npy: feed graph input NAME (repeatable)");
-  bench_cmd->add_option("--dim", bench.dims, "SYMBOL=SIZE: size of a symbolic dimension (default 1)");
+  bench_cmd->add_option("--dim", bench.dims, "SYMBOL=SIZE: size of a symbolic dimension (default 1)")->check(kDimSpec);
   bench_cmd->add_option("--threads,-t", bench.threads, "Threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
   bench_cmd->add_option("--runs", bench.runs, "Timed runs (default 20)")->check(CLI::Range(1, 1000000));
   bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs first (default 3)")->check(CLI::Range(0, 1000000));
-  bench_cmd->add_option("--seed", bench.seed, "Seed for random inputs");
+  bench_cmd->add_option("--seed", bench.seed, "Seed for random inputs")->check(kSeedRange);
   bench_cmd->add_flag("--json", bench.json, "Print {median_ms, min_ms, compile_ms, peak_bytes, gflops, ...} as one line");
   bench_cmd->add_flag("--trace-timed", bench.trace_timed, "Record every kernel span of the timed runs too (measures the tracing overhead)");
 
@@ -154,6 +202,7 @@ int main(int argc, char** argv) {
   CLI::App* print_cmd = app.add_subcommand("print", "Print a graph in the IR text form, with inferred types");
   print_cmd->add_option("FILE", print_file, "Graph file (.tsr, .json, .tir or .onnx)")->required();
 
+  refuse_options_as_values(&app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

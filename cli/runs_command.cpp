@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <cstdio>
 #include <ctime>
@@ -70,7 +71,7 @@ int runs_list(const Database& db, const RunsOptions& o) {
   if (o.json) {
     nlohmann::json j = nlohmann::json::array();
     for (const RunRecord& r : *runs) j.push_back(run_json(r));
-    std::cout << j.dump() << "\n";
+    print_json(j);
     return 0;
   }
   if (runs->empty()) {
@@ -114,7 +115,7 @@ int runs_show(const Database& db, const RunsOptions& o) {
                    {"memory_events", d->memory_events}};
     j["ops"] = nlohmann::json::array();
     for (const auto& s : *ops) j["ops"].push_back({{"op", s.op}, {"count", s.count}, {"total_ns", s.total_ns}});
-    std::cout << j.dump() << "\n";
+    print_json(j);
     return 0;
   }
   const RunRecord& r = d->run;
@@ -213,7 +214,7 @@ int runs_compare(const Database& db, const RunsOptions& o) {
       const bool differs = values_differ(v);
       j["rows"].push_back({{"key", k}, {"values", v}, {"differs", differs}});
     }
-    std::cout << j.dump() << "\n";
+    print_json(j);
     return 0;
   }
   size_t key_width = 8;
@@ -252,7 +253,7 @@ int runs_metrics(const Database& db, const RunsOptions& o) {
   if (o.json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& p : *m) j.push_back({{"name", p.name}, {"step", p.step}, {"epoch", p.epoch}, {"value", p.value}});
-    std::cout << j.dump() << "\n";
+    print_json(j);
     return 0;
   }
   // One row per (epoch, step), one column per metric.
@@ -442,6 +443,14 @@ std::map<std::string, std::string> train_hyperparams(const TrainOptions& o) {
 }
 
 int run_runs(const RunsOptions& o) {
+  // Reading creates nothing: no database file, no folder for it.
+  std::error_code ec;
+  if (o.db.rfind("file:", 0) != 0 && !std::filesystem::exists(o.db, ec)) {
+    if (o.action != "list") return fail(make_error("no insight database here: nothing has been recorded to it (pass --db with the database to read)", o.db));
+    if (o.json) print_json(nlohmann::json::array());
+    else std::cout << "no runs recorded in " << o.db << " (there is no database there yet)\n";
+    return 0;
+  }
   insight::OpenOptions oo;
   auto db = Database::open(o.db, oo);
   if (!db) return fail(db.error());

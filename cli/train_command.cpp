@@ -153,7 +153,7 @@ int run_train(const TrainOptions& o) {
     nlohmann::json j = {{"test_accuracy", result->test_accuracy}, {"train_loss", result->train_loss},
                         {"images_per_s", result->images_per_s}, {"epochs", result->epochs.size()},
                         {"steps", result->steps}, {"checkpoint", result->last_checkpoint}};
-    std::cout << j.dump() << std::endl;
+    print_json(j);
   }
   return rec.finish();
 }

@@ -7,6 +7,8 @@
 #include <memory>
 #include <new>
 
+#include "engine/core/file_kind.h"
+
 namespace tessera::formats {
 namespace {
 
@@ -22,6 +24,7 @@ std::string errno_text(int err) { return std::strerror(err); }
 }  // namespace
 
 Expected<std::string> read_file(const std::string& path) {
+  RETURN_IF_ERROR(require_regular_file(path));  // a FIFO would block, /dev/zero never end
   FilePtr f(std::fopen(path.c_str(), "rb"));
   if (!f) return make_error("cannot open for reading: " + errno_text(errno), path);
   std::string out;
@@ -40,6 +43,10 @@ Expected<std::string> read_file(const std::string& path) {
 }
 
 Status commit_tmp_file(const std::string& tmp_path, const std::string& path) {
+  if (Status st = require_replaceable_file(path); !st) {
+    std::remove(tmp_path.c_str());
+    return st;
+  }
   if (std::rename(tmp_path.c_str(), path.c_str()) != 0) {
     const int err = errno;
     std::remove(tmp_path.c_str());
@@ -49,6 +56,7 @@ Status commit_tmp_file(const std::string& tmp_path, const std::string& path) {
 }
 
 Status write_file_atomic(const std::string& path, std::string_view bytes) {
+  RETURN_IF_ERROR(require_replaceable_file(path));
   const std::string tmp = path + ".tmp";
   FilePtr f(std::fopen(tmp.c_str(), "wb"));
   if (!f) return make_error("cannot open " + tmp + " for writing: " + errno_text(errno), path);

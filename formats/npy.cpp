@@ -1,5 +1,6 @@
 // NumPy .npy encoding and decoding: the header dict, dtype mapping, checked reads.
 #include "formats/npy.h"
+#include "engine/core/file_kind.h"
 
 #include <sys/stat.h>
 
@@ -294,7 +295,8 @@ Expected<Tensor> decode_impl(const npy_detail::ReadFn& read, uint64_t total) {
     auto* p = t.data<uint8_t>();
     for (int64_t i = 0; i < t.numel(); ++i) p[i] = p[i] != 0 ? 1 : 0;
   }
-  if (hdr.fortran && t.rank() > 1) {
+  if (hdr.fortran && t.rank() > 1 && t.numel() > 0) {  // an empty array has nothing to reorder; its
+                                                       // other dims may be huge (their product overflows)
     // Column-major: element (i0, i1, ...) sits at i0 + s0 * (i1 + s1 * (...)).
     std::vector<int64_t> strides(hdr.shape.size());
     int64_t s = 1;
@@ -334,6 +336,7 @@ Expected<Tensor> parse_npy(const void* data, size_t size, const std::string& whe
 }
 
 Expected<Tensor> read_npy(const std::string& path) {
+  RETURN_IF_ERROR(require_regular_file(path));  // fopen would block on a FIFO
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) return make_error("cannot open for reading: " + std::string(std::strerror(errno)), path);
   struct stat st;

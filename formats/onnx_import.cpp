@@ -304,6 +304,12 @@ Expected<ir::Graph> import_graph(const onnx::GraphProto& gp, GraphBuilder* paren
   }
   int index = 0;
   for (const auto& np : gp.node()) {
+    // ONNX graphs are in single static assignment form: a name defined twice (by two nodes, or
+    // by a node and an input or initializer) would bind its consumers by file order.
+    for (const std::string& out : np.output())
+      if (!out.empty() && b.defines(out))
+        return make_error(where + ": node " + std::to_string(index) + " ('" + np.name() + "', " + np.op_type() +
+                          ") defines '" + out + "', which is already defined (ONNX graphs define each name once)");
     Status st = import_node(np, index++, b, ctx);
     if (!st.is_ok()) return make_error(where + ": " + st.error().message);
   }
@@ -341,6 +347,7 @@ Error with_origin(const ir::Graph& g, Error e) {
 Expected<ir::Graph> import_model(const std::string& bytes, const std::string& where, const std::string& base_dir,
                                  const ops::OpRegistry& registry, const OnnxImportOptions& options) {
   onnx::ModelProto model;
+  if (bytes.empty()) return make_error("the file is empty (0 bytes), not an ONNX model", where);
   if (!model.ParseFromString(bytes)) return make_error("not a valid ONNX model (truncated or corrupt protobuf)", where);
   // IR version 3 introduced opset_import; ONNX 1.12 writes up to 8.
   constexpr int64_t kMinIr = 3, kMaxIr = 8;

@@ -171,6 +171,10 @@ Expected<Tensor> decode_tensor(const TP& proto, const std::string& base_dir, con
     TRY(ExternalSpan s, locate_external(proto, base_dir, what, nbytes));
     span = std::move(s);
   } else if (proto.has_raw_data()) {
+    const int typed = proto.float_data_size() + proto.int32_data_size() + proto.string_data_size() + proto.int64_data_size() +
+                      proto.double_data_size() + proto.uint64_data_size();
+    if (typed > 0)  // ONNX allows one of them; which one a reader uses is a guess
+      return make_error(what + ": has both raw_data and " + std::to_string(typed) + " typed values (ONNX allows one or the other)");
     if (static_cast<int64_t>(proto.raw_data().size()) != nbytes)
       return make_error(what + ": raw_data holds " + std::to_string(proto.raw_data().size()) + " bytes but dims " +
                         shape_to_string(dims) + " of " + std::string(dtype_name(*dt)) + " need " + std::to_string(nbytes));

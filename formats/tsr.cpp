@@ -16,6 +16,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "engine/ir/limits.h"
 #include "engine/ir/verifier.h"
 #include "formats/file_io.h"
 #include "formats/tsr.pb.h"
@@ -230,7 +231,7 @@ struct Reader {
 
   Expected<Tensor> tensor(const tsr::Tensor& pt, const std::string& place) {
     TRY(DType dt, from_proto(pt.dtype(), place));
-    if (pt.shape_size() > 64) return err(place, "rank " + str(pt.shape_size()) + " is over 64");
+    if (pt.shape_size() > ir::kMaxRank) return err(place, "rank " + str(pt.shape_size()) + " is over " + str(ir::kMaxRank));
     Shape shape(pt.shape().begin(), pt.shape().end());
     Expected<int64_t> numel = checked_numel(shape, dt);
     if (!numel) return err(place, numel.error().message);
@@ -273,7 +274,7 @@ struct Reader {
       if (pt.dims_size() != 0) return err(place, "unknown rank but " + str(pt.dims_size()) + " dims");
       return ir::TensorType::unranked(dt);
     }
-    if (pt.dims_size() > 64) return err(place, "rank " + str(pt.dims_size()) + " is over 64");
+    if (pt.dims_size() > ir::kMaxRank) return err(place, "rank " + str(pt.dims_size()) + " is over " + str(ir::kMaxRank));
     std::vector<ir::Dim> dims;
     for (const tsr::Dim& d : pt.dims()) {
       if (d.kind_case() == tsr::Dim::kSize) {

@@ -1,5 +1,6 @@
 // CSV reader: numeric fields, optional header, a label column; errors at file:line:column.
 #include "engine/data/csv.h"
+#include "engine/core/file_kind.h"
 
 #include <algorithm>
 #include <charconv>
@@ -88,6 +89,7 @@ class CsvSource final : public Source {
 
 Expected<std::shared_ptr<const Source>> open_csv(const std::string& path,
                                                  const CsvOptions& options) {
+  RETURN_IF_ERROR(require_regular_file(path));
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error("cannot open CSV file", path);
   std::ostringstream ss;

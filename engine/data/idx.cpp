@@ -1,5 +1,6 @@
 // IDX reader (plain or gzipped through zlib) and the MNIST-style image/label source.
 #include "engine/data/idx.h"
+#include "engine/core/file_kind.h"
 
 #include <zlib.h>
 
@@ -246,6 +247,7 @@ Expected<IdxArray> read_idx(const std::string& path, int rank) {
                       path);
   }
   const uint64_t file_size = fs::file_size(path, ec);
+  RETURN_IF_ERROR(require_regular_file(path));
   gzFile_s* f = gzopen(path.c_str(), "rb");
   if (!f) return make_error(std::string("cannot open: ") + std::strerror(errno), path);
   GzFileStream in(f, path, file_size);

@@ -1,6 +1,7 @@
 // Schema checks and whole-graph type inference.
 #include "engine/ops/infer.h"
 
+#include "engine/ir/limits.h"
 #include "engine/ir/verifier.h"
 #include "engine/ops/helpers.h"
 
@@ -19,6 +20,14 @@ Error attach_node(const ir::Node& n, Error e) {
     e.message = ir::describe_node(n) + ": " + e.message;
   }
   return e;
+}
+
+// Sets the type of output `i` of `n` after checking it against the limits (engine/ir/limits.h).
+Status set_output_type(ir::Graph& graph, const ir::Node& n, size_t i, const ir::TensorType& t) {
+  if (std::string why = ir::limits_violation(t); !why.empty())
+    return at_node(n, "output " + std::to_string(i) + " ('" + graph.value(n.outputs[i]).name + "'): " + why);
+  graph.value(n.outputs[i]).type = t;
+  return Status::ok();
 }
 
 }  // namespace
@@ -119,7 +128,7 @@ Status infer_node(ir::Graph& graph, ir::NodeId id, const OpRegistry& registry) {
   if (types->size() < n.outputs.size())
     return at_node(n, "type inference produced " + std::to_string(types->size()) + " types for " +
                           std::to_string(n.outputs.size()) + " outputs");
-  for (size_t i = 0; i < n.outputs.size(); ++i) graph.value(n.outputs[i]).type = (*types)[i];
+  for (size_t i = 0; i < n.outputs.size(); ++i) RETURN_IF_ERROR(set_output_type(graph, n, i, (*types)[i]));
   return Status::ok();
 }
 
@@ -132,6 +141,10 @@ Status infer_graph(ir::Graph& graph, const OpRegistry& registry, const Scope& ou
       return make_error("capture '" + graph.value(c).name + "' names no value of an enclosing graph");
     graph.value(c).type = it->second;
   }
+  for (const auto* values : {&graph.inputs(), &graph.params()})
+    for (ir::ValueId v : *values)
+      if (std::string why = ir::limits_violation(graph.value(v).type); !why.empty())
+        return make_error("'" + graph.value(v).name + "': " + why);
   TRY(std::vector<ir::NodeId> order, graph.topological_order());
   // Nested graphs see the named values defined before their node, here and in enclosing graphs.
   Scope scope = outer;
@@ -166,7 +179,7 @@ Status infer_graph(ir::Graph& graph, const OpRegistry& registry, const Scope& ou
       return at_node(n, "type inference produced " + std::to_string(types->size()) + " types for " +
                             std::to_string(n.outputs.size()) + " outputs");
     for (size_t i = 0; i < n.outputs.size(); ++i) {
-      graph.value(n.outputs[i]).type = (*types)[i];
+      RETURN_IF_ERROR(set_output_type(graph, n, i, (*types)[i]));
       publish(n.outputs[i]);
     }
   }

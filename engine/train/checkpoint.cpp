@@ -1,5 +1,6 @@
 // Training checkpoints (see checkpoint.h).
 #include "engine/train/checkpoint.h"
+#include "engine/core/file_kind.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -66,6 +67,7 @@ class Reader {
 
 
 Expected<std::string> read_all(const std::string& path) {
+  RETURN_IF_ERROR(require_regular_file(path));  // /dev/zero would be read until memory runs out
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return make_error(std::string("cannot open checkpoint: ") + std::strerror(errno), path);
   std::string data;
@@ -121,6 +123,7 @@ Status write_checkpoint(const std::string& path, const Checkpoint& c) {
   file += payload;
   put<uint64_t>(file, XXH3_64bits(payload.data(), payload.size()));
 
+  RETURN_IF_ERROR(require_replaceable_file(path));
   const std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return make_error(std::string("cannot create ") + tmp + ": " + std::strerror(errno), path);

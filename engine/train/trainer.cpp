@@ -56,17 +56,24 @@ int64_t count_correct(const Tensor& scores, const Tensor& labels) {
   return hits;
 }
 
-// Mean softmax cross-entropy of [N, C] scores against labels (host side, for evaluation).
-double cross_entropy_sum(const Tensor& scores, const Tensor& labels) {
+// Summed softmax cross-entropy of [N, C] scores against labels (host side, for evaluation). A
+// label outside [0, C) is an error naming it and its example (`first` is the batch's first example).
+Expected<double> cross_entropy_sum(const Tensor& scores, const Tensor& labels, int64_t first) {
   Tensor s = scores.contiguous();
   const int64_t n = s.shape()[0], c = s.shape()[1];
+  if (labels.numel() != n)
+    return make_error("the test labels hold " + std::to_string(labels.numel()) + " values for a batch of " + std::to_string(n));
   double total = 0;
   for (int64_t i = 0; i < n; ++i) {
+    const double label = labels.get(i);
+    if (!(label >= 0 && label < static_cast<double>(c)))
+      return make_error("test label " + std::to_string(static_cast<int64_t>(label)) + " of example " + std::to_string(first + i) +
+                        " is out of range for the " + std::to_string(c) + " classes the network scores");
     double m = -INFINITY;
     for (int64_t j = 0; j < c; ++j) m = std::max(m, s.get(i * c + j));
     double z = 0;
     for (int64_t j = 0; j < c; ++j) z += std::exp(s.get(i * c + j) - m);
-    total += m + std::log(z) - s.get(i * c + static_cast<int64_t>(labels.get(i)));
+    total += m + std::log(z) - s.get(i * c + static_cast<int64_t>(label));
   }
   return total;
 }
@@ -245,8 +252,9 @@ Expected<std::pair<double, double>> Trainer::evaluate(data::DataLoader& test) {
     auto lab = batch.find("labels");
     if (lab == batch.end() || outs.empty()) continue;
     if (config_.spec.loss == autodiff::LossKind::kSoftmaxCrossEntropy && outs[0].shape().size() == 2) {
+      TRY(double batch_loss, cross_entropy_sum(outs[0], lab->second, count));
       hits += count_correct(outs[0], lab->second);
-      loss_sum += cross_entropy_sum(outs[0], lab->second);
+      loss_sum += batch_loss;
     }
     count += lab->second.shape().empty() ? 1 : lab->second.shape()[0];
   }

@@ -216,6 +216,17 @@ TEST(NpyBad, HugeShapeIsRejectedBeforeAllocating) {
   EXPECT_NE(e.message.find("limit"), std::string::npos) << e.message;
 }
 
+// Found by npy_fuzz: an empty Fortran-order array whose other dims multiply past int64 (the column-
+// major strides overflowed, UBSan's signed-overflow report).
+TEST(NpyGood, EmptyFortranArrayWithHugeDims) {
+  const std::string bytes =
+      make_npy("{'descr': '<f8', 'fortran_order': True, 'shape': (0,2,2,0,0,3165443346, 22,3,2117322117,3, 3), }", "");
+  auto t = parse_npy(bytes.data(), bytes.size(), "mem.npy");
+  ASSERT_TRUE(t.has_value()) << t.error().to_string();
+  EXPECT_EQ(t->numel(), 0);
+  EXPECT_EQ(t->shape(), (Shape{0, 2, 2, 0, 0, 3165443346, 22, 3, 2117322117, 3, 3}));
+}
+
 TEST(NpyBad, TrailingBytes) {
   Error e = parse_error(make_npy(kF32Dict, std::string(16, '\0')));
   EXPECT_EQ(e.message, "header declares shape (3,) of <f4 = 12 bytes but 16 bytes follow");

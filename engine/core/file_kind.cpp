@@ -1,0 +1,43 @@
+// require_regular_file and require_replaceable_file (file_kind.h).
+#include "engine/core/file_kind.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace tessera {
+namespace {
+
+// "a directory", "a FIFO", ... for a file type other than a regular file.
+std::string kind_name(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+}  // namespace
+
+Status require_regular_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return make_error("cannot open for reading: " + std::string(std::strerror(errno)), path);
+  if (!S_ISREG(st.st_mode)) return make_error("is " + kind_name(st.st_mode) + ", not a regular file", path);
+  return Status::ok();
+}
+
+Status require_replaceable_file(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::ok();
+    return make_error(std::strerror(errno), path);
+  }
+  if (!S_ISREG(st.st_mode))
+    return make_error("is " + kind_name(st.st_mode) + ", which an output never replaces: write to a regular file", path);
+  return Status::ok();
+}
+
+}  // namespace tessera

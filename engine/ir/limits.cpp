@@ -1,0 +1,20 @@
+// limits_violation (limits.h).
+#include "engine/ir/limits.h"
+
+namespace tessera::ir {
+
+std::string limits_violation(const TensorType& t) {
+  if (!t.rank_known) return {};
+  if (t.rank() > kMaxRank)
+    return "rank " + std::to_string(t.rank()) + " is over the limit of " + std::to_string(kMaxRank);
+  int64_t n = 1;
+  for (const Dim& d : t.dims) {
+    if (!d.is_known()) continue;
+    if (d.size == 0) return {};
+    if (__builtin_mul_overflow(n, d.size, &n) || n > kMaxElements)
+      return "shape " + t.to_string() + " has over 2^48 elements (the limit per tensor)";
+  }
+  return {};
+}
+
+}  // namespace tessera::ir

@@ -1,0 +1,24 @@
+// The limits every tensor type obeys, stated once. ops::infer_types checks them on every graph
+// input, parameter and node output it types (overflow-safe), and the readers check what they
+// decode against the same constants, so that kernels, the memory plan and writers can trust them
+// (a Conv with pads of 2^62 once gave a dim of 4.6e18, a wrapped element count and negative FLOPs).
+//
+// Usage:
+//   if (std::string why = ir::limits_violation(type); !why.empty()) return make_error("output 0: " + why);
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/ir/type.h"
+
+namespace tessera::ir {
+
+inline constexpr int kMaxRank = 64;                        // NumPy 2's limit; every reader's
+inline constexpr int64_t kMaxElements = int64_t{1} << 48;  // per tensor: 1 PiB of f32, past any machine
+
+// Why `t` breaks a limit (its rank over kMaxRank, or the product of its known dims over
+// kMaxElements), or "" when it obeys them. Symbolic dims count as 1 (they are checked when bound).
+std::string limits_violation(const TensorType& t);
+
+}  // namespace tessera::ir
