@@ -174,6 +174,27 @@ Status apply_checkpoint(ir::Graph& g, const std::string& path) {
     ++applied;
   }
   if (applied == 0) return make_error("no tensor of the checkpoint matches a param of graph '" + g.name() + "'", path);
+  // Training saves every float param (autodiff::trainable_params, running statistics included) and
+  // the optimizer's buffers ("NAME/momentum", "NAME/adam_m", "NAME/adam_v"). Anything else, or a
+  // param left out, means the checkpoint was written for another graph: half-applied weights
+  // would run silently wrong.
+  std::string missing;
+  for (ir::ValueId p : g.params())
+    if (is_float(g.value(p).type.dtype) && !c.find(g.value(p).name))
+      missing += (missing.empty() ? "'" : ", '") + g.value(p).name + "'";
+  if (!missing.empty())
+    return make_error("the checkpoint has no tensor for param(s) " + missing + " of graph '" + g.name() +
+                          "' (it was written for another graph)", path);
+  for (const auto& [name, t] : c.tensors) {
+    const size_t slash = name.rfind('/');
+    const std::string owner = slash == std::string::npos ? name : name.substr(0, slash);
+    const std::string buffer = slash == std::string::npos ? "" : name.substr(slash + 1);
+    const bool known = g.find_value(name).has_value() ||
+                       (g.find_value(owner).has_value() && (buffer == "momentum" || buffer == "adam_m" || buffer == "adam_v"));
+    if (!known)
+      return make_error("the checkpoint holds tensor '" + name + "', which is no param of graph '" + g.name() +
+                            "' nor an optimizer buffer of one (it was written for another graph)", path);
+  }
   return Status::ok();
 }
 

@@ -13,8 +13,6 @@
 namespace tessera::autodiff {
 namespace {
 
-bool is_float_type(DType d) { return d == DType::kF32 || d == DType::kF64 || d == DType::kF16 || d == DType::kBF16; }
-
 // BatchNormalization running statistics (inputs 3 and 4) among the params.
 std::set<ir::ValueId> running_stats(const ir::Graph& g) {
   std::set<ir::ValueId> out;
@@ -116,7 +114,7 @@ std::vector<std::string> trainable_params(const ir::Graph& forward, const Traini
   std::vector<std::string> out;
   for (ir::ValueId p : forward.params()) {
     const ir::Value& v = forward.value(p);
-    if (!is_float_type(v.type.dtype) || stats.count(p)) continue;
+    if (!is_float(v.type.dtype) || stats.count(p)) continue;
     if (std::find(spec.frozen.begin(), spec.frozen.end(), v.name) != spec.frozen.end()) continue;
     out.push_back(v.name);
   }
@@ -211,7 +209,7 @@ Expected<ir::Graph> build_training_step(const ir::Graph& forward, const Training
 
   TRY(ir::ValueId loss, build_loss(g, registry, spec, out));
   RETURN_IF_ERROR(ops::infer_types(g, registry));
-  if (!is_float_type(g.value(loss).type.dtype)) return make_error("the loss must be floating point");
+  if (!is_float(g.value(loss).type.dtype)) return make_error("the loss must be floating point");
   TRY(std::vector<ir::ValueId> grads, add_gradients(g, registry, {loss}, {}, weight_ids));
 
   // Optimizer updates.

@@ -2,6 +2,7 @@
 #include "engine/train/trainer.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -172,11 +173,23 @@ Status Trainer::resume(const std::string& path) {
     if (std::none_of(state_.begin(), state_.end(), [&](const autodiff::StateSlot& s) { return s.name == name; }))
       return refuse("it has a tensor '" + name + "' that this run does not train");
   }
+  // The position: non-negative integers (a step of 1e23 once stopped the run at once, exit 0); fit()
+  // checks that they agree with each other and the batches per epoch.
+  int64_t position[3] = {0, 0, 0};
+  const char* keys[3] = {"global_step", "epoch", "batch_in_epoch"};
+  for (int i = 0; i < 3; ++i) {
+    const std::string text = c.get(keys[i]);
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno == ERANGE || v < 0 || v > (int64_t{1} << 48))
+      return refuse(std::string(keys[i]) + " is '" + text + "', not a step count");
+    position[i] = v;
+  }
   for (autodiff::StateSlot& s : state_) s.initial = c.find(s.name)->clone();
-  auto num = [&](const char* key) { return std::strtoll(c.get(key).c_str(), nullptr, 10); };
-  global_step_ = num("global_step");
-  epoch_ = num("epoch");
-  batch_in_epoch_ = num("batch_in_epoch");
+  global_step_ = position[0];
+  epoch_ = position[1];
+  batch_in_epoch_ = position[2];
   return Status::ok();
 }
 
@@ -268,6 +281,12 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
   if (batches <= 0) return make_error("the training split gives no batches (empty, or smaller than one batch with drop_last)");
   const int64_t total_steps = batches * config_.epochs;
   TRY(Schedule schedule, Schedule::parse(config_.schedule, config_.lr, total_steps));
+  int64_t position = 0;  // where epoch_ and batch_in_epoch_ say the run is (resume() bounds both by 2^48)
+  if (batch_in_epoch_ > batches || __builtin_mul_overflow(epoch_, batches, &position) ||
+      __builtin_add_overflow(position, batch_in_epoch_, &position) || position != global_step_)
+    return make_error("the resumed position (epoch " + std::to_string(epoch_) + ", batch " + std::to_string(batch_in_epoch_) +
+                      ", step " + std::to_string(global_step_) + ") does not fit " + std::to_string(batches) +
+                      " batches per epoch: the checkpoint comes from another dataset, or was edited");
   const bool classify = config_.spec.loss == autodiff::LossKind::kSoftmaxCrossEntropy;
   const size_t n_forward_outputs = forward_.outputs().size();
   size_t scores_index = 0;

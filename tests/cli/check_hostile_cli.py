@@ -8,6 +8,7 @@ Usage: check_hostile_cli.py TESSERA REPO_ROOT   (TESSERA_DB: the database record
 """
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -134,6 +135,21 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, _, err = run("train", mlp, "--data", data_npz, "--epochs", "1", "--batch", "32", "--no-record")
     check(rc == 1 and "out of range" in err and "10" in err,
           "a test label of 10 for 10 classes is an error naming it (rc %s, %s)" % (rc, err.strip()[-300:]))
+
+    # 4b. `run --checkpoint` applied a checkpoint that missed tensors of the graph (the rest kept the
+    # graph's weights, silently).
+    clean_npz = os.path.join(tmp, "clean.npz")
+    np.savez(clean_npz, x=rs.rand(64, 1, 28, 28).astype(np.float32), labels=rs.randint(0, 10, 64).astype(np.int64))
+    ck = os.path.join(tmp, "ck")
+    rc, _, err = run("train", mlp, "--data", clean_npz, "--epochs", "1", "--batch", "32", "--checkpoint-dir", ck, "--no-record")
+    check(rc == 0, "mlp trains for the checkpoint case (rc %s, %s)" % (rc, err.strip()[-200:]))
+    renamed = os.path.join(tmp, "mlp_renamed.json")
+    open(renamed, "w").write(open(mlp).read().replace('"fc2.b"', '"fc2.bias"'))
+    shutil.copy(os.path.join(root, "samples", "mlp.npz"), os.path.join(tmp, "mlp.npz"))
+    rc, _, err = run("run", renamed, "--checkpoint", os.path.join(ck, "epoch-0001.tsc"), "--no-record")
+    check(rc == 1 and "'fc2.bias'" in err, "a checkpoint missing a param of the graph is refused, naming it (rc %s, %s)" % (rc, err.strip()))
+    rc, _, err = run("run", mlp, "--checkpoint", os.path.join(ck, "epoch-0001.tsc"), "--no-record")
+    check(rc == 0, "the checkpoint runs on its own graph (rc %s, %s)" % (rc, err.strip()))
 
     # 5. Outputs were written as OUT.tmp and renamed over OUT, replacing a symlink, FIFO or device.
     target = os.path.join(tmp, "target.txt")

@@ -222,6 +222,37 @@ TEST(Trainer, RefusesACheckpointOfAnotherGraphOrRun) {
       << st.error().to_string();
 }
 
+// A checkpoint's stored position was trusted: a step of 1e23 (clamped to 2^63-1) stopped the run
+// at once with success. It must be a count, and agree with the epoch, the batch and the data.
+TEST(Trainer, RefusesAPositionThatIsNotACountOrDoesNotFit) {
+  const std::string dir = temp_dir();
+  Trainer a(mlp(), reg(), config(1));
+  Checkpoint good = a.make_checkpoint();
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"global_step", "100000000000000000000000"}, {"global_step", "-3"}, {"epoch", "1e3"}, {"batch_in_epoch", ""}}) {
+    Checkpoint c = good;
+    c.meta[key] = value;
+    ASSERT_TRUE(write_checkpoint(dir + "/bad.tsc", c).is_ok());
+    Trainer b(mlp(), reg(), config(1));
+    Status st = b.resume(dir + "/bad.tsc");
+    ASSERT_FALSE(st.is_ok()) << key << "=" << value;
+    EXPECT_NE(st.error().to_string().find("not a step count"), std::string::npos) << st.error().to_string();
+  }
+  // Counts that do not agree: step 5 at the start of epoch 0 (10 batches per epoch).
+  Checkpoint c = good;
+  c.meta["global_step"] = "5";
+  c.meta["epoch"] = "0";
+  c.meta["batch_in_epoch"] = "0";
+  ASSERT_TRUE(write_checkpoint(dir + "/odd.tsc", c).is_ok());
+  auto src = dataset(320, 5);
+  data::DataLoader loader(src, {}, loader_options(7));
+  Trainer b(mlp(), reg(), config(1));
+  ASSERT_TRUE(b.resume(dir + "/odd.tsc").is_ok());
+  auto r = b.fit(loader, nullptr);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().to_string().find("does not fit 10 batches per epoch"), std::string::npos) << r.error().to_string();
+}
+
 TEST(Checkpoint, RoundTripsAndCatchesCorruption) {
   const std::string dir = temp_dir(), path = dir + "/c.tsc";
   Checkpoint c;
