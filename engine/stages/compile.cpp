@@ -278,9 +278,7 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
   // from every reader of a buffer to the producer of any later buffer that shares its bytes, so
   // the executor never lets the two overlap in time whatever the thread count. Data edges already
   // order most pairs; memory edges only serialise branches that really share bytes.
-  StepDag sequential(static_cast<int>(plan.steps.size()));
-  for (int s = 1; s < sequential.size(); ++s) sequential.add_edge(s - 1, s);
-  sequential.finish();
+  const StepDag sequential = StepDag::sequential(static_cast<int>(plan.steps.size()));
   std::set<std::pair<int, int>> edges;
   for (size_t s = 0; s < plan.steps.size(); ++s)
     for (int t : plan.steps[s].succs) edges.emplace(static_cast<int>(s), t);
@@ -297,14 +295,16 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
         int last = x.def_step;
         for (int u : x.use_steps) last = std::max(last, u);
         if (last >= y.def_step) continue;  // y is the earlier one: handled as (j, i)
-        std::vector<int> from = x.use_steps;
-        from.push_back(x.def_step);
-        for (int u : from) {
-          if (u == y.def_step || dag.before(u, y.def_step) || !edges.emplace(u, y.def_step).second) continue;
+        // Every reader of x, and its writer, must end before y's writer starts (no copy of the
+        // list here: in a long chain every pair shares bytes and this runs n^2/2 times).
+        auto order_before_y = [&](int u) {
+          if (u == y.def_step || dag.before(u, y.def_step) || !edges.emplace(u, y.def_step).second) return;
           plan.steps[static_cast<size_t>(u)].succs.push_back(y.def_step);
           ++plan.steps[static_cast<size_t>(y.def_step)].num_preds;
           ++memory_edges;
-        }
+        };
+        for (int u : x.use_steps) order_before_y(u);
+        order_before_y(x.def_step);
       }
     plan.memory.push_back(std::move(m));
   }

@@ -93,6 +93,25 @@ TEST(MemoryPlan, RandomDagsStayValidAndNearTheBound) {
   }
 }
 
+// The sequential order without ancestor sets answers as the chain DAG with them does, and plans the
+// same offsets.
+TEST(MemoryPlan, SequentialOrderMatchesTheChainDag) {
+  const int n = 70;  // more than one 64-bit word of ancestors
+  StepDag chain(n);
+  for (int s = 1; s < n; ++s) chain.add_edge(s - 1, s);
+  chain.finish();
+  const StepDag seq = StepDag::sequential(n);
+  ASSERT_EQ(seq.size(), n);
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) ASSERT_EQ(seq.before(a, b), chain.before(a, b)) << a << " " << b;
+  std::vector<BufferRequest> reqs;
+  for (int s = 0; s + 2 < n; ++s) reqs.push_back({static_cast<size_t>(64 * (1 + s % 5)), s, {s + 1, s + 2}, s % 11 == 0, "v"});
+  auto a = plan_memory(reqs, chain), b = plan_memory(reqs, seq);
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  EXPECT_EQ(a->offsets, b->offsets);
+  EXPECT_EQ(a->arena_bytes, b->arena_bytes);
+}
+
 TEST(MemoryPlan, RequestWithoutStepIsAnError) {
   StepDag dag(1);
   dag.finish();
