@@ -1,6 +1,7 @@
 // NumPy .npy encoding and decoding: the header dict, dtype mapping, checked reads.
 #include "formats/npy.h"
 #include "engine/core/file_kind.h"
+#include "engine/ir/limits.h"
 
 #include <sys/stat.h>
 
@@ -23,7 +24,6 @@ namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicLen = 6;
-constexpr int kMaxRank = 64;          // NumPy 2 allows 64 dimensions (NumPy 1: 32)
 constexpr size_t kGrowthDigits = 21;  // numpy.lib.format.GROWTH_AXIS_MAX_DIGITS
 constexpr size_t kAlign = 64;         // numpy.lib.format.ARRAY_ALIGN
 
@@ -171,8 +171,8 @@ class DictParser {
         ++i_;
       }
       eat('L');  // Python 2 long literals in files from old NumPy
-      if (static_cast<int>(shape.size()) == kMaxRank)
-        return fail("'shape' has more than " + std::to_string(kMaxRank) + " dimensions");
+      if (static_cast<int>(shape.size()) == ir::kMaxRank)  // NumPy 2's limit too (NumPy 1: 32)
+        return fail("'shape' has more than " + std::to_string(ir::kMaxRank) + " dimensions");
       shape.push_back(v);
       skip_ws();
       if (eat(',')) continue;
