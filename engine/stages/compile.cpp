@@ -39,8 +39,6 @@ backend::LayoutTag layout_of(const ir::Graph& g, ir::ValueId v) {
   return "";
 }
 
-std::string describe_type(const ir::TensorType& t) { return t.to_string(); }
-
 }  // namespace
 
 size_t ExecutionPlan::peak_bytes() const {
@@ -228,8 +226,7 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
     plan.steps.push_back(std::move(st));
   }
 
-  // The step DAG.
-  StepDag dag(static_cast<int>(plan.steps.size()));
+  // The step DAG (data edges).
   std::vector<std::vector<int>> users(static_cast<size_t>(g.value_capacity()));
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     std::set<int> preds;
@@ -238,13 +235,9 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
       const ir::Value& val = g.value(v);
       if (val.kind == ir::ValueKind::kNodeOutput) preds.insert(step_of[val.producer]);
     }
-    for (int p : preds) {
-      dag.add_edge(p, static_cast<int>(s));
-      plan.steps[static_cast<size_t>(p)].succs.push_back(static_cast<int>(s));
-    }
+    for (int p : preds) plan.steps[static_cast<size_t>(p)].succs.push_back(static_cast<int>(s));
     plan.steps[s].num_preds = static_cast<int>(preds.size());
   }
-  dag.finish();
 
   // Buffers per device: arena values and scratch.
   plan.requests.assign(plan.devices.size(), {});
@@ -274,38 +267,45 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
       reqs.push_back(std::move(r));
     }
   }
-  // Plan over the sequential (step) order, which reuses the most memory, then add a "memory edge"
-  // from every reader of a buffer to the producer of any later buffer that shares its bytes, so
-  // the executor never lets the two overlap in time whatever the thread count. Data edges already
-  // order most pairs; memory edges only serialise branches that really share bytes.
-  const StepDag sequential = StepDag::sequential(static_cast<int>(plan.steps.size()));
+  // Plan over the sequential (step) order, which reuses the most memory, then add the memory
+  // edges that keep buffers sharing bytes apart in time whatever the thread count (see
+  // memory_plan.h). Data edges already order most such pairs; the rest only serialise branches
+  // that really share bytes.
   std::set<std::pair<int, int>> edges;
   for (size_t s = 0; s < plan.steps.size(); ++s)
     for (int t : plan.steps[s].succs) edges.emplace(static_cast<int>(s), t);
+  // An edge already implied by a path is left out; the path is looked for with a bounded search
+  // (steps are numbered topologically, so only steps before `to` can lie on it), which keeps the
+  // cost linear; past the bound the edge is added anyway, which is safe.
+  std::vector<int> seen(plan.steps.size(), -1), stack;
+  int search = 0;
+  auto reaches = [&](int from, int to) {
+    ++search;
+    stack.assign(1, from);
+    for (int budget = 256; !stack.empty() && budget > 0; --budget) {
+      int s = stack.back();
+      stack.pop_back();
+      for (int t : plan.steps[static_cast<size_t>(s)].succs) {
+        if (t == to) return true;
+        if (t < to && seen[static_cast<size_t>(t)] != search) {
+          seen[static_cast<size_t>(t)] = search;
+          stack.push_back(t);
+        }
+      }
+    }
+    return false;
+  };
   int memory_edges = 0;
   for (size_t d = 0; d < plan.devices.size(); ++d) {
     const auto& reqs = plan.requests[d];
-    TRY(MemoryPlan m, plan_memory(reqs, sequential));
-    for (size_t i = 0; i < reqs.size(); ++i)
-      for (size_t j = 0; j < reqs.size(); ++j) {
-        if (i == j || reqs[i].pinned) continue;
-        const BufferRequest &x = reqs[i], &y = reqs[j];
-        size_t xb = m.offsets[i], xe = xb + x.bytes, yb = m.offsets[j], ye = yb + y.bytes;
-        if (!(xb < ye && yb < xe)) continue;
-        int last = x.def_step;
-        for (int u : x.use_steps) last = std::max(last, u);
-        if (last >= y.def_step) continue;  // y is the earlier one: handled as (j, i)
-        // Every reader of x, and its writer, must end before y's writer starts (no copy of the
-        // list here: in a long chain every pair shares bytes and this runs n^2/2 times).
-        auto order_before_y = [&](int u) {
-          if (u == y.def_step || dag.before(u, y.def_step) || !edges.emplace(u, y.def_step).second) return;
-          plan.steps[static_cast<size_t>(u)].succs.push_back(y.def_step);
-          ++plan.steps[static_cast<size_t>(y.def_step)].num_preds;
-          ++memory_edges;
-        };
-        for (int u : x.use_steps) order_before_y(u);
-        order_before_y(x.def_step);
-      }
+    TRY(MemoryPlan m, plan_memory(reqs, static_cast<int>(plan.steps.size())));
+    for (const auto& [from, to] : memory_order_edges(reqs, m)) {
+      if (edges.count({from, to}) || reaches(from, to)) continue;
+      edges.emplace(from, to);
+      plan.steps[static_cast<size_t>(from)].succs.push_back(to);
+      ++plan.steps[static_cast<size_t>(to)].num_preds;
+      ++memory_edges;
+    }
     plan.memory.push_back(std::move(m));
   }
   plan.memory_edges = memory_edges;
@@ -314,7 +314,6 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
   for (Step& st : plan.steps)
     if (st.scratch_request >= 0)
       st.scratch_offset = plan.memory[static_cast<size_t>(st.device)].offsets[static_cast<size_t>(st.scratch_request)];
-  (void)describe_type;
 
   std::ostringstream summary;
   summary << plan.steps.size() << " steps (" << fast << " fast kernels, " << reference << " reference); arena "

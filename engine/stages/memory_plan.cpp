@@ -1,69 +1,68 @@
-// Greedy-by-size offset planning over lifetimes defined by the step DAG (see memory_plan.h).
+// Greedy-by-size offset planning over lifetimes in the sequential step order (see memory_plan.h).
 #include "engine/stages/memory_plan.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <sstream>
 
 namespace tessera::stages {
 
-StepDag::StepDag(int num_steps) : preds_(static_cast<size_t>(num_steps)) {}
-
-StepDag StepDag::sequential(int num_steps) {
-  StepDag dag(num_steps);
-  for (int s = 1; s < num_steps; ++s) dag.add_edge(s - 1, s);
-  dag.total_order_ = true;
-  return dag;
-}
-
-void StepDag::add_edge(int from, int to) { preds_[static_cast<size_t>(to)].push_back(from); }
-
-void StepDag::finish() {
-  if (total_order_) return;
-  size_t n = preds_.size(), words = (n + 63) / 64;
-  ancestors_.assign(n, std::vector<uint64_t>(words, 0));
-  for (size_t s = 0; s < n; ++s)
-    for (int p : preds_[s]) {
-      auto& a = ancestors_[s];
-      const auto& b = ancestors_[static_cast<size_t>(p)];
-      for (size_t w = 0; w < words; ++w) a[w] |= b[w];
-      a[static_cast<size_t>(p) / 64] |= uint64_t{1} << (p % 64);
-    }
-}
-
-bool StepDag::before(int a, int b) const {
-  if (a == b) return false;
-  if (total_order_) return a < b;
-  return (ancestors_[static_cast<size_t>(b)][static_cast<size_t>(a) / 64] >> (a % 64)) & 1;
+int BufferRequest::last_step(int num_steps) const {
+  if (pinned) return num_steps - 1;
+  int last = def_step;
+  for (int u : use_steps) last = std::max(last, u);
+  return last;
 }
 
 namespace {
 
 size_t align_up(size_t n) { return (n + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
 
-// x is dead before y is written in every schedule.
-bool dead_before(const BufferRequest& x, const BufferRequest& y, const StepDag& dag) {
-  if (x.pinned) return false;
-  if (!dag.before(x.def_step, y.def_step)) return false;
-  for (int u : x.use_steps)
-    if (!dag.before(u, y.def_step)) return false;
-  return true;
-}
+// Intervals of steps, inserted one by one; stab(p) lists those that contain step p. Each interval
+// is stored in O(log n) nodes of a bottom-up segment tree.
+class StepIntervals {
+ public:
+  explicit StepIntervals(int num_steps) {
+    while (leaves_ < static_cast<size_t>(std::max(num_steps, 1))) leaves_ *= 2;
+    nodes_.resize(2 * leaves_);
+  }
+  void insert(int first, int last, size_t id) {
+    for (size_t l = first + leaves_, r = last + 1 + leaves_; l < r; l /= 2, r /= 2) {
+      if (l & 1) nodes_[l++].push_back(id);
+      if (r & 1) nodes_[--r].push_back(id);
+    }
+  }
+  template <class F>
+  void stab(int p, F&& f) const {
+    for (size_t i = p + leaves_; i >= 1; i /= 2)
+      for (size_t id : nodes_[i]) f(id);
+  }
 
-int last_step(const BufferRequest& r, int end) {
-  if (r.pinned) return end;
-  int last = r.def_step;
-  for (int u : r.use_steps) last = std::max(last, u);
-  return last;
-}
+ private:
+  size_t leaves_ = 1;
+  std::vector<std::vector<size_t>> nodes_;
+};
 
 }  // namespace
 
-Expected<MemoryPlan> plan_memory(const std::vector<BufferRequest>& requests, const StepDag& dag) {
+Expected<MemoryPlan> plan_memory(const std::vector<BufferRequest>& requests, int num_steps) {
   MemoryPlan plan;
+  plan.num_steps = num_steps;
   size_t n = requests.size();
   plan.offsets.assign(n, 0);
-  for (const auto& r : requests) {
-    if (r.def_step < 0 || r.def_step >= dag.size()) return make_error("memory plan: buffer '" + r.label + "' has no producing step");
+  std::vector<int> first(n), last(n);
+  for (size_t i = 0; i < n; ++i) {
+    const BufferRequest& r = requests[i];
+    if (r.def_step < 0 || r.def_step >= num_steps)
+      return make_error("memory plan: buffer '" + r.label + "' has no producing step");
+    for (int u : r.use_steps)
+      if (u < r.def_step || u >= num_steps)
+        return make_error("memory plan: buffer '" + r.label + "' is read at step " + std::to_string(u) +
+                          ", outside its producer's step " + std::to_string(r.def_step) + ".." +
+                          std::to_string(num_steps - 1));
+    first[i] = r.def_step;
+    last[i] = r.last_step(num_steps);
     plan.total_bytes += align_up(r.bytes);
   }
 
@@ -71,17 +70,16 @@ Expected<MemoryPlan> plan_memory(const std::vector<BufferRequest>& requests, con
   for (size_t i = 0; i < n; ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return requests[a].bytes > requests[b].bytes; });
 
-  std::vector<size_t> placed;
+  // Placed buffers whose lifetime overlaps [a, b]: those alive at a, and those written in (a, b].
+  StepIntervals alive(num_steps);
+  std::set<std::pair<int, size_t>> by_def;
   std::vector<std::pair<size_t, size_t>> busy;  // [begin, end) of conflicting placed buffers
   for (size_t i : order) {
-    const BufferRequest& r = requests[i];
-    size_t size = align_up(r.bytes);
+    size_t size = align_up(requests[i].bytes);
     busy.clear();
-    for (size_t j : placed) {
-      const BufferRequest& o = requests[j];
-      if (dead_before(o, r, dag) || dead_before(r, o, dag)) continue;
-      busy.emplace_back(plan.offsets[j], plan.offsets[j] + align_up(o.bytes));
-    }
+    auto add = [&](size_t j) { busy.emplace_back(plan.offsets[j], plan.offsets[j] + align_up(requests[j].bytes)); };
+    alive.stab(first[i], add);
+    for (auto it = by_def.upper_bound({first[i], SIZE_MAX}); it != by_def.end() && it->first <= last[i]; ++it) add(it->second);
     std::sort(busy.begin(), busy.end());
     // Best fit: the smallest gap that holds the buffer, else after the last busy range.
     size_t best = SIZE_MAX, best_gap = SIZE_MAX, cursor = 0;
@@ -95,22 +93,62 @@ Expected<MemoryPlan> plan_memory(const std::vector<BufferRequest>& requests, con
     if (best == SIZE_MAX) best = cursor;
     plan.offsets[i] = best;
     plan.arena_bytes = std::max(plan.arena_bytes, best + size);
-    placed.push_back(i);
+    alive.insert(first[i], last[i], i);
+    by_def.emplace(first[i], i);
   }
 
   // Lifetime lower bound in the sequential order: max over steps of the bytes alive there.
-  int steps = dag.size();
-  std::vector<int64_t> delta(static_cast<size_t>(steps) + 1, 0);
-  for (const auto& r : requests) {
-    delta[static_cast<size_t>(r.def_step)] += static_cast<int64_t>(align_up(r.bytes));
-    delta[static_cast<size_t>(last_step(r, steps - 1)) + 1] -= static_cast<int64_t>(align_up(r.bytes));
+  std::vector<int64_t> delta(static_cast<size_t>(std::max(num_steps, 0)) + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    delta[static_cast<size_t>(first[i])] += static_cast<int64_t>(align_up(requests[i].bytes));
+    delta[static_cast<size_t>(last[i]) + 1] -= static_cast<int64_t>(align_up(requests[i].bytes));
   }
   int64_t live = 0;
-  for (int s = 0; s < steps; ++s) {
+  for (int s = 0; s < num_steps; ++s) {
     live += delta[static_cast<size_t>(s)];
     plan.lower_bound_bytes = std::max(plan.lower_bound_bytes, static_cast<size_t>(live));
   }
   return plan;
+}
+
+std::vector<std::pair<int, int>> memory_order_edges(const std::vector<BufferRequest>& requests, const MemoryPlan& plan) {
+  std::vector<size_t> order(requests.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return requests[a].def_step < requests[b].def_step; });
+  struct Range {
+    size_t end;
+    size_t occupant;
+  };
+  std::map<size_t, Range> occupied;  // begin -> [begin, end) last written by occupant
+  std::vector<size_t> stamp(requests.size(), SIZE_MAX);
+  std::vector<std::pair<int, int>> edges;
+  std::vector<std::pair<size_t, Range>> keep;
+  for (size_t y : order) {
+    size_t yb = plan.offsets[y], ye = yb + requests[y].bytes;
+    if (yb == ye) continue;
+    const int to = requests[y].def_step;
+    auto it = occupied.upper_bound(yb);
+    if (it != occupied.begin() && std::prev(it)->second.end > yb) --it;
+    keep.clear();
+    while (it != occupied.end() && it->first < ye) {
+      const auto [b, range] = *it;
+      const size_t x = range.occupant;
+      if (stamp[x] != y) {
+        stamp[x] = y;
+        const BufferRequest& r = requests[x];
+        for (int u : r.use_steps)
+          if (u != to) edges.emplace_back(u, to);
+        if (r.use_steps.empty() && r.def_step != to) edges.emplace_back(r.def_step, to);
+      }
+      if (b < yb) keep.push_back({b, {yb, x}});
+      if (range.end > ye) keep.push_back({ye, {range.end, x}});
+      it = occupied.erase(it);
+    }
+    for (const auto& k : keep) occupied.insert(k);
+    occupied.insert({yb, {ye, y}});
+  }
+  return edges;
 }
 
 std::string MemoryPlan::print(const std::vector<BufferRequest>& requests) const {
@@ -119,10 +157,8 @@ std::string MemoryPlan::print(const std::vector<BufferRequest>& requests) const 
      << total_bytes << ")\n";
   for (size_t i = 0; i < requests.size(); ++i) {
     const auto& r = requests[i];
-    os << "  [" << offsets[i] << ", " << offsets[i] + r.bytes << ") " << r.label << " steps " << r.def_step;
-    int last = r.def_step;
-    for (int u : r.use_steps) last = std::max(last, u);
-    os << ".." << (r.pinned ? std::string("end") : std::to_string(last)) << "\n";
+    os << "  [" << offsets[i] << ", " << offsets[i] + r.bytes << ") " << r.label << " steps " << r.def_step << ".."
+       << (r.pinned ? std::string("end") : std::to_string(r.last_step(num_steps))) << "\n";
   }
   return os.str();
 }
