@@ -9,6 +9,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <new>
 #include <random>
 #include <set>
 #include <thread>
@@ -160,7 +161,12 @@ Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std
       return make_error("input '" + in.name + "' of shape " + shape_to_string(shape) + " would need " +
                         std::to_string(static_cast<int64_t>(bytes)) + " bytes, more than this machine's memory (" +
                         std::to_string(static_cast<int64_t>(physical)) + " bytes)");
-    feeds.emplace(in.name, random_tensor(in.type.dtype, shape, rng));
+    try {
+      feeds.emplace(in.name, random_tensor(in.type.dtype, shape, rng));
+    } catch (const std::bad_alloc&) {
+      return make_error("input '" + in.name + "' of shape " + shape_to_string(shape) + ": cannot allocate " +
+                        std::to_string(static_cast<int64_t>(bytes)) + " bytes for random values");
+    }
     (*source)[in.name] = "random (seed " + std::to_string(seed) + ")";
   }
   return feeds;

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <iostream>
 #include <limits>
+#include <new>
+#include <system_error>
 
 #include "cli/commands.h"
 #include "insight/database.h"
@@ -209,13 +211,24 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;  // usage errors: 2, like most Unix tools
   }
-  if (*info_cmd) return run_info(info);
-  if (*run_cmd) return run_run(run);
-  if (*convert_cmd) return run_convert(convert);
-  if (*print_cmd) return run_print(print_file);
-  if (*passes_cmd) return run_passes(passes);
-  if (*bench_cmd) return run_bench(bench);
-  if (*train_cmd) return run_train(train);
-  if (*runs_cmd) return run_runs(runs);
+  // Errors are values in the engine; what can still escape is the C++ runtime refusing a
+  // resource (memory, threads): one line and exit 1, never an abort.
+  const std::string command = app.get_subcommands().empty() ? "tessera" : "tessera " + app.get_subcommands()[0]->get_name();
+  try {
+    if (*info_cmd) return run_info(info);
+    if (*run_cmd) return run_run(run);
+    if (*convert_cmd) return run_convert(convert);
+    if (*print_cmd) return run_print(print_file);
+    if (*passes_cmd) return run_passes(passes);
+    if (*bench_cmd) return run_bench(bench);
+    if (*train_cmd) return run_train(train);
+    if (*runs_cmd) return run_runs(runs);
+  } catch (const std::bad_alloc&) {
+    std::cerr << command << ": error: out of memory (an allocation failed; try smaller inputs or --dim sizes)\n";
+    return 1;
+  } catch (const std::system_error& e) {
+    std::cerr << command << ": error: the system refused a resource: " << e.what() << "\n";
+    return 1;
+  }
   return 2;
 }

@@ -4,10 +4,13 @@
 // decoding in onnx_import_tensor.cpp.
 #include "formats/onnx_import.h"
 
+#include <onnx/defs/schema.h>
+
 #include <exception>
 #include <new>
 #include <set>
 
+#include "engine/ir/verifier.h"
 #include "engine/ops/infer.h"
 #include "formats/file_io.h"
 #include "formats/onnx_import_internal.h"
@@ -147,6 +150,13 @@ Expected<std::optional<ir::TensorType>> value_type(const onnx::ValueInfoProto& v
   return std::optional<ir::TensorType>(ir::TensorType(*dt, std::move(dims)));
 }
 
+// The first opset in which ONNX defines op_type (its oldest schema).
+int first_version(const std::string& op_type) {
+  for (int v = 1; v <= 1000; ++v)
+    if (const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(op_type, v, onnx::ONNX_DOMAIN)) return s->since_version();
+  return 0;
+}
+
 // The attribute kind, from `type` or (old writers leave it unset) from the field present.
 onnx::AttributeProto::AttributeType attribute_kind(const onnx::AttributeProto& a) {
   using AP = onnx::AttributeProto;
@@ -223,6 +233,30 @@ Status adapt_attributes(NodeImport& ni, const ops::OpDef& def) {
   return Status::ok();
 }
 
+// The node against ONNX's own schema of its op in the model's opset (what onnx.checker checks per
+// node): the op exists in that opset and is not deprecated there, input and output counts,
+// required, unknown and mistyped attributes. Ops ONNX does not know are left to the registry.
+Status check_schema(const onnx::NodeProto& np, const std::string& label, int64_t opset) {
+  const int version = static_cast<int>(std::min<int64_t>(opset, std::numeric_limits<int>::max()));
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(np.op_type(), version, onnx::ONNX_DOMAIN);
+  if (schema == nullptr) {
+    const onnx::OpSchema* any = onnx::OpSchemaRegistry::Schema(np.op_type(), onnx::ONNX_DOMAIN);
+    if (any == nullptr) return Status::ok();
+    return make_error(label + ": " + np.op_type() + " is not in opset " + std::to_string(opset) +
+                      " (the model's); it first appears in opset " + std::to_string(first_version(np.op_type())));
+  }
+  if (schema->Deprecated())
+    return make_error(label + ": " + np.op_type() + " is deprecated in opset " + std::to_string(opset) + " (the model's) and has no definition there");
+  try {
+    schema->Verify(np);
+  } catch (const std::exception& e) {
+    std::string why = e.what();
+    why = why.substr(0, why.find('\n'));
+    return make_error(label + ": does not match ONNX's definition of " + np.op_type() + " in opset " + std::to_string(opset) + ": " + why);
+  }
+  return Status::ok();
+}
+
 Status import_node(const onnx::NodeProto& np, int index, GraphBuilder& b, ImportContext& ctx) {
   const std::string label = np.op_type() + " (node " + quoted_or_index(np, index) + ")";
   NodeImport ni{np, ctx.opset, np.op_type(), label, {}, {}, {}, b, "", false};
@@ -245,6 +279,7 @@ Status import_node(const onnx::NodeProto& np, int index, GraphBuilder& b, Import
     b.emit(ni, np.op_type(), ni.inputs, {});  // keeps later nodes' inputs resolvable
     return Status::ok();
   }
+  RETURN_IF_ERROR(check_schema(np, label, ctx.opset));
   for (const auto& a : np.attribute()) {
     if (ni.attrs.count(a.name())) return make_error(label + ": attribute '" + a.name() + "' is given twice");
     TRY(ir::Attribute attr, convert_attribute(a, ni, ctx));
@@ -325,6 +360,11 @@ Expected<ir::Graph> import_graph(const onnx::GraphProto& gp, GraphBuilder* paren
 
 Expected<int64_t> default_opset(const onnx::ModelProto& model) {
   std::string listed;
+  std::map<std::string, int64_t> seen;
+  for (const auto& op : model.opset_import())
+    if (auto [it, fresh] = seen.emplace(op.domain(), op.version()); !fresh)
+      return make_error("opset_import lists the domain '" + op.domain() + "' twice (versions " + std::to_string(it->second) + " and " +
+                        std::to_string(op.version()) + ")");
   for (const auto& op : model.opset_import()) {
     if (op.domain().empty() || op.domain() == "ai.onnx") {
       if (op.version() < kMinOpset || op.version() > kMaxOpset)
@@ -335,6 +375,96 @@ Expected<int64_t> default_opset(const onnx::ModelProto& model) {
     listed += (listed.empty() ? "" : ", ") + op.domain() + " " + std::to_string(op.version());
   }
   return make_error("the model imports no default-domain opset (opset_import: " + (listed.empty() ? "empty" : listed) + ")");
+}
+
+// Why a declared type cannot describe the inferred one ("" when it can): element types differ,
+// ranks differ, or a dimension both know differs. Symbols and unknowns match anything.
+std::string type_conflict(const ir::TensorType& declared, const ir::TensorType& inferred) {
+  if (declared.dtype != inferred.dtype) return "element type";
+  if (!declared.rank_known || !inferred.rank_known) return "";
+  if (declared.rank() != inferred.rank()) return "rank";
+  for (int i = 0; i < declared.rank(); ++i) {
+    const ir::Dim &d = declared.dims[static_cast<size_t>(i)], &n = inferred.dims[static_cast<size_t>(i)];
+    if (d.is_known() && n.is_known() && d.size != n.size) return "dimension " + std::to_string(i);
+  }
+  return "";
+}
+
+// The types the model declares for its outputs and intermediate values (value_info) against what
+// the nodes produce: a model that says f32[3] where its node makes f32[2] is wrong, and which of
+// the two a reader believes would be a guess (onnx.checker refuses such a model too).
+Status check_declared_types(const onnx::GraphProto& gp, const ir::Graph& g) {
+  auto check = [&](const onnx::ValueInfoProto& vi, const char* kind) -> Status {
+    auto declared = value_type(vi, std::string(kind) + " '" + vi.name() + "'");
+    if (!declared) return declared.error();
+    if (!*declared) return Status::ok();
+    auto v = g.find_value(vi.name());
+    if (!v) return Status::ok();  // value_info of a name no node defines: ONNX tolerates it
+    const ir::Value& val = g.value(*v);
+    const std::string why = type_conflict(**declared, val.type);
+    if (why.empty()) return Status::ok();
+    std::string by = val.kind == ir::ValueKind::kNodeOutput ? " by " + ir::describe_node(g.node(val.producer)) : "";
+    return make_error(std::string(kind) + " '" + vi.name() + "' is declared " + (*declared)->to_string() + " but is computed as " +
+                      val.type.to_string() + by + " (the " + why + " differs)");
+  };
+  for (const auto& vi : gp.output()) RETURN_IF_ERROR(check(vi, "output"));
+  for (const auto& vi : gp.value_info()) RETURN_IF_ERROR(check(vi, "value"));
+  return Status::ok();
+}
+
+// ONNX's name of a dtype in type constraints: "tensor(float)".
+std::string onnx_type_string(DType dt) {
+  for (int32_t code = 1; code <= 16; ++code)
+    if (dtype_from_onnx(code) == dt) {
+      std::string name = onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(code));
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return "tensor(" + name + ")";
+    }
+  return "";
+}
+
+// The element types of each node's inputs and outputs, once inferred, against the type
+// constraints of its ONNX schema: each value's type is one the constraint allows, and values
+// sharing a constraint (Add's A and B: T) share a type. Nodes of the model's top graph only.
+Status check_type_constraints(const onnx::GraphProto& gp, const ir::Graph& g, int64_t opset) {
+  const int version = static_cast<int>(std::min<int64_t>(opset, std::numeric_limits<int>::max()));
+  int index = 0;
+  for (const auto& np : gp.node()) {
+    const std::string label = np.op_type() + " (node " + quoted_or_index(np, index++) + ")";
+    if (!(np.domain().empty() || np.domain() == "ai.onnx")) continue;
+    // A Constant's type is the tensor it holds, stated in the file; PyTorch's opset-6 exports hold
+    // int64 tensors, which Constant-1 does not list (ONNX's own test data has three such models).
+    if (np.op_type() == "Constant") continue;
+    const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(np.op_type(), version, onnx::ONNX_DOMAIN);
+    if (schema == nullptr) continue;
+    std::map<std::string, std::pair<DType, std::string>> bound;  // type_str -> first type, and whose
+    auto check = [&](const std::vector<onnx::OpSchema::FormalParameter>& formals,
+                     const google::protobuf::RepeatedPtrField<std::string>& names, const char* kind) -> Status {
+      for (int i = 0; i < names.size(); ++i) {
+        if (formals.empty() || names[i].empty()) continue;
+        const auto& formal = formals[std::min<size_t>(static_cast<size_t>(i), formals.size() - 1)];
+        if (static_cast<size_t>(i) >= formals.size() && formal.GetOption() != onnx::OpSchema::Variadic) continue;
+        auto v = g.find_value(names[i]);
+        if (!v) continue;
+        const DType dt = g.value(*v).type.dtype;
+        const std::string ts = onnx_type_string(dt);
+        bool allowed = false;
+        for (const auto* t : formal.GetTypes()) allowed |= *t == ts;
+        const std::string who = std::string(kind) + " " + std::to_string(i) + " ('" + names[i] + "')";
+        if (!allowed)
+          return make_error(label + ": " + who + " is " + std::string(dtype_name(dt)) + ", which " + np.op_type() + " in opset " +
+                            std::to_string(opset) + " does not accept there (type " + formal.GetTypeStr() + ")");
+        auto [it, fresh] = bound.emplace(formal.GetTypeStr(), std::make_pair(dt, who));
+        if (!fresh && it->second.first != dt && formal.GetTypes().size() > 1)
+          return make_error(label + ": " + it->second.second + " and " + who + " must have the same type (" + formal.GetTypeStr() +
+                            ") but are " + std::string(dtype_name(it->second.first)) + " and " + std::string(dtype_name(dt)));
+      }
+      return Status::ok();
+    };
+    RETURN_IF_ERROR(check(schema->inputs(), np.input(), "input"));
+    RETURN_IF_ERROR(check(schema->outputs(), np.output(), "output"));
+  }
+  return Status::ok();
 }
 
 // Adds the ONNX origin of the node an inference error names.
@@ -372,6 +502,9 @@ Expected<ir::Graph> import_model(const std::string& bytes, const std::string& wh
       e.where = where;
       return e;
     }
+    st = check_declared_types(model.graph(), *graph);
+    if (st.is_ok()) st = check_type_constraints(model.graph(), *graph, *opset);
+    if (!st.is_ok()) return make_error(st.error().message, where);
   }
   return graph;
 }

@@ -165,16 +165,29 @@ Expected<Tensor> decode_tensor(const TP& proto, const std::string& base_dir, con
   const int64_t nbytes = numel * dtype_size(*dt);
   const bool external = proto.data_location() == TP::EXTERNAL;
 
+  // Values in one field only: ONNX allows one of them, and which one a reader uses is a guess.
+  std::string fields;
+  int nfields = 0;
+  auto field = [&](bool present, const char* name) {
+    if (!present) return;
+    fields += (nfields++ ? ", " : "") + std::string(name);
+  };
+  field(proto.has_raw_data(), "raw_data");
+  field(external, "external data");
+  field(proto.float_data_size() > 0, "float_data");
+  field(proto.int32_data_size() > 0, "int32_data");
+  field(proto.string_data_size() > 0, "string_data");
+  field(proto.int64_data_size() > 0, "int64_data");
+  field(proto.double_data_size() > 0, "double_data");
+  field(proto.uint64_data_size() > 0, "uint64_data");
+  if (nfields > 1) return make_error(what + ": holds values in " + fields + " (ONNX allows exactly one of them)");
+
   // Check that the data present matches before allocating anything.
   std::optional<ExternalSpan> span;
   if (external) {
     TRY(ExternalSpan s, locate_external(proto, base_dir, what, nbytes));
     span = std::move(s);
   } else if (proto.has_raw_data()) {
-    const int typed = proto.float_data_size() + proto.int32_data_size() + proto.string_data_size() + proto.int64_data_size() +
-                      proto.double_data_size() + proto.uint64_data_size();
-    if (typed > 0)  // ONNX allows one of them; which one a reader uses is a guess
-      return make_error(what + ": has both raw_data and " + std::to_string(typed) + " typed values (ONNX allows one or the other)");
     if (static_cast<int64_t>(proto.raw_data().size()) != nbytes)
       return make_error(what + ": raw_data holds " + std::to_string(proto.raw_data().size()) + " bytes but dims " +
                         shape_to_string(dims) + " of " + std::string(dtype_name(*dt)) + " need " + std::to_string(nbytes));

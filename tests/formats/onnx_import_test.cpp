@@ -339,7 +339,6 @@ TEST(OnnxImport, Add6BroadcastAtAxisAlignsB) {
   auto* n = m.node("Add", {"a", "b"}, {"y"});
   attr_int(n, "broadcast", 1);
   attr_int(n, "axis", 1);
-  attr_ints(n, "consumed_inputs", {0, 0});
   m.output("y");
   auto g = m.import();
   ASSERT_TRUE(g.has_value()) << g.error().to_string();
@@ -623,6 +622,104 @@ TEST(OnnxImportErrors, InferenceErrorNamesTheNode) {
   EXPECT_NE(g.error().message.find("[onnx:mm]"), std::string::npos) << g.error().to_string();
   EXPECT_GE(g.error().node, 0);
 }
+
+
+// What onnx.checker refuses, the importer refuses too, naming the node and the reason (issue 15,
+// item 8; each found by tests/fuzz/campaign.py).
+namespace checker_rules {
+
+TEST(OnnxImportErrors, OpOutsideTheModelsOpset) {
+  ModelBuilder m(8);  // Atanh first appears in opset 9
+  m.input("x", onnx::TensorProto::FLOAT, {3});
+  m.node("Atanh", {"x"}, {"y"}, "at");
+  m.output("y");
+  const std::string e = error_of(m.import());
+  EXPECT_NE(e.find("Atanh (node 'at'): Atanh is not in opset 8 (the model's); it first appears in opset 9"), std::string::npos) << e;
+}
+
+TEST(OnnxImportErrors, NodeThatDoesNotMatchItsSchema) {
+  ModelBuilder m(13);
+  m.input("x", onnx::TensorProto::FLOAT, {3});
+  attr_int(m.node("Relu", {"x"}, {"y"}, "r"), "alpha", 2);  // Relu has no attributes
+  m.output("y");
+  std::string e = error_of(m.import());
+  EXPECT_NE(e.find("Relu (node 'r'): does not match ONNX's definition of Relu in opset 13: Unrecognized attribute: alpha"),
+            std::string::npos) << e;
+  ModelBuilder two(13);  // Relu takes one input
+  two.input("x", onnx::TensorProto::FLOAT, {3});
+  two.node("Relu", {"x", "x"}, {"y"}, "r");
+  two.output("y");
+  e = error_of(two.import());
+  EXPECT_NE(e.find("does not match ONNX's definition of Relu"), std::string::npos) << e;
+}
+
+TEST(OnnxImportErrors, DeclaredOutputTypeThatTheNodeDoesNotProduce) {
+  ModelBuilder m(13);
+  m.input("x", onnx::TensorProto::FLOAT, {2, 3});
+  m.node("Relu", {"x"}, {"y"}, "r");
+  auto* out = m.g->add_output();
+  out->set_name("y");
+  ModelBuilder::set_type(out, onnx::TensorProto::FLOAT, {2, 4});
+  std::string e = error_of(m.import());
+  EXPECT_NE(e.find("output 'y' is declared f32[2, 4] but is computed as f32[2, 3] by Relu"), std::string::npos) << e;
+  EXPECT_NE(e.find("the dimension 1 differs"), std::string::npos) << e;
+  ModelBuilder::set_type(out, onnx::TensorProto::INT64, {2, 3});
+  out->mutable_type()->mutable_tensor_type()->mutable_shape()->clear_dim();
+  for (int64_t d : {2, 3}) out->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  e = error_of(m.import());
+  EXPECT_NE(e.find("the element type differs"), std::string::npos) << e;
+  // A symbolic or unknown declared dimension describes any size.
+  ModelBuilder ok(13);
+  ok.input("x", onnx::TensorProto::FLOAT, {2, 3});
+  ok.node("Relu", {"x"}, {"y"});
+  auto* o = ok.g->add_output();
+  o->set_name("y");
+  auto* tt = o->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_param("N");
+  tt->mutable_shape()->add_dim();
+  EXPECT_TRUE(ok.import().has_value());
+}
+
+TEST(OnnxImportErrors, TypeConstraintsOfTheSchema) {
+  ModelBuilder m(13);
+  m.input("a", onnx::TensorProto::INT32, {3});
+  m.node("Relu", {"a"}, {"y"}, "r");  // Relu takes integers from opset 14 on
+  m.output("y");
+  std::string e = error_of(m.import());
+  EXPECT_NE(e.find("Relu (node 'r'): input 0 ('a') is i32, which Relu in opset 13 does not accept there (type T)"),
+            std::string::npos) << e;
+  ModelBuilder v14(14);
+  v14.input("a", onnx::TensorProto::INT32, {3});
+  v14.node("Relu", {"a"}, {"y"}, "r");
+  v14.output("y");
+  EXPECT_TRUE(v14.import().has_value());
+}
+
+TEST(OnnxImportErrors, DefaultDomainImportedTwice) {
+  ModelBuilder m(13);
+  auto* op = m.model.add_opset_import();
+  op->set_domain("");
+  op->set_version(9);
+  m.input("x", onnx::TensorProto::FLOAT, {3});
+  m.node("Relu", {"x"}, {"y"});
+  m.output("y");
+  const std::string e = error_of(m.import());
+  EXPECT_NE(e.find("opset_import lists the domain '' twice (versions 13 and 9)"), std::string::npos) << e;
+}
+
+TEST(OnnxImportErrors, TensorWithValuesInTwoFields) {
+  ModelBuilder m(13);
+  auto* w = m.initializer("w", onnx::TensorProto::INT32, {1});
+  w->add_int32_data(1);
+  w->add_float_data(1.f);
+  m.node("Identity", {"w"}, {"y"});
+  m.output("y");
+  const std::string e = error_of(m.import());
+  EXPECT_NE(e.find("initializer 'w': holds values in float_data, int32_data (ONNX allows exactly one of them)"), std::string::npos) << e;
+}
+
+}  // namespace checker_rules
 
 }  // namespace
 }  // namespace tessera::formats
