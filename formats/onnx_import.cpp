@@ -432,9 +432,11 @@ Status check_type_constraints(const onnx::GraphProto& gp, const ir::Graph& g, in
   for (const auto& np : gp.node()) {
     const std::string label = np.op_type() + " (node " + quoted_or_index(np, index++) + ")";
     if (!(np.domain().empty() || np.domain() == "ai.onnx")) continue;
-    // A Constant's type is the tensor it holds, stated in the file; PyTorch's opset-6 exports hold
-    // int64 tensors, which Constant-1 does not list (ONNX's own test data has three such models).
-    if (np.op_type() == "Constant") continue;
+    // PyTorch's opset-6 exports hold int64 Constants, which Constant-1 does not list (ONNX's own
+    // test data has three such models); the type is the tensor's, stated in the file.
+    const bool int64_constant = np.op_type() == "Constant" && np.output_size() == 1 &&
+                                g.find_value(np.output(0)) && g.value(*g.find_value(np.output(0))).type.dtype == DType::kI64;
+    if (int64_constant) continue;
     const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(np.op_type(), version, onnx::ONNX_DOMAIN);
     if (schema == nullptr) continue;
     std::map<std::string, std::pair<DType, std::string>> bound;  // type_str -> first type, and whose

@@ -18,6 +18,8 @@ fuzz_one() {
   local exe=$1 name seeds work log
   name=$(basename "$exe")
   seeds=$root/tests/fuzz/corpus/${name%_fuzz}
+  # A target without its own seeds shares those of its format (onnx_engine_fuzz: corpus/onnx).
+  [[ -d $seeds ]] || seeds=$root/tests/fuzz/corpus/${name%%_*}
   work=$build/fuzz-corpus/${name%_fuzz}
   log=$build/fuzz-logs/$name.log
   mkdir -p "$work"

@@ -78,10 +78,11 @@ Tensor::Tensor(DType dtype, Shape shape, Uninitialized) : dtype_(dtype), shape_(
 Expected<Tensor> Tensor::create(DType dtype, Shape shape) {
   TRY(int64_t n, checked_numel(shape, dtype));
   (void)n;
+  const std::string text = shape_to_string(shape);  // shape is moved from below
   try {
     return Tensor(dtype, std::move(shape));
   } catch (const std::bad_alloc&) {
-    return make_error("out of memory allocating a tensor of shape " + shape_to_string(shape));
+    return make_error("out of memory allocating a tensor of shape " + text);
   }
 }
 

@@ -17,4 +17,10 @@ std::string limits_violation(const TensorType& t) {
   return {};
 }
 
+Expected<std::vector<Dim>> unknown_dims(int64_t rank) {
+  if (rank < 0 || rank > kMaxRank)
+    return make_error("the output would have rank " + std::to_string(rank) + ", over the limit of " + std::to_string(kMaxRank));
+  return std::vector<Dim>(static_cast<size_t>(rank), Dim::unknown());
+}
+
 }  // namespace tessera::ir

@@ -10,6 +10,9 @@
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
+#include "engine/core/status.h"
 #include "engine/ir/type.h"
 
 namespace tessera::ir {
@@ -20,5 +23,10 @@ inline constexpr int64_t kMaxElements = int64_t{1} << 48;  // per tensor: 1 PiB 
 // Why `t` breaks a limit (its rank over kMaxRank, or the product of its known dims over
 // kMaxElements), or "" when it obeys them. Symbolic dims count as 1 (they are checked when bound).
 std::string limits_violation(const TensorType& t);
+
+// `rank` unknown dims, for an output whose rank is a count read from the model (the length of a
+// shape input): an error past kMaxRank before anything is allocated (a shape input declared
+// i64[2^31] once made type inference allocate 2^31 dims).
+Expected<std::vector<Dim>> unknown_dims(int64_t rank);
 
 }  // namespace tessera::ir

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/ir/limits.h"
 #include "engine/ops/nn_internal.h"
 
 namespace tessera::ops {
@@ -66,7 +67,7 @@ Expected<std::vector<Dim>> shape_input_dims(const InferContext& ctx, size_t i, i
     return d;
   }
   if (rank < 0) return std::vector<Dim>{};
-  return std::vector<Dim>(static_cast<size_t>(rank), Dim::unknown());
+  return ir::unknown_dims(rank);
 }
 
 // Checks dY [N, M, O...] against a forward input [N, C, I...] through the window: ranks, batch,

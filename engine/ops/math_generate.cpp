@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "engine/ir/limits.h"
 #include "engine/ops/math_internal.h"
 
 namespace tessera::ops {
@@ -138,9 +139,10 @@ Expected<std::vector<TensorType>> infer_constant_of_shape(const InferContext& ct
     TRY(Shape shape, shape_from(*c, ctx.node));
     return one_type(TensorType::of(value.dtype(), shape));
   }
-  if (in.rank_known && in.dims[0].is_known())
-    return one_type(TensorType(
-        value.dtype(), std::vector<Dim>(static_cast<size_t>(in.dims[0].size), Dim::unknown())));
+  if (in.rank_known && in.dims[0].is_known()) {
+    TRY(std::vector<Dim> dims, ir::unknown_dims(in.dims[0].size));
+    return one_type(TensorType(value.dtype(), std::move(dims)));
+  }
   return one_type(TensorType::unranked(value.dtype()));
 }
 

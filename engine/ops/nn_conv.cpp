@@ -13,6 +13,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "engine/ir/limits.h"
 #include "engine/ops/nn_internal.h"
 
 namespace tessera::ops {
@@ -72,29 +73,35 @@ Expected<int64_t> window_out(const ir::Node& node, const Window& w, size_t d, in
   *pad_begin = pb;
   *pad_end = pe;
   if (in < 0 || k < 0) return int64_t{-1};
-  const int64_t ext = w.dilations[d] * (k - 1) + 1;
-  int64_t out = 0;
+  // In 128 bits: strides, dilations and pads come from the model and may be near 2^63.
+  using Wide = __int128;
+  const Wide ext = Wide{w.dilations[d]} * (k - 1) + 1;
+  Wide out = 0, wpb = pb, wpe = pe;
   if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") {
-    out = (in + s - 1) / s;
-    const int64_t total = std::max<int64_t>(0, (out - 1) * s + ext - in);
-    pb = w.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-    pe = total - pb;
+    out = (Wide{in} + s - 1) / s;
+    const Wide total = std::max<Wide>(0, (out - 1) * s + ext - in);
+    wpb = w.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    wpe = total - wpb;
   } else {
-    if (w.auto_pad == "VALID") pb = pe = 0;
-    const int64_t span = in + pb + pe - ext;
+    if (w.auto_pad == "VALID") wpb = wpe = 0;
+    const Wide span = Wide{in} + wpb + wpe - ext;
     if (span >= 0) {
       out = (w.ceil_mode ? (span + s - 1) / s : span / s) + 1;
-      if (w.ceil_mode && (out - 1) * s >= in + pb) --out;
+      if (w.ceil_mode && (out - 1) * s >= in + wpb) --out;
     }
   }
+  auto text = [](Wide v) { return v > Wide{INT64_MAX} || v < Wide{INT64_MIN} ? std::string("beyond 2^63") : std::to_string(static_cast<int64_t>(v)); };
   if (out < 1)
-    return node_error(node, "kernel extent " + std::to_string(ext) +
-                                " does not fit the padded input (" + std::to_string(in) +
-                                " + pads " + std::to_string(pb) + ", " + std::to_string(pe) +
-                                ") on spatial axis " + std::to_string(d));
+    return node_error(node, "kernel extent " + text(ext) + " does not fit the padded input (" + std::to_string(in) +
+                                " + pads " + text(wpb) + ", " + text(wpe) + ") on spatial axis " + std::to_string(d));
+  if (out > ir::kMaxElements || wpb > ir::kMaxElements || wpe > ir::kMaxElements)
+    return node_error(node, "the output extent (" + text(out) + ") or the pads on spatial axis " + std::to_string(d) +
+                                " are over the limit of 2^48");
+  pb = static_cast<int64_t>(wpb);
+  pe = static_cast<int64_t>(wpe);
   *pad_begin = pb;
   *pad_end = pe;
-  return out;
+  return static_cast<int64_t>(out);
 }
 
 // Fills out[2:], pad_begin and pad_end from the input's spatial dims.

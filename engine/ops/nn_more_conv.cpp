@@ -14,6 +14,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/ir/limits.h"
 #include "engine/ops/index_internal.h"
 #include "engine/ops/nn_internal.h"
 
@@ -77,25 +78,28 @@ Expected<TransposeGeometry> conv_transpose_geometry(const Node& node, const Attr
       g.out.push_back(out_shape.empty() ? Dim::unknown() : Dim::known(out_shape[d]));
       continue;
     }
-    const int64_t full =
-        g.strides[d] * (in.size - 1) + out_pad[d] + g.dilations[d] * (g.kernel[d] - 1) + 1;
-    int64_t out = 0;
+    // In 128 bits: strides, dilations, pads and output_shape come from the model.
+    using Wide = __int128;
+    const Wide full = Wide{g.strides[d]} * (in.size - 1) + out_pad[d] + Wide{g.dilations[d]} * (g.kernel[d] - 1) + 1;
+    Wide out = 0, pad_begin = 0;
     if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      out = out_shape.empty() ? in.size * g.strides[d] : out_shape[d];
-      const int64_t total = full - out;
+      out = out_shape.empty() ? Wide{in.size} * g.strides[d] : Wide{out_shape[d]};
+      const Wide total = full - out;
       // Floor division, as the ONNX reference: a negative total (output_shape past the full
       // output) leaves pad_begin 0 and adds zeros at the end.
-      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
-      g.pad_begin[d] = auto_pad == "SAME_UPPER" ? half : total - half;
+      const Wide half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      pad_begin = auto_pad == "SAME_UPPER" ? half : total - half;
     } else {
       const bool valid = auto_pad == "VALID";
-      g.pad_begin[d] = valid ? 0 : pads[d];
-      out = full - (valid ? 0 : pads[d] + pads[nsp + d]);
+      pad_begin = valid ? 0 : pads[d];
+      out = full - (valid ? Wide{0} : Wide{pads[d]} + pads[nsp + d]);
     }
     if (out < 1)
-      return node_error(node, "output extent " + std::to_string(out) + " on spatial axis " +
-                                  std::to_string(d) + " is not positive");
-    g.out.push_back(Dim::known(out));
+      return node_error(node, "the output extent on spatial axis " + std::to_string(d) + " is not positive");
+    if (out > ir::kMaxElements || pad_begin > ir::kMaxElements || pad_begin < -ir::kMaxElements)
+      return node_error(node, "the output extent or the pads on spatial axis " + std::to_string(d) + " are over the limit of 2^48");
+    g.pad_begin[d] = static_cast<int64_t>(pad_begin);
+    g.out.push_back(Dim::known(static_cast<int64_t>(out)));
   }
   return g;
 }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "engine/ir/limits.h"
 #include "engine/ops/helpers.h"
 #include "engine/ops/tensor_ops_internal.h"
 
@@ -204,7 +205,8 @@ Expected<std::vector<TensorType>> infer_reshape(const InferContext& ctx) {
   if (!target) {
     const int64_t n = static_length(ctx.inputs[1]);
     if (n < 0) return one(TensorType::unranked(x.dtype));
-    return one(TensorType(x.dtype, std::vector<Dim>(static_cast<size_t>(n), Dim::unknown())));
+    TRY(std::vector<Dim> dims, ir::unknown_dims(n));
+    return one(TensorType(x.dtype, std::move(dims)));
   }
   TRY(std::vector<Dim> dims, reshape_dims(x, *target, ctx.attrs().i("allowzero") != 0, ctx.node));
   return one(TensorType(x.dtype, std::move(dims)));
@@ -361,7 +363,8 @@ Expected<std::vector<TensorType>> infer_unsqueeze(const InferContext& ctx) {
   if (!axes) {
     const int64_t n = static_length(ctx.inputs[1]);
     if (n < 0) return one(TensorType::unranked(x.dtype));
-    return one(TensorType(x.dtype, std::vector<Dim>(static_cast<size_t>(x.rank() + n), Dim::unknown())));
+    TRY(std::vector<Dim> dims, ir::unknown_dims(x.rank() + n));
+    return one(TensorType(x.dtype, std::move(dims)));
   }
   TRY(std::vector<Dim> dims, unsqueeze_dims(x.dims, *axes, ctx.node));
   return one(TensorType(x.dtype, std::move(dims)));
@@ -418,7 +421,7 @@ Expected<std::vector<TensorType>> infer_expand(const InferContext& ctx) {
     const int64_t n = static_length(ctx.inputs[1]);
     if (n < 0) return one(TensorType::unranked(x.dtype));
     const size_t rank = std::max<size_t>(x.dims.size(), static_cast<size_t>(n));
-    std::vector<Dim> dims(rank, Dim::unknown());
+    TRY(std::vector<Dim> dims, ir::unknown_dims(static_cast<int64_t>(rank)));
     for (size_t i = 0; i < x.dims.size(); ++i)
       if (x.dims[i].is_known() && x.dims[i].size != 1) dims[rank - x.dims.size() + i] = x.dims[i];
     return one(TensorType(x.dtype, std::move(dims)));

@@ -11,6 +11,7 @@
 //               p' = p - lr*mh/(sqrt(vh)+eps)       (t = step, starting at 1)
 #include <cmath>
 
+#include "engine/ir/limits.h"
 #include "engine/ops/helpers.h"
 
 namespace tessera::ops {
@@ -24,7 +25,7 @@ Expected<std::vector<TensorType>> infer_sum_to_shape(const InferContext& ctx) {
   if (const Tensor* s = ctx.constant(1)) return std::vector<TensorType>{TensorType::of(dt, to_int64s(*s))};
   const TensorType& shape = *ctx.inputs[1];
   if (shape.rank_known && shape.rank() == 1 && shape.dims[0].is_known()) {
-    std::vector<ir::Dim> dims(static_cast<size_t>(shape.dims[0].size), ir::Dim::unknown());
+    TRY(std::vector<ir::Dim> dims, ir::unknown_dims(shape.dims[0].size));
     return std::vector<TensorType>{TensorType(dt, dims)};
   }
   return std::vector<TensorType>{TensorType::unranked(dt)};

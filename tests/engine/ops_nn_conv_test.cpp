@@ -270,5 +270,32 @@ TEST(GlobalAveragePool, MeansPerChannel) {
   EXPECT_NE(infer_one("GlobalAveragePool", {&v}).find("error"), std::string::npos);
 }
 
+// Window arithmetic on values from a model is done in 128 bits (found by onnx_engine_fuzz: a
+// stride of 2^63-1 overflowed int64, undefined behaviour; a ConvTranspose stride of 2^62 too).
+TEST(Conv, HugeStridesAndPadsAreErrorsNotOverflow) {
+  const TensorType x(DType::kF32, {Dim::known(1), Dim::known(1), Dim::known(8), Dim::known(8)});
+  const TensorType w(DType::kF32, {Dim::known(1), Dim::known(1), Dim::known(3), Dim::known(3)});
+  const int64_t big = INT64_MAX;
+  EXPECT_EQ(infer_one("Conv", {&x, &w}, {{"strides", Ints{big, 1}}, {"auto_pad", std::string("SAME_UPPER")}}),
+            "f32[1, 1, 1, 8]");
+  EXPECT_NE(infer_one("Conv", {&x, &w}, {{"pads", Ints{int64_t{1} << 62, 0, int64_t{1} << 62, 0}}}).find("over the limit of 2^48"),
+            std::string::npos);
+  EXPECT_NE(infer_one("Conv", {&x, &w}, {{"dilations", Ints{big, 1}}}).find("does not fit the padded input"), std::string::npos);
+  EXPECT_NE(infer_one("ConvTranspose", {&x, &w}, {{"strides", Ints{int64_t{1} << 62, 1}}}).find("over the limit of 2^48"),
+            std::string::npos);
+  EXPECT_NE(infer_one("ConvTranspose", {&x, &w}, {{"strides", Ints{big, big}}}).find("error"), std::string::npos);
+}
+
+// An output rank read from a shape input's length is bounded before anything is allocated (found
+// by onnx_engine_fuzz: a Reshape whose shape input was declared i64[2^31] allocated 2^31 dims).
+TEST(Limits, RankFromAShapeInputIsBounded) {
+  const TensorType x(DType::kF32, {Dim::known(2), Dim::known(3)});
+  const TensorType shape(DType::kI64, {Dim::known(int64_t{1} << 31)});
+  for (const char* op : {"Reshape", "Expand", "Unsqueeze"})
+    EXPECT_NE(infer_one(op, {&x, &shape}).find("over the limit of 64"), std::string::npos) << op;
+  const TensorType fine(DType::kI64, {Dim::known(3)});
+  EXPECT_EQ(infer_one("Reshape", {&x, &fine}), "f32[?, ?, ?]");
+}
+
 }  // namespace
 }  // namespace tessera
