@@ -23,9 +23,12 @@ std::string env(const char* name) {
 }
 
 // Refuses an option value that is another option: `--output-dir --no-record` would otherwise make
-// a folder named "--no-record" and record after all. A value may start with '-' only as a number.
+// a folder named "--no-record" and record after all. A value may start with '-' only as a number,
+// and may not be empty.
 const CLI::Validator kNotAnOption(
     [](std::string& v) -> std::string {
+      // An empty value reads as "not given" further on: `--save ""` would train and save nothing.
+      if (v.empty()) return "an empty value";
       if (v.size() >= 2 && v[0] == '-' && !std::isdigit(static_cast<unsigned char>(v[1])) && v[1] != '.')
         return "'" + v + "' is an option, not a value (write ./" + v + " for a file of that name)";
       return {};
@@ -111,7 +114,8 @@ int main(int argc, char** argv) {
   CLI::App* train_cmd = app.add_subcommand("train", "Train a graph on a dataset (autodiff + optimizer through the six stages)");
   train_cmd->add_option("FILE", train.file, "Graph file (.tsr, .json, .tir or .onnx)")->required();
   train_cmd->add_option("--data", train.data, "Dataset: MNIST-style IDX folder, folder of class folders, .csv or .npz")->required();
-  train_cmd->add_option("--test-data", train.test_data, "Test split (default: the test split of --data, when it has one)");
+  CLI::Option* test_data =
+      train_cmd->add_option("--test-data", train.test_data, "Test split (default: the test split of --data, when it has one)");
   train_cmd->add_option("--epochs", train.epochs, "Epochs (default 1)")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   train_cmd->add_option("--batch", train.batch, "Batch size (default 64)")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   train_cmd->add_option("--lr", train.lr, "Learning rate (default 0.01)")->check(kFinite)->check(CLI::PositiveNumber);
@@ -130,7 +134,7 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--max-steps", train.max_steps, "Stop after this many steps in all")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   train_cmd->add_option("--resume", train.resume, "Continue from a checkpoint, bit for bit");
   train_cmd->add_option("--save", train.save, "Write the trained graph (weights included) to this file");
-  train_cmd->add_flag("--no-eval", train.no_eval, "Skip the evaluation on the test split");
+  train_cmd->add_flag("--no-eval", train.no_eval, "Skip the evaluation on the test split")->excludes(test_data);
   train_cmd->add_flag("--json", train.json, "Print {test_accuracy, train_loss, images_per_s, epochs} as the last line");
 
   PassesOptions passes;
@@ -171,7 +175,8 @@ int main(int argc, char** argv) {
   };
   CLI::App* runs_list = add_runs("list", "List the runs, newest first");
   runs_list->add_flag("--json", runs.json, "Print a JSON array");
-  runs_list->add_option("--limit,-n", runs.limit, "At most this many runs");
+  runs_list->add_option("--limit,-n", runs.limit, "At most this many runs (0: all, the default)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   CLI::App* runs_show = add_runs("show", "Show one run: command, graph, data, hyper-parameters, metrics, checkpoints, time by op");
   runs_show->add_option("RUN", runs.runs, "An id, a name (the newest run of that name) or 'last'")->required()->expected(1);
   runs_show->add_flag("--json", runs.json, "Print one JSON object");
@@ -205,6 +210,20 @@ int main(int argc, char** argv) {
   print_cmd->add_option("FILE", print_file, "Graph file (.tsr, .json, .tir or .onnx)")->required();
 
   refuse_options_as_values(&app);
+  // Usage errors are one line on stderr, naming the subcommand: "tessera train: --lr: 'nan' is not
+  // a finite number (see tessera train --help)".
+  app.failure_message([](const CLI::App* root, const CLI::Error& e) {
+    std::string command = "tessera";
+    for (const CLI::App* sub = root; sub != nullptr;) {
+      const auto subs = sub->get_subcommands();
+      sub = subs.empty() ? nullptr : subs.front();
+      if (sub) command += " " + sub->get_name();
+    }
+    std::string what = e.what();
+    for (char& c : what)
+      if (c == '\n') c = ' ';
+    return command + ": " + what + " (see " + command + " --help)\n";
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
