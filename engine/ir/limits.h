@@ -21,7 +21,8 @@ inline constexpr int kMaxRank = 64;                        // NumPy 2's limit; e
 inline constexpr int64_t kMaxElements = int64_t{1} << 48;  // per tensor: 1 PiB of f32, past any machine
 
 // Why `t` breaks a limit (its rank over kMaxRank, or the product of its known dims over
-// kMaxElements), or "" when it obeys them. Symbolic dims count as 1 (they are checked when bound).
+// kMaxElements, zero dims left out), or "" when it obeys them. Symbolic dims count as 1 (they are
+// checked when bound).
 std::string limits_violation(const TensorType& t);
 
 // `rank` unknown dims, for an output whose rank is a count read from the model (the length of a

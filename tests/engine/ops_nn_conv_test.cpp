@@ -297,5 +297,17 @@ TEST(Limits, RankFromAShapeInputIsBounded) {
   EXPECT_EQ(infer_one("Reshape", {&x, &fine}), "f32[?, ?, ?]");
 }
 
+// An empty tensor's non-zero dims are bounded too: dims [2^62, 5, 0] once made Flatten's
+// inference multiply 2^62 by 5 (found by onnx_engine_fuzz).
+TEST(Limits, NonZeroDimsOfAnEmptyTensorAreBounded) {
+  ir::Graph g("t");
+  const ir::ValueId x = g.add_input("x", TensorType(DType::kF32, {Dim::known(int64_t{1} << 62), Dim::known(5), Dim::known(0)}));
+  const ir::NodeId f = g.add_node("Flatten", {x}, 1, "f", {});
+  g.set_outputs({g.node(f).outputs[0]});
+  const Status st = ops::infer_types(g, registry());
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.error().message.find("over 2^48"), std::string::npos) << st.error().message;
+}
+
 }  // namespace
 }  // namespace tessera
