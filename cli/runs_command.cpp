@@ -79,10 +79,18 @@ int runs_list(const Database& db, const RunsOptions& o) {
     return 0;
   }
   std::printf("%5s  %-20s %-7s %-9s %-19s %9s  %s\n", "ID", "NAME", "KIND", "STATUS", "STARTED", "DURATION", "COMMAND");
-  for (const RunRecord& r : *runs)
+  for (const RunRecord& r : *runs) {
+    // A run whose record lost writes (a full disk) is marked: its metrics stop early.
+    const std::string status = r.status + (r.error.find("incomplete record") != std::string::npos ? "*" : "");
     std::printf("%5lld  %-20s %-7s %-9s %-19s %9s  %s\n", static_cast<long long>(r.id), clip(r.name, 20).c_str(),
-                r.kind.c_str(), r.status.c_str(), local_time(r.started_ns).c_str(), run_duration(r).c_str(),
+                r.kind.c_str(), status.c_str(), local_time(r.started_ns).c_str(), run_duration(r).c_str(),
                 clip(r.command, 60).c_str());
+  }
+  for (const RunRecord& r : *runs)
+    if (r.error.find("incomplete record") != std::string::npos) {
+      std::printf("* the record of a run so marked is incomplete (see `tessera runs show ID`)\n");
+      break;
+    }
   return 0;
 }
 
@@ -451,8 +459,14 @@ int run_runs(const RunsOptions& o) {
     else std::cout << "no runs recorded in " << o.db << " (there is no database there yet)\n";
     return 0;
   }
+  // Opened for writing where the user may (that migrates an older schema and marks crashed
+  // runs), else read-only: a database the user may read but not write still lists and shows.
   insight::OpenOptions oo;
   auto db = Database::open(o.db, oo);
+  if (!db) {
+    oo.read_only = true;
+    if (auto ro = Database::open(o.db, oo)) db = std::move(ro);
+  }
   if (!db) return fail(db.error());
   if (o.action == "list") return runs_list(*db, o);
   if (o.runs.empty()) return fail(make_error("runs " + o.action + " needs a RUN (an id, a name or 'last')"));

@@ -77,7 +77,36 @@ Status Database::exec(const std::string& sql) const {
   return Status::ok();
 }
 
+Expected<Database> Database::open_read_only(const std::string& path, const OpenOptions& options) {
+  // WAL readers need the -shm file; in a folder they may not write, SQLite cannot make it, and
+  // the database is read as immutable instead (what was checkpointed into the main file).
+  const bool uri = path.rfind("file:", 0) == 0;
+  for (const bool immutable : {false, true}) {
+    if (immutable && uri) break;
+    const std::string name = immutable ? "file:" + path + "?immutable=1" : path;
+    sqlite3* raw = nullptr;
+    const int rc = sqlite3_open_v2(name.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+    Database db(path, raw, options.busy_timeout_ms);
+    if (rc != SQLITE_OK) return db.error("cannot open the database");
+    sqlite3_busy_timeout(raw, options.busy_timeout_ms);
+    const int version = db.schema_version();
+    if (version < 0 && !immutable) continue;
+    if (version < 0) return db.error("cannot read the schema version (not a usable SQLite database?)");
+    if (version > kSchemaVersion)
+      return make_error("the database has schema version " + std::to_string(version) + ", newer than this Tessera (" +
+                            std::to_string(kSchemaVersion) + "); use a newer tessera, or pass --db with another path",
+                        path);
+    if (version < kSchemaVersion)
+      return make_error("the database has schema version " + std::to_string(version) + ", older than this Tessera's (" +
+                            std::to_string(kSchemaVersion) + "); record one run to it (that migrates it), or pass --db with another path",
+                        path);
+    return db;
+  }
+  return make_error("cannot open the database read-only", path);
+}
+
 Expected<Database> Database::open(const std::string& path, const OpenOptions& options) {
+  if (options.read_only) return open_read_only(path, options);
   const bool uri = path.rfind("file:", 0) == 0;
   if (!uri) {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();

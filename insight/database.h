@@ -31,6 +31,9 @@ struct OpenOptions {
   int busy_timeout_ms = 5000;                  // how long to wait for another writer's lock
   bool mark_crashed = true;                    // mark dead "running" runs as crashed on open
   int64_t stale_heartbeat_ns = 10'000'000'000; // a running run silent this long is crashed
+  // Reads only: creates, migrates and marks nothing, so a database the user may read but not
+  // write (or in a read-only folder) opens. Queries of an older schema are refused.
+  bool read_only = false;
 };
 
 // Wall-clock nanoseconds since the epoch (run times, heartbeats; comparable across processes).
@@ -71,6 +74,7 @@ class Database {
     void operator()(sqlite3* db) const;
   };
   Database(std::string path, sqlite3* db, int busy_ms) : path_(std::move(path)), db_(db), busy_ms_(busy_ms) {}
+  static Expected<Database> open_read_only(const std::string& path, const OpenOptions& options);
   Status migrate();
 
   std::string path_;

@@ -467,6 +467,11 @@ Status Recorder::finish_run(RunStatus status, const std::string& error) {
   std::string message = error;
   if (const int64_t d = dropped_.load(); d > 0)
     message += (message.empty() ? "" : "; ") + std::to_string(d) + " trace events dropped (the writer fell behind)";
+  // A batch the writer could not commit (a full disk) is lost: the record says so, so that a run
+  // whose metrics stop half way does not read as a complete "finished" one.
+  const Status writes = write_status();
+  if (!writes.is_ok())
+    message += (message.empty() ? "" : "; ") + std::string("incomplete record: ") + writes.error().message;
   Stmt st(db_.handle(), "UPDATE runs SET status = ?, ended_ns = ?, heartbeat_ns = ?, error = ? WHERE id = ?;");
   const int64_t now = wall_ns();
   st.bind(1, run_status_name(status));
@@ -477,7 +482,7 @@ Status Recorder::finish_run(RunStatus status, const std::string& error) {
   st.bind(5, run_id_);
   if (!st.run()) return db_.error("cannot record the end of run " + std::to_string(run_id_));
   stmts_.reset();
-  return write_status();
+  return writes;
 }
 
 }  // namespace tessera::insight

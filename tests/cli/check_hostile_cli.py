@@ -8,7 +8,9 @@ Usage: check_hostile_cli.py TESSERA REPO_ROOT   (TESSERA_DB: the database record
 """
 import json
 import os
+import resource
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -206,6 +208,49 @@ with tempfile.TemporaryDirectory() as tmp:
         check(rc == 2, "--dim %s is a usage error (rc %s, %s)" % (spec, rc, err.strip()))
     rc, _, err = run("run", lenet, "--dim", "M=4", "--no-record")
     check(rc == 1 and "'M'" in err and "N" in err, "--dim of a symbol the graph lacks is refused, naming both (rc %s, %s)" % (rc, err.strip()))
+
+    # 11a. A database the user may read but not write: `runs list` failed ("cannot write").
+    ro_dir = os.path.join(tmp, "ro")
+    os.makedirs(ro_dir)
+    ro_db = os.path.join(ro_dir, "x.db")
+    rc, _, err = run("run", lenet, "--db", ro_db)
+    check(rc == 0, "a run is recorded for the read-only case (rc %s, %s)" % (rc, err.strip()))
+    os.chmod(ro_db, 0o444)
+    os.chmod(ro_dir, 0o555)
+    os.chmod(tmp, 0o755)
+    # Root writes whatever the mode bits say: read as the unprivileged user where we are root.
+    as_user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
+    probe = subprocess.run(as_user + [tessera, "--version"], capture_output=True) if shutil.which("setpriv") or not as_user else None
+    if probe is None or probe.returncode != 0:
+        print("skip the read-only database case: cannot run tessera as an unprivileged user here")
+    else:
+        for action in (["list"], ["show", "last"], ["metrics", "last"]):
+            p = subprocess.run(as_user + [tessera, "runs", *action, "--db", ro_db], capture_output=True, timeout=20)
+            check(p.returncode == 0, "runs %s reads a database its user may not write (rc %s, %s)"
+                  % (action[0], p.returncode, p.stderr.decode("utf-8", "replace").strip()))
+    os.chmod(ro_dir, 0o755)
+
+    # 11b. A disk that fills during a recorded run left it "finished" with most metrics missing.
+    # The file size limit (RLIMIT_FSIZE, SIGXFSZ ignored) makes every write past it fail as a full
+    # disk does.
+    full_db = os.path.join(tmp, "full.db")
+    rc, _, err = run("run", lenet, "--db", full_db)  # the schema and one run: what fits
+    size = 32768  # the WAL cannot grow past 32 KB: the run starts, its metrics do not all fit
+
+    def small_disk():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+    p = subprocess.run([tessera, "train", mlp, "--data", clean_npz, "--epochs", "3", "--batch", "8", "--db", full_db],
+                       capture_output=True, timeout=120, preexec_fn=small_disk)
+    perr = p.stderr.decode("utf-8", "replace")
+    check(p.returncode in (0, 1) and "not fully recorded" in perr,
+          "training on a full disk says the run was not fully recorded (rc %s, %s)" % (p.returncode, perr.strip()[-300:]))
+    rc, out_text, err = run("runs", "list", "--db", full_db, "--json")
+    rows = json.loads(out_text) if rc == 0 else []
+    train_rows = [r for r in rows if r["kind"] == "train"]
+    check(bool(train_rows) and (train_rows[0]["status"] != "finished" or "incomplete record" in train_rows[0]["error"]),
+          "and its record is not a complete 'finished' one (%s)" % ([(r["status"], r["error"][:120]) for r in train_rows]))
 
 if failures:
     print("%d check(s) failed" % len(failures))
