@@ -12,7 +12,9 @@ namespace tessera::ir {
 // Streaming XXH3 state with typed feeders; the memo of `hasher` (may be null) serves params.
 class HashState {
  public:
-  explicit HashState(GraphHasher* hasher) : hasher_(hasher) { XXH3_64bits_reset(&st_); }
+  explicit HashState(GraphHasher* hasher, bool provenance = true) : hasher_(hasher), provenance_(provenance) {
+    XXH3_64bits_reset(&st_);
+  }
   uint64_t digest() const { return XXH3_64bits_digest(&st_); }
 
   void bytes(const void* p, size_t n) { XXH3_64bits_update(&st_, p, n); }
@@ -46,7 +48,7 @@ class HashState {
       case AttrKind::kFloat: f64(a.f()); break;
       case AttrKind::kString: str(a.s()); break;
       case AttrKind::kTensor: u64(tensor_hash(a.t())); break;
-      case AttrKind::kGraph: u64(HashState::graph_hash(a.g(), hasher_)); break;
+      case AttrKind::kGraph: u64(HashState::graph_hash(a.g(), hasher_, provenance_)); break;
       case AttrKind::kInts:
         u64(a.ints().size());
         for (int64_t v : a.ints()) i64(v);
@@ -62,8 +64,8 @@ class HashState {
     }
   }
 
-  static uint64_t graph_hash(const Graph& g, GraphHasher* hasher) {
-    HashState h(hasher);
+  static uint64_t graph_hash(const Graph& g, GraphHasher* hasher, bool provenance = true) {
+    HashState h(hasher, provenance);
     h.str(g.name());
     h.u64(g.inputs().size());
     for (ValueId v : g.inputs()) h.value(g, v);
@@ -90,9 +92,11 @@ class HashState {
         h.str(key);
         h.attribute(a);
       }
-      h.u64(n.provenance.from.size());
-      for (NodeId f : n.provenance.from) h.i64(f);
-      h.str(n.provenance.origin);
+      if (provenance) {
+        h.u64(n.provenance.from.size());
+        for (NodeId f : n.provenance.from) h.i64(f);
+        h.str(n.provenance.origin);
+      }
     }
     h.u64(g.outputs().size());
     for (ValueId v : g.outputs()) h.i64(v);
@@ -102,6 +106,7 @@ class HashState {
  private:
   XXH3_state_t st_;
   GraphHasher* hasher_;
+  bool provenance_;
 };
 
 uint64_t tensor_hash(const Tensor& any) {
@@ -121,6 +126,8 @@ uint64_t attribute_hash(const Attribute& attr) {
 }
 
 uint64_t structural_hash(const Graph& graph) { return HashState::graph_hash(graph, nullptr); }
+
+uint64_t signature_hash(const Graph& graph) { return HashState::graph_hash(graph, nullptr, false); }
 
 uint64_t GraphHasher::hash(const Graph& graph) { return HashState::graph_hash(graph, this); }
 

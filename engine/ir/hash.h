@@ -23,6 +23,9 @@ namespace tessera::ir {
 
 // The structural hash described above. Deterministic across runs and machines of one endianness.
 uint64_t structural_hash(const Graph& graph);
+// The same without provenance (which file and node each node came from, as the path was typed):
+// what a training checkpoint must fit, so that ./lenet.json and lenet.json give one signature.
+uint64_t signature_hash(const Graph& graph);
 
 // Hash of one attribute (tensor values by bytes, graphs structurally); CSE keys on it.
 uint64_t attribute_hash(const Attribute& attr);

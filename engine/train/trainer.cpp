@@ -115,7 +115,7 @@ Status Trainer::init() {
 }
 
 std::string Trainer::graph_signature() const {
-  return hex64(ir::structural_hash(autodiff::evaluation_graph(forward_, config_.spec)));
+  return hex64(ir::signature_hash(autodiff::evaluation_graph(forward_, config_.spec)));
 }
 
 ir::Graph Trainer::trained_graph() const {
@@ -150,7 +150,10 @@ Status Trainer::resume(const std::string& path) {
   auto refuse = [&](const std::string& what) {
     return make_error("checkpoint does not fit this training run: " + what, path);
   };
-  if (c.get("graph_signature") != graph_signature())
+  // Checkpoints written before the signature left provenance out carry the structural hash, which
+  // also fits when the graph file is named as it was then.
+  const std::string legacy = hex64(ir::structural_hash(autodiff::evaluation_graph(forward_, config_.spec)));
+  if (c.get("graph_signature") != graph_signature() && c.get("graph_signature") != legacy)
     return refuse("it was written for graph '" + c.get("graph") + "' with signature " + c.get("graph_signature") +
                   ", this graph '" + forward_.name() + "' has signature " + graph_signature() + " (a different structure)");
   const std::pair<const char*, std::string> same[] = {

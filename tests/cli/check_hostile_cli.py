@@ -145,6 +145,11 @@ with tempfile.TemporaryDirectory() as tmp:
     ck = os.path.join(tmp, "ck")
     rc, _, err = run("train", mlp, "--data", clean_npz, "--epochs", "1", "--batch", "32", "--checkpoint-dir", ck, "--no-record")
     check(rc == 0, "mlp trains for the checkpoint case (rc %s, %s)" % (rc, err.strip()[-200:]))
+    # 10b. The same graph file named by another path string was a different graph to --resume.
+    rc, _, err = run("train", os.path.join(".", "samples", "mlp.json"), "--data", clean_npz, "--epochs", "2", "--batch", "32",
+                     "--resume", os.path.join(ck, "epoch-0001.tsc"), "--no-record", cwd=root)
+    check(rc == 0, "--resume accepts the graph named ./samples/mlp.json instead of its absolute path (rc %s, %s)"
+          % (rc, err.strip()[-300:]))
     renamed = os.path.join(tmp, "mlp_renamed.json")
     open(renamed, "w").write(open(mlp).read().replace('"fc2.b"', '"fc2.bias"'))
     shutil.copy(os.path.join(root, "samples", "mlp.npz"), os.path.join(tmp, "mlp.npz"))
