@@ -35,8 +35,30 @@ void print_json(const nlohmann::json& j, int indent) {
   std::cout << j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
 }
 
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    }
+  }
+  return out;
+}
+
 int fail(const Error& e) {
-  std::cerr << "tessera: error: " << e.to_string() << "\n";
+  std::cerr << "tessera: error: " << printable(e.to_string()) << "\n";
   return 1;
 }
 
@@ -210,16 +232,16 @@ int run_info(const InfoOptions& o) {
     print_json(j, 2);
     return 0;
   }
-  std::cout << "graph '" << g->name() << "' (" << o.file << ")\n";
+  std::cout << "graph '" << printable(g->name()) << "' (" << printable(o.file) << ")\n";
   std::cout << "inputs:\n";
-  for (ir::ValueId v : g->inputs()) std::cout << "  " << g->value(v).name << "  " << g->value(v).type.to_string() << "\n";
+  for (ir::ValueId v : g->inputs()) std::cout << "  " << printable(g->value(v).name) << "  " << g->value(v).type.to_string() << "\n";
   std::cout << "outputs:\n";
   for (ir::ValueId v : g->outputs()) {
     const std::string& n = g->value(v).name;
-    std::cout << "  " << (n.empty() ? "%" + std::to_string(v) : n) << "  " << g->value(v).type.to_string() << "\n";
+    std::cout << "  " << (n.empty() ? "%" + std::to_string(v) : printable(n)) << "  " << g->value(v).type.to_string() << "\n";
   }
   std::cout << "nodes: " << g->num_nodes() << "\n";
-  for (const auto& [op, count] : cost->op_counts) std::cout << "  " << op << " x" << count << "\n";
+  for (const auto& [op, count] : cost->op_counts) std::cout << "  " << printable(op) << " x" << count << "\n";
   std::cout << "parameters: " << cost->params << " (" << human(static_cast<double>(cost->params)) << ")\n";
   std::cout << "FLOPs per sample (symbolic dims = 1): " << human(cost->flops) << " (" << static_cast<int64_t>(cost->flops) << ")\n";
   std::cout << "weights: " << human(static_cast<double>(weight_bytes)) << "B\n";
@@ -235,7 +257,7 @@ int run_info(const InfoOptions& o) {
     }
     std::cout << "\n";
   }
-  for (const auto& [k, v] : meta.properties) std::cout << "  " << k << ": " << v << "\n";
+  for (const auto& [k, v] : meta.properties) std::cout << "  " << printable(k) << ": " << printable(v) << "\n";
   if (!doc->layout.empty())
     std::cout << "layout: " << doc->layout.positions.size() << " positions, " << doc->layout.groups.size() << " groups\n";
   return 0;
@@ -279,12 +301,12 @@ int run_run(const RunOptions& o) {
   }
   nlohmann::json jout = nlohmann::json::array();
   if (!o.json) {
-    std::cout << "ran '" << g->name() << "' (" << o.file << ") "
+    std::cout << "ran '" << printable(g->name()) << "' (" << printable(o.file) << ") "
               << (o.reference ? std::string("with the reference kernels") : "through the six stages on " + std::to_string(threads) + " thread(s)") << "\n";
     for (ir::ValueId v : g->inputs()) {
       const Tensor& t = feeds.at(g->value(v).name);
-      std::cout << "  input  " << g->value(v).name << "  " << dtype_name(t.dtype()) << shape_to_string(t.shape())
-                << "  from " << source[g->value(v).name] << "\n";
+      std::cout << "  input  " << printable(g->value(v).name) << "  " << dtype_name(t.dtype()) << shape_to_string(t.shape())
+                << "  from " << printable(source[g->value(v).name]) << "\n";
     }
   }
   for (size_t i = 0; i < outs->size(); ++i) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tessera::data {
@@ -27,6 +28,9 @@ namespace tessera::cli {
 // UTF-8 (a name in a hostile file, or in a run recorded from one) is printed with U+FFFD in place
 // of the bad bytes instead of aborting the command.
 void print_json(const nlohmann::json& j, int indent = -1);
+// A name from a file, for a terminal: control characters (newline, NUL, escape...) written as
+// C escapes ("\n", "\x00"), so a name cannot fake or hide a line of the output.
+std::string printable(std::string_view text);
 
 struct InfoOptions {
   std::string file;

@@ -86,7 +86,7 @@ int run_passes(const PassesOptions& o) {
   auto c = stages::compile_all(*g, reg, shapes_of(*feeds), so, devices, o.print_ir);
   if (!c) return rec.fail(c.error().within(o.file));
   const stages::StageContext& ctx = *c->context;
-  std::cout << "compiled '" << g->name() << "' (" << o.file << ")\n";
+  std::cout << "compiled '" << printable(g->name()) << "' (" << printable(o.file) << ")\n";
   std::cout << "pipeline: " << (o.pipeline.empty() ? stages::default_optimise_pipeline() : o.pipeline) << "\n";
   for (const stages::StageReport& s : ctx.stages) {
     std::printf("%-9s %12s  %5d -> %5d nodes  %s\n", s.stage.c_str(), ms(s.duration_ns).c_str(), s.nodes_before,

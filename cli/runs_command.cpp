@@ -62,7 +62,7 @@ nlohmann::json run_json(const RunRecord& r) {
 }
 
 std::string run_label(const RunRecord& r) {
-  return "run " + std::to_string(r.id) + " '" + r.name + "' (" + (r.kind.empty() ? "" : r.kind + ", ") + r.status + ")";
+  return "run " + std::to_string(r.id) + " '" + printable(r.name) + "' (" + (r.kind.empty() ? "" : r.kind + ", ") + r.status + ")";
 }
 
 int runs_list(const Database& db, const RunsOptions& o) {
@@ -82,9 +82,9 @@ int runs_list(const Database& db, const RunsOptions& o) {
   for (const RunRecord& r : *runs) {
     // A run whose record lost writes (a full disk) is marked: its metrics stop early.
     const std::string status = r.status + (r.error.find("incomplete record") != std::string::npos ? "*" : "");
-    std::printf("%5lld  %-20s %-7s %-9s %-19s %9s  %s\n", static_cast<long long>(r.id), clip(r.name, 20).c_str(),
+    std::printf("%5lld  %-20s %-7s %-9s %-19s %9s  %s\n", static_cast<long long>(r.id), clip(printable(r.name), 20).c_str(),
                 r.kind.c_str(), status.c_str(), local_time(r.started_ns).c_str(), run_duration(r).c_str(),
-                clip(r.command, 60).c_str());
+                clip(printable(r.command), 60).c_str());
   }
   for (const RunRecord& r : *runs)
     if (r.error.find("incomplete record") != std::string::npos) {
@@ -133,7 +133,7 @@ int runs_show(const Database& db, const RunsOptions& o) {
             << (r.status == "running" ? " so far" : "") << "\n";
   std::cout << "  where     " << r.host << " pid " << r.pid << ", tessera " << r.engine_version << ", seed " << r.seed << "\n";
   if (!r.error.empty()) std::cout << "  error     " << r.error << "\n";
-  for (const auto& g : d->graphs) std::cout << "  graph     " << g.role << " '" << g.name << "' " << g.hash << "\n";
+  for (const auto& g : d->graphs) std::cout << "  graph     " << g.role << " '" << printable(g.name) << "' " << g.hash << "\n";
   for (const auto& s : d->datasets)
     std::cout << "  data      " << s.split << " " << s.path << " (" << s.examples << " examples, " << s.fingerprint << ")\n";
   if (!d->hyperparams.empty()) {
@@ -326,7 +326,7 @@ int runs_lineage(const Database& db, const RunsOptions& o) {
   auto d = insight::run_details(db, *id);
   if (!d) return fail(d.error());
   std::cout << run_label(d->run) << "\n";
-  for (const auto& g : d->graphs) std::cout << "  " << g.role << " graph '" << g.name << "' " << g.hash << "\n";
+  for (const auto& g : d->graphs) std::cout << "  " << g.role << " graph '" << printable(g.name) << "' " << g.hash << "\n";
   for (const auto& s : d->datasets) std::cout << "  " << s.split << " data " << s.fingerprint << " " << s.path << "\n";
   std::set<int64_t> seen;
   if (Status st = print_ancestors(db, *id, 0, seen); !st.is_ok()) return fail(st.error());

@@ -214,6 +214,17 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, _, err = run("run", lenet, "--dim", "M=4", "--no-record")
     check(rc == 1 and "'M'" in err and "N" in err, "--dim of a symbol the graph lacks is refused, naming both (rc %s, %s)" % (rc, err.strip()))
 
+    # 14b. Names with a newline or NUL were printed raw: a name could fake a line of the output.
+    nl = os.path.join(tmp, "newline.onnx")
+    save_model(helper.make_graph([helper.make_node("Relu", ["x\nfake: line"], ["y\x00z"], name="r")], "g\nname",
+                                 [helper.make_tensor_value_info("x\nfake: line", TensorProto.FLOAT, [1, 2])],
+                                 [helper.make_tensor_value_info("y\x00z", TensorProto.FLOAT, [1, 2])]), nl)
+    for cmd in (["info", nl], ["run", nl, "--no-record"]):
+        rc, out_text, err = run(*cmd)
+        check(rc == 0 and "\x00" not in out_text and "fake: line" in out_text and
+              not any(line.startswith("fake: line") for line in out_text.splitlines()),
+              "%s prints names with a newline or NUL escaped (rc %s, %r)" % (cmd[0], rc, out_text[:200]))
+
     # 11a. A database the user may read but not write: `runs list` failed ("cannot write").
     ro_dir = os.path.join(tmp, "ro")
     os.makedirs(ro_dir)
