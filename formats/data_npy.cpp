@@ -1,6 +1,8 @@
 // .npy/.npz training sources: read the arrays with formats/npy.h, wrap them in a TensorSource.
 #include "formats/data_npy.h"
 
+#include <set>
+
 #include "formats/npy.h"
 
 namespace tessera::formats {
@@ -50,11 +52,13 @@ Expected<std::shared_ptr<const data::Source>> open_npy_source(const std::string&
 Expected<std::shared_ptr<const data::Source>> open_npz_source(const std::string& path,
                                                               const std::string& x_key,
                                                               const std::string& labels_key) {
-  TRY(auto arrays, read_npz(path));
+  const std::set<std::string> keys{x_key, labels_key};
+  TRY(auto arrays, read_npz(path, &keys));
   for (const std::string* key : {&x_key, &labels_key}) {
     if (arrays.count(*key) == 0) {
       std::string have;
-      for (const auto& [k, v] : arrays) have += (have.empty() ? "" : ", ") + k;
+      TRY(std::set<std::string> all, npz_keys(path));
+      for (const std::string& k : all) have += (have.empty() ? "" : ", ") + k;
       return make_error("no array '" + *key + "' (arrays: " + (have.empty() ? "none" : have) + ")",
                         path);
     }

@@ -2,11 +2,13 @@
 #include "formats/dataset_path.h"
 
 #include <filesystem>
+#include <set>
 
 #include "engine/data/csv.h"
 #include "engine/data/idx.h"
 #include "engine/data/image_folder.h"
 #include "formats/data_npy.h"
+#include "formats/npy.h"
 
 namespace tessera::formats {
 
@@ -15,9 +17,11 @@ using SourcePtr = std::shared_ptr<const data::Source>;
 
 namespace {
 
+// Either file of the split (images or labels) is there: the split is meant, and a missing partner
+// is an error (open_mnist_dir names it), not a split silently dropped.
 bool has_mnist_files(const fs::path& dir, const std::string& prefix) {
   std::error_code ec;
-  for (const char* suffix : {"-images-idx3-ubyte", "-images-idx3-ubyte.gz"})
+  for (const char* suffix : {"-images-idx3-ubyte", "-images-idx3-ubyte.gz", "-labels-idx1-ubyte", "-labels-idx1-ubyte.gz"})
     if (fs::exists(dir / (prefix + suffix), ec)) return true;
   return false;
 }
@@ -46,9 +50,11 @@ Expected<SourcePtr> open_dataset_split(const std::string& path, const std::strin
   }
   if (ext == ".npz") {
     if (split == "train") return open_npz_source(path, "x", "labels");
-    // The test split of an .npz is optional: x_test / labels_test.
-    auto t = open_npz_source(path, "x_test", "labels_test");
-    return t ? *t : SourcePtr();
+    // The test split of an .npz is optional: x_test / labels_test, both or neither (one alone
+    // is an error naming the other, not a split silently dropped).
+    TRY(std::set<std::string> keys, npz_keys(path));
+    if (!keys.count("x_test") && !keys.count("labels_test")) return SourcePtr();
+    return open_npz_source(path, "x_test", "labels_test");
   }
   return make_error("cannot tell what data set this is: expected a folder with MNIST IDX files "
                     "(train-images-idx3-ubyte[.gz] ...), a folder of class folders (DIR/train/<class>/*.png), "

@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "formats/file_io.h"
@@ -100,6 +101,7 @@ class Loader {
     if (weights != nullptr) {
       weights_file_ = weights->get<std::string>();
       if (weights_file_.empty()) return error("/weights_file", "the side file name is empty");
+      collect_npz_keys(root);
     }
     return load_graph(root, "", nullptr, 0, "main");
   }
@@ -254,11 +256,31 @@ class Loader {
     return Status::ok();
   }
 
+  // The side-file keys the params of every graph (nested ones too) name: only those members of the
+  // .npz are inflated. An explicit stack: JSON nesting is not bounded here.
+  void collect_npz_keys(const Json& root) {
+    std::vector<const Json*> todo{&root};
+    while (!todo.empty()) {
+      const Json* j = todo.back();
+      todo.pop_back();
+      if (j->is_object()) {
+        auto params = j->find("params");
+        if (params != j->end() && params->is_array())
+          for (const Json& p : *params)
+            if (p.is_object())
+              if (auto k = p.find("npz"); k != p.end() && k->is_string()) npz_keys_.insert(k->get<std::string>());
+        for (const auto& item : j->items()) todo.push_back(&item.value());
+      } else if (j->is_array()) {
+        for (const Json& v : *j) todo.push_back(&v);
+      }
+    }
+  }
+
   Expected<const std::map<std::string, Tensor>*> weights(const std::string& ref_ptr) {
     if (weights_) return &*weights_;
     if (weights_file_.empty())
       return error(ref_ptr, "the param refers to the side file, but the graph has no \"weights_file\"");
-    auto m = read_npz(join_path(base_dir_, weights_file_));
+    auto m = read_npz(join_path(base_dir_, weights_file_), &npz_keys_);
     if (!m) return error("/weights_file", "cannot read the side file: " + m.error().to_string());
     weights_ = std::move(*m);
     return &*weights_;
@@ -599,6 +621,7 @@ class Loader {
   std::string file_;
   std::string base_dir_;
   std::string weights_file_;
+  std::set<std::string> npz_keys_;
   std::optional<std::map<std::string, Tensor>> weights_;
 };
 

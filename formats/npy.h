@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 
 #include "engine/core/status.h"
@@ -42,7 +43,11 @@ Status write_npy(const std::string& path, const Tensor& t);
 // ---- .npz (a zip archive of .npy members, stored or deflated) ----
 // Keys are the member names without ".npy". Members that are not .npy files, encrypted members
 // and compression methods other than stored and deflated are errors.
-Expected<std::map<std::string, Tensor>> read_npz(const std::string& path);
+// With `only`, members whose keys are not in it are listed and checked but never inflated (a side
+// file's unused 1 GiB member costs nothing); the result holds the asked keys that exist.
+Expected<std::map<std::string, Tensor>> read_npz(const std::string& path, const std::set<std::string>* only = nullptr);
+// The keys of an archive's members, none of them inflated.
+Expected<std::set<std::string>> npz_keys(const std::string& path);
 // The same from an archive held in memory.
 Expected<std::map<std::string, Tensor>> parse_npz(const void* data, size_t size,
                                                   const std::string& where);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "formats/file_io.h"
@@ -45,7 +46,7 @@ std::string zip_code_text(int code) {
 }
 
 Expected<std::map<std::string, Tensor>> read_archive(zip_t* za, uint64_t archive_size,
-                                                     const std::string& where) {
+                                                     const std::string& where, const std::set<std::string>* only) {
   std::map<std::string, Tensor> out;
   const zip_int64_t count = zip_get_num_entries(za, 0);
   for (zip_int64_t i = 0; i < count; ++i) {
@@ -60,6 +61,7 @@ Expected<std::map<std::string, Tensor>> read_archive(zip_t* za, uint64_t archive
       return make_error("member '" + name + "' is not a .npy file", where);
     const std::string key = name.substr(0, name.size() - kSuffixLen);
     if (out.count(key) != 0) return make_error("duplicate member", member);
+    if (only != nullptr && only->count(key) == 0) continue;  // not asked for: never inflated
     if (!(st.valid & ZIP_STAT_SIZE) || !(st.valid & ZIP_STAT_COMP_SIZE) ||
         !(st.valid & ZIP_STAT_COMP_METHOD))
       return make_error("the archive does not record the member's sizes", member);
@@ -92,7 +94,7 @@ Expected<std::map<std::string, Tensor>> read_archive(zip_t* za, uint64_t archive
 
 }  // namespace
 
-Expected<std::map<std::string, Tensor>> read_npz(const std::string& path) {
+Expected<std::map<std::string, Tensor>> read_npz(const std::string& path, const std::set<std::string>* only) {
   struct stat fs;
   if (stat(path.c_str(), &fs) != 0)
     return make_error("cannot open for reading: " + std::string(std::strerror(errno)), path);
@@ -101,7 +103,22 @@ Expected<std::map<std::string, Tensor>> read_npz(const std::string& path) {
   int code = 0;
   ZipPtr za(zip_open(path.c_str(), ZIP_RDONLY, &code));
   if (!za) return make_error("not a readable .npz (zip) archive: " + zip_code_text(code), path);
-  return read_archive(za.get(), static_cast<uint64_t>(fs.st_size), path);
+  return read_archive(za.get(), static_cast<uint64_t>(fs.st_size), path, only);
+}
+
+Expected<std::set<std::string>> npz_keys(const std::string& path) {
+  const std::set<std::string> none;
+  TRY(auto nothing, read_npz(path, &none));  // every member's name and sizes checked, none inflated
+  (void)nothing;
+  int code = 0;
+  ZipPtr za(zip_open(path.c_str(), ZIP_RDONLY, &code));
+  if (!za) return make_error("not a readable .npz (zip) archive: " + zip_code_text(code), path);
+  std::set<std::string> keys;
+  for (zip_int64_t i = 0, n = zip_get_num_entries(za.get(), 0); i < n; ++i) {
+    const char* name = zip_get_name(za.get(), static_cast<zip_uint64_t>(i), 0);
+    if (name != nullptr) keys.insert(std::string(name).substr(0, std::strlen(name) - kSuffixLen));
+  }
+  return keys;
 }
 
 Expected<std::map<std::string, Tensor>> parse_npz(const void* data, size_t size,
@@ -123,7 +140,7 @@ Expected<std::map<std::string, Tensor>> parse_npz(const void* data, size_t size,
     return make_error("not a readable .npz (zip) archive: " + msg, where);
   }
   zip_error_fini(&err);
-  return read_archive(za.get(), size, where);
+  return read_archive(za.get(), size, where, nullptr);
 }
 
 Status write_npz(const std::string& path, const std::map<std::string, Tensor>& arrays,

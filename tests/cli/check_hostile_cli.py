@@ -225,6 +225,35 @@ with tempfile.TemporaryDirectory() as tmp:
               not any(line.startswith("fake: line") for line in out_text.splitlines()),
               "%s prints names with a newline or NUL escaped (rc %s, %r)" % (cmd[0], rc, out_text[:200]))
 
+    # 14c. A test split with one of its two files missing was dropped without a word.
+    half = os.path.join(tmp, "half_test.npz")
+    np.savez(half, x=rs.rand(16, 1, 28, 28).astype(np.float32), labels=rs.randint(0, 10, 16).astype(np.int64),
+             x_test=rs.rand(4, 1, 28, 28).astype(np.float32))
+    rc, _, err = run("train", mlp, "--data", half, "--epochs", "1", "--batch", "8", "--no-record")
+    check(rc == 1 and "labels_test" in err, "an .npz with x_test but no labels_test is an error naming it (rc %s, %s)" % (rc, err.strip()[-200:]))
+    idx_dir = os.path.join(tmp, "idx")
+    os.makedirs(idx_dir)
+    for name, arr, magic in (("train-images-idx3-ubyte", rs.randint(0, 255, (16, 28, 28)).astype(np.uint8), 0x0803),
+                             ("train-labels-idx1-ubyte", rs.randint(0, 10, 16).astype(np.uint8), 0x0801),
+                             ("t10k-labels-idx1-ubyte", rs.randint(0, 10, 4).astype(np.uint8), 0x0801)):
+        with open(os.path.join(idx_dir, name), "wb") as f:
+            f.write(magic.to_bytes(4, "big") + b"".join(d.to_bytes(4, "big") for d in arr.shape) + arr.tobytes())
+    rc, _, err = run("train", mlp, "--data", idx_dir, "--epochs", "1", "--batch", "8", "--no-record")
+    check(rc == 1 and "t10k-images" in err, "an IDX folder with t10k labels but no images is an error naming them (rc %s, %s)"
+          % (rc, err.strip()[-200:]))
+
+    # 14d. Every member of a graph's side .npz was inflated on each load, used or not: a member no
+    # param names is now only listed (here it is not even a valid .npy, and the graph still loads).
+    import zipfile
+    side_dir = os.path.join(tmp, "side")
+    os.makedirs(side_dir)
+    shutil.copy(lenet, side_dir)
+    shutil.copy(os.path.join(root, "samples", "lenet.npz"), side_dir)
+    with zipfile.ZipFile(os.path.join(side_dir, "lenet.npz"), "a") as z:
+        z.writestr("unused_huge.npy", b"\x93NUMPY not really")
+    rc, _, err = run("info", os.path.join(side_dir, "lenet.json"))
+    check(rc == 0, "a side .npz member no param names is never decoded (rc %s, %s)" % (rc, err.strip()))
+
     # 11a. A database the user may read but not write: `runs list` failed ("cannot write").
     ro_dir = os.path.join(tmp, "ro")
     os.makedirs(ro_dir)
