@@ -151,7 +151,11 @@ int run_train(const TrainOptions& o) {
   }
   if (o.json) {
     nlohmann::json j = {{"test_accuracy", result->test_accuracy}, {"train_loss", result->train_loss},
-                        {"images_per_s", result->images_per_s}, {"epochs", result->epochs.size()},
+                        // epochs: where training stands (a resumed run counts the epochs before
+                        // the checkpoint); epochs_run and images_per_s: this process's part.
+                        {"images_per_s", result->images_per_s},
+                        {"epochs", result->epochs.empty() ? int64_t{0} : result->epochs.back().epoch + 1},
+                        {"epochs_run", result->epochs.size()},
                         {"steps", result->steps}, {"checkpoint", result->last_checkpoint}};
     print_json(j);
   }

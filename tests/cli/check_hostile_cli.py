@@ -150,6 +150,12 @@ with tempfile.TemporaryDirectory() as tmp:
                      "--resume", os.path.join(ck, "epoch-0001.tsc"), "--no-record", cwd=root)
     check(rc == 0, "--resume accepts the graph named ./samples/mlp.json instead of its absolute path (rc %s, %s)"
           % (rc, err.strip()[-300:]))
+    # 14e. After a resume, --json counted only the resumed epochs.
+    rc, out_text, err = run("train", mlp, "--data", clean_npz, "--epochs", "3", "--batch", "32",
+                            "--resume", os.path.join(ck, "epoch-0001.tsc"), "--no-record", "--json")
+    last = json.loads(out_text.strip().splitlines()[-1]) if rc == 0 else {}
+    check(last.get("epochs") == 3 and last.get("epochs_run") == 2 and last.get("steps") == 6,
+          "--json after a resume gives 3 epochs (2 of them run now) and 6 steps (%s)" % last)
     renamed = os.path.join(tmp, "mlp_renamed.json")
     open(renamed, "w").write(open(mlp).read().replace('"fc2.b"', '"fc2.bias"'))
     shutil.copy(os.path.join(root, "samples", "mlp.npz"), os.path.join(tmp, "mlp.npz"))
