@@ -425,7 +425,7 @@ std::string onnx_type_string(DType dt) {
 
 // The element types of each node's inputs and outputs, once inferred, against the type
 // constraints of its ONNX schema: each value's type is one the constraint allows, and values
-// sharing a constraint (Add's A and B: T) share a type. Nodes of the model's top graph only.
+// sharing a constraint (Add's A and B: T) share a type.
 Status check_type_constraints(const onnx::GraphProto& gp, const ir::Graph& g, int64_t opset) {
   const int version = static_cast<int>(std::min<int64_t>(opset, std::numeric_limits<int>::max()));
   int index = 0;
@@ -469,6 +469,29 @@ Status check_type_constraints(const onnx::GraphProto& gp, const ir::Graph& g, in
   return Status::ok();
 }
 
+// Both checks above on the model's graph and on every graph nested in its nodes' attributes (If
+// branches, Loop and Scan bodies), each against the graph the importer made of it: the node that
+// defines the ONNX node's first output, and its attribute of the same name.
+Status check_graph_types(const onnx::GraphProto& gp, const ir::Graph& g, int64_t opset, int depth = 0) {
+  RETURN_IF_ERROR(check_declared_types(gp, g));
+  RETURN_IF_ERROR(check_type_constraints(gp, g, opset));
+  if (depth >= 32) return Status::ok();  // the importer refuses deeper nesting
+  for (const auto& np : gp.node()) {
+    if (np.output_size() == 0) continue;
+    auto v = g.find_value(np.output(0));
+    if (!v || g.value(*v).kind != ir::ValueKind::kNodeOutput) continue;
+    const ir::Node& n = g.node(g.value(*v).producer);
+    for (const auto& a : np.attribute()) {
+      if (!a.has_g()) continue;
+      const ir::Attribute* mine = n.attr(a.name());
+      if (mine == nullptr || mine->kind() != ir::AttrKind::kGraph) continue;
+      Status st = check_graph_types(a.g(), mine->g(), opset, depth + 1);
+      if (!st.is_ok()) return make_error(np.op_type() + " '" + np.name() + "', graph '" + a.name() + "': " + st.error().message);
+    }
+  }
+  return Status::ok();
+}
+
 // Adds the ONNX origin of the node an inference error names.
 Error with_origin(const ir::Graph& g, Error e) {
   if (e.node >= 0 && g.has_node(e.node) && !g.node(e.node).provenance.origin.empty())
@@ -504,8 +527,7 @@ Expected<ir::Graph> import_model(const std::string& bytes, const std::string& wh
       e.where = where;
       return e;
     }
-    st = check_declared_types(model.graph(), *graph);
-    if (st.is_ok()) st = check_type_constraints(model.graph(), *graph, *opset);
+    st = check_graph_types(model.graph(), *graph, *opset);
     if (!st.is_ok()) return make_error(st.error().message, where);
   }
   return graph;
