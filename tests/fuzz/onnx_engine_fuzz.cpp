@@ -18,12 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/ops/cost.h"
-#include "engine/ops/infer.h"
 #include "engine/ops/op_def.h"
-#include "engine/stages/session.h"
 #include "formats/onnx_import.h"
 #include "formats/tsr.h"
+#include "tests/fuzz/engine_run.h"
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
 
@@ -166,39 +164,7 @@ bool mutate(onnx::ModelProto& m, Rng& rng) {
   }
 }
 
-// FLOPs of the graphs nested in g's nodes (If branches, Loop and Scan bodies), which run on the
-// reference interpreter with sizes the top-level plan does not see: a ConvTranspose of 3.6 GFLOPs
-// in an If branch is legitimately slow, not a finding. Loop bodies count their constant trip
-// count; a Loop without one, or a Scan, may run without bound: `bounded` turns false.
-double nested_flops(const tessera::ir::Graph& g, const tessera::ops::OpRegistry& registry, bool& bounded, int depth = 0) {
-  using namespace tessera;
-  double total = 0;
-  if (depth > 8) return bounded = false, 0;
-  for (ir::NodeId id : g.node_ids()) {
-    const ir::Node& n = g.node(id);
-    for (const auto& [key, a] : n.attrs) {
-      if (a.kind() != ir::AttrKind::kGraph) continue;
-      auto cost = ops::graph_cost(a.g(), registry, 2);
-      double f = (cost ? cost->flops : 1e18) + nested_flops(a.g(), registry, bounded, depth + 1);
-      if (n.op == "Scan") bounded = false;
-      if (n.op == "Loop") {
-        const Tensor* trips = n.inputs.empty() || n.inputs[0] == ir::kNoValue ? nullptr : ops::constant_value(g, n.inputs[0]);
-        if (trips == nullptr || trips->numel() != 1 || trips->get(0) > 64) bounded = false;
-        else f *= std::max(1.0, trips->get(0));
-      }
-      total += f;
-    }
-  }
-  return total;
-}
-
 }  // namespace
-
-// A model may ask for more memory than the fuzzer's limit (a Conv in an If branch wanting 21 GB:
-// nested graphs run on reference kernels with sizes known only then, past the plan checks below):
-// allocations over 512 MB fail as malloc fails on a machine without that memory, Tensor::create
-// turns that into an Error, and only what escapes that is a finding.
-extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1:max_allocation_size_mb=512"; }
 
 extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {
   onnx::ModelProto model;
@@ -212,19 +178,9 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
   return out.size();
 }
 
-// How far inputs get (imported, compiled, run), printed at exit when ONNX_ENGINE_FUZZ_STATS is
-// set: the target is only worth its CI time if mutants reach the engine.
-struct Reach {
-  long inputs = 0, imported = 0, compiled = 0, ran = 0, ran_ok = 0;
-  ~Reach() {
-    if (std::getenv("ONNX_ENGINE_FUZZ_STATS"))
-      std::fprintf(stderr, "onnx_engine_fuzz: %ld inputs, %ld imported, %ld compiled, %ld run (%ld without error)\n", inputs,
-                   imported, compiled, ran, ran_ok);
-  }
-} reach;
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tessera;
+  static fuzz::Reach reach("onnx_engine_fuzz");
   ++reach.inputs;
   static const ops::OpRegistry registry = ops::make_default_registry();
   const std::string bytes(reinterpret_cast<const char*>(data), size);
@@ -240,36 +196,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!formats::parse_tsr(tsr->data(), tsr->size(), "fuzz.tsr", "/nonexistent/tessera-fuzz")) std::abort();
   }
 
-  // The six stages and one run, on small inputs only (the fuzzer's time and memory limits apply
-  // to the engine's work too, but a legitimately large model is not a finding).
-  if (graph->num_nodes() > 64) return 0;
-  stages::InputShapes shapes;
-  runtime::Feeds feeds;
-  for (ir::ValueId v : graph->inputs()) {
-    const ir::Value& in = graph->value(v);
-    if (!in.type.rank_known) return 0;
-    Shape shape;
-    int64_t numel = 1;
-    for (const ir::Dim& d : in.type.dims) {
-      shape.push_back(d.is_known() ? d.size : 2);
-      numel *= std::max<int64_t>(shape.back(), 1);
-      if (numel > (1 << 16)) return 0;
-    }
-    auto t = Tensor::create(in.type.dtype, shape);
-    if (!t) return 0;
-    shapes[in.name] = shape;
-    feeds.emplace(in.name, std::move(*t));
-  }
-  stages::SessionOptions options;
-  stages::Session session(std::move(*graph), registry, options);
-  auto program = session.compile(shapes);
-  if (!program) return 0;
-  ++reach.compiled;
-  bool bounded = true;
-  const double nested = nested_flops((*program)->plan().graph, registry, bounded);
-  if (!bounded || (*program)->plan().total_flops + nested > 50'000'000 || (*program)->plan().peak_bytes() > (size_t{64} << 20))
-    return 0;
-  ++reach.ran;
-  if ((*program)->run(feeds)) ++reach.ran_ok;
+  // The six stages and one run, on small inputs only.
+  fuzz::compile_and_run(std::move(*graph), registry, reach);
   return 0;
 }
