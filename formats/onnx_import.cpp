@@ -510,6 +510,15 @@ Expected<ir::Graph> import_model(const std::string& bytes, const std::string& wh
     return make_error("ir_version " + std::to_string(model.ir_version()) + " is not supported (Tessera reads " +
                           std::to_string(kMinIr) + " to " + std::to_string(kMaxIr) + ")", where);
   if (!model.has_graph()) return make_error("the model has no graph", where);
+  if (model.ir_version() < 4) {  // before IR 4, every initializer is also a graph input
+    std::set<std::string> inputs;
+    for (const auto& vi : model.graph().input()) inputs.insert(vi.name());
+    for (const auto& init : model.graph().initializer())
+      if (!inputs.count(init.name()))
+        return make_error("initializer '" + init.name() + "' is not a graph input, which IR version " +
+                              std::to_string(model.ir_version()) + " requires (from IR version 4 on it need not be)",
+                          where);
+  }
   auto opset = default_opset(model);
   if (!opset) return make_error(opset.error().message, where);
   ImportContext ctx{registry, base_dir, *opset, {}};

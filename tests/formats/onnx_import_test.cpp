@@ -719,6 +719,18 @@ TEST(OnnxImportErrors, TensorWithValuesInTwoFields) {
   EXPECT_NE(e.find("initializer 'w': holds values in float_data, int32_data (ONNX allows exactly one of them)"), std::string::npos) << e;
 }
 
+TEST(OnnxImportErrors, InitializerNotAnInputBeforeIr4) {
+  ModelBuilder m(7, /*ir_version=*/3);
+  auto* w = m.initializer("w", onnx::TensorProto::FLOAT, {1});
+  w->add_float_data(1.f);
+  m.node("Identity", {"w"}, {"y"});
+  m.output("y");
+  std::string e = error_of(m.import());
+  EXPECT_NE(e.find("initializer 'w' is not a graph input, which IR version 3 requires"), std::string::npos) << e;
+  m.model.set_ir_version(4);
+  EXPECT_TRUE(m.import().has_value());
+}
+
 }  // namespace checker_rules
 
 }  // namespace
