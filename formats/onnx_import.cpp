@@ -245,6 +245,15 @@ Status check_schema(const onnx::NodeProto& np, const std::string& label, int64_t
     return make_error(label + ": " + np.op_type() + " is not in opset " + std::to_string(opset) +
                       " (the model's); it first appears in opset " + std::to_string(first_version(np.op_type())));
   }
+  // Flags ONNX defines as 0 or 1: another value reads as true to a kernel testing non-zero and as
+  // false to ONNX's shape inference testing == 1, so the model means two things.
+  static const std::set<std::string> kFlags = {
+      "keepdims", "select_last_index", "transA", "transB", "ceil_mode", "count_include_pad", "exclusive",
+      "reverse", "center_point_box", "noop_with_empty_axes", "allowzero", "largest", "sorted", "storage_order",
+      "linear_before_reset", "input_forget", "detect_negative", "detect_positive", "training_mode", "fmod"};
+  for (const auto& a : np.attribute())
+    if (a.type() == onnx::AttributeProto::INT && kFlags.count(a.name()) && a.i() != 0 && a.i() != 1)
+      return make_error(label + ": attribute '" + a.name() + "' is " + std::to_string(a.i()) + "; ONNX defines it as 0 or 1");
   if (schema->Deprecated())
     return make_error(label + ": " + np.op_type() + " is deprecated in opset " + std::to_string(opset) + " (the model's) and has no definition there");
   try {

@@ -731,6 +731,16 @@ TEST(OnnxImportErrors, InitializerNotAnInputBeforeIr4) {
   EXPECT_TRUE(m.import().has_value());
 }
 
+TEST(OnnxImportErrors, FlagAttributeThatIsNeitherZeroNorOne) {
+  ModelBuilder m(13);
+  m.input("x", onnx::TensorProto::FLOAT, {2, 3});
+  attr_int(m.node("ReduceSum", {"x"}, {"y"}, "sum"), "keepdims", int64_t{1} << 62);
+  m.output("y");
+  const std::string e = error_of(m.import());
+  EXPECT_NE(e.find("ReduceSum (node 'sum'): attribute 'keepdims' is 4611686018427387904; ONNX defines it as 0 or 1"),
+            std::string::npos) << e;
+}
+
 }  // namespace checker_rules
 
 }  // namespace
