@@ -79,18 +79,17 @@ int runs_list(const Database& db, const RunsOptions& o) {
     return 0;
   }
   std::printf("%5s  %-20s %-7s %-9s %-19s %9s  %s\n", "ID", "NAME", "KIND", "STATUS", "STARTED", "DURATION", "COMMAND");
+  bool incomplete = false;
   for (const RunRecord& r : *runs) {
     // A run whose record lost writes (a full disk) is marked: its metrics stop early.
-    const std::string status = r.status + (r.error.find("incomplete record") != std::string::npos ? "*" : "");
+    const bool lost = r.error.find("incomplete record") != std::string::npos;
+    incomplete |= lost;
+    const std::string status = r.status + (lost ? "*" : "");
     std::printf("%5lld  %-20s %-7s %-9s %-19s %9s  %s\n", static_cast<long long>(r.id), clip(printable(r.name), 20).c_str(),
                 r.kind.c_str(), status.c_str(), local_time(r.started_ns).c_str(), run_duration(r).c_str(),
                 clip(printable(r.command), 60).c_str());
   }
-  for (const RunRecord& r : *runs)
-    if (r.error.find("incomplete record") != std::string::npos) {
-      std::printf("* the record of a run so marked is incomplete (see `tessera runs show ID`)\n");
-      break;
-    }
+  if (incomplete) std::printf("* the record of a run so marked is incomplete (see `tessera runs show ID`)\n");
   return 0;
 }
 

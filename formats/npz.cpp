@@ -45,9 +45,13 @@ std::string zip_code_text(int code) {
   return s;
 }
 
-Expected<std::map<std::string, Tensor>> read_archive(zip_t* za, uint64_t archive_size,
-                                                     const std::string& where, const std::set<std::string>* only) {
+// Every member's name and sizes are checked; only those in `only` (all when null) are inflated.
+// The keys of all members go to `keys` when given.
+Expected<std::map<std::string, Tensor>> read_archive(zip_t* za, uint64_t archive_size, const std::string& where,
+                                                     const std::set<std::string>* only,
+                                                     std::set<std::string>* keys = nullptr) {
   std::map<std::string, Tensor> out;
+  std::set<std::string> seen;
   const zip_int64_t count = zip_get_num_entries(za, 0);
   for (zip_int64_t i = 0; i < count; ++i) {
     zip_stat_t st;
@@ -60,8 +64,7 @@ Expected<std::map<std::string, Tensor>> read_archive(zip_t* za, uint64_t archive
     if (name.size() < kSuffixLen || name.compare(name.size() - kSuffixLen, kSuffixLen, kSuffix) != 0)
       return make_error("member '" + name + "' is not a .npy file", where);
     const std::string key = name.substr(0, name.size() - kSuffixLen);
-    if (out.count(key) != 0) return make_error("duplicate member", member);
-    if (only != nullptr && only->count(key) == 0) continue;  // not asked for: never inflated
+    if (!seen.insert(key).second) return make_error("duplicate member", member);
     if (!(st.valid & ZIP_STAT_SIZE) || !(st.valid & ZIP_STAT_COMP_SIZE) ||
         !(st.valid & ZIP_STAT_COMP_METHOD))
       return make_error("the archive does not record the member's sizes", member);
@@ -79,6 +82,7 @@ Expected<std::map<std::string, Tensor>> read_archive(zip_t* za, uint64_t archive
       return make_error("declares " + std::to_string(st.size) + " bytes uncompressed from " +
                             std::to_string(st.comp_size) + " compressed bytes, which is impossible",
                         member);
+    if (only != nullptr && only->count(key) == 0) continue;  // not asked for: never inflated
     ZipFilePtr zf(zip_fopen_index(za, static_cast<zip_uint64_t>(i), 0));
     if (!zf) return make_error("cannot open: " + zip_error_text(zip_get_error(za)), member);
     npy_detail::ReadFn read = [&](void* dst, size_t n) -> Expected<size_t> {
@@ -89,12 +93,12 @@ Expected<std::map<std::string, Tensor>> read_archive(zip_t* za, uint64_t archive
     TRY(Tensor t, npy_detail::decode(read, st.size, member));
     out.emplace(key, std::move(t));
   }
+  if (keys != nullptr) *keys = std::move(seen);
   return out;
 }
 
-}  // namespace
-
-Expected<std::map<std::string, Tensor>> read_npz(const std::string& path, const std::set<std::string>* only) {
+Expected<std::map<std::string, Tensor>> open_archive(const std::string& path, const std::set<std::string>* only,
+                                                     std::set<std::string>* keys) {
   struct stat fs;
   if (stat(path.c_str(), &fs) != 0)
     return make_error("cannot open for reading: " + std::string(std::strerror(errno)), path);
@@ -103,21 +107,20 @@ Expected<std::map<std::string, Tensor>> read_npz(const std::string& path, const 
   int code = 0;
   ZipPtr za(zip_open(path.c_str(), ZIP_RDONLY, &code));
   if (!za) return make_error("not a readable .npz (zip) archive: " + zip_code_text(code), path);
-  return read_archive(za.get(), static_cast<uint64_t>(fs.st_size), path, only);
+  return read_archive(za.get(), static_cast<uint64_t>(fs.st_size), path, only, keys);
+}
+
+}  // namespace
+
+Expected<std::map<std::string, Tensor>> read_npz(const std::string& path, const std::set<std::string>* only) {
+  return open_archive(path, only, nullptr);
 }
 
 Expected<std::set<std::string>> npz_keys(const std::string& path) {
   const std::set<std::string> none;
-  TRY(auto nothing, read_npz(path, &none));  // every member's name and sizes checked, none inflated
-  (void)nothing;
-  int code = 0;
-  ZipPtr za(zip_open(path.c_str(), ZIP_RDONLY, &code));
-  if (!za) return make_error("not a readable .npz (zip) archive: " + zip_code_text(code), path);
   std::set<std::string> keys;
-  for (zip_int64_t i = 0, n = zip_get_num_entries(za.get(), 0); i < n; ++i) {
-    const char* name = zip_get_name(za.get(), static_cast<zip_uint64_t>(i), 0);
-    if (name != nullptr) keys.insert(std::string(name).substr(0, std::strlen(name) - kSuffixLen));
-  }
+  TRY(auto nothing, open_archive(path, &none, &keys));
+  (void)nothing;
   return keys;
 }
 

@@ -443,9 +443,8 @@ Status check_type_constraints(const onnx::GraphProto& gp, const ir::Graph& g, in
     if (!(np.domain().empty() || np.domain() == "ai.onnx")) continue;
     // PyTorch's opset-6 exports hold int64 Constants, which Constant-1 does not list (ONNX's own
     // test data has three such models); the type is the tensor's, stated in the file.
-    const bool int64_constant = np.op_type() == "Constant" && np.output_size() == 1 &&
-                                g.find_value(np.output(0)) && g.value(*g.find_value(np.output(0))).type.dtype == DType::kI64;
-    if (int64_constant) continue;
+    if (np.op_type() == "Constant" && np.output_size() == 1)
+      if (auto v = g.find_value(np.output(0)); v && g.value(*v).type.dtype == DType::kI64) continue;
     const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(np.op_type(), version, onnx::ONNX_DOMAIN);
     if (schema == nullptr) continue;
     std::map<std::string, std::pair<DType, std::string>> bound;  // type_str -> first type, and whose

@@ -1,4 +1,5 @@
-// What the structure-aware fuzz targets (onnx_engine_fuzz, tsr_fuzz) do with a graph that loaded:
+// What the structure-aware fuzz targets (onnx_engine_fuzz, tsr_fuzz) share: the custom mutator's
+// frame (parse the message, mutate fields, serialise), and what they do with a graph that loaded:
 // the six stages and one execution on zero inputs (symbolic dims 2), for small graphs only, and
 // counters of how far inputs got. Header-only: each target is one translation unit.
 #pragma once
@@ -6,6 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <random>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -21,7 +24,25 @@
 // turns that into an Error, and only what escapes that is a finding.
 extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1:max_allocation_size_mb=512"; }
 
+extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
+
 namespace tessera::fuzz {
+
+// The body of LLVMFuzzerCustomMutator for a protobuf message type: parses the input as a Message
+// (byte mutations when it does not parse, lacks a graph, or one time in eight), applies
+// `mutate(message, rng)` one to three times and serialises the result in place.
+template <class Message, class Mutate>
+size_t mutate_message(uint8_t* data, size_t size, size_t max_size, unsigned int seed, Mutate&& mutate) {
+  Message message;
+  if (!message.ParseFromArray(data, static_cast<int>(size)) || !message.has_graph()) return LLVMFuzzerMutate(data, size, max_size);
+  std::mt19937_64 rng(seed);
+  if (rng() % 8 == 0) return LLVMFuzzerMutate(data, size, max_size);  // some byte-level noise as well
+  for (int i = 0, n = 1 + static_cast<int>(rng() % 3); i < n; ++i) mutate(message, rng);
+  std::string out;
+  if (!message.SerializeToString(&out) || out.size() > max_size) return size;
+  std::memcpy(data, out.data(), out.size());
+  return out.size();
+}
 
 // How far inputs get (imported, compiled, run), printed at exit when ONNX_ENGINE_FUZZ_STATS is
 // set: the target is only worth its CI time if mutants reach the engine.

@@ -23,8 +23,6 @@
 #include "formats/tsr.h"
 #include "tests/fuzz/engine_run.h"
 
-extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
-
 namespace {
 
 constexpr int64_t kExtreme[] = {0, -1, 1, 2, 3, 7, 13, 64, 65, int64_t{1} << 31, int64_t{1} << 32, int64_t{1} << 62,
@@ -167,15 +165,7 @@ bool mutate(onnx::ModelProto& m, Rng& rng) {
 }  // namespace
 
 extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {
-  onnx::ModelProto model;
-  if (!model.ParseFromArray(data, static_cast<int>(size)) || !model.has_graph()) return LLVMFuzzerMutate(data, size, max_size);
-  Rng rng(seed);
-  if (rng() % 8 == 0) return LLVMFuzzerMutate(data, size, max_size);  // some byte-level noise as well
-  for (int i = 0, n = 1 + static_cast<int>(rng() % 3); i < n; ++i) mutate(model, rng);
-  std::string out;
-  if (!model.SerializeToString(&out) || out.size() > max_size) return size;
-  std::memcpy(data, out.data(), out.size());
-  return out.size();
+  return tessera::fuzz::mutate_message<onnx::ModelProto>(data, size, max_size, seed, mutate);
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

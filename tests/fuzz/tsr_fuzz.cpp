@@ -27,8 +27,6 @@
 #include "formats/tsr.pb.h"
 #include "tests/fuzz/engine_run.h"
 
-extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
-
 namespace {
 
 namespace pb = tessera::tsr;
@@ -129,15 +127,7 @@ void mutate(pb::File& f, Rng& rng) {
 }  // namespace
 
 extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {
-  pb::File file;
-  if (!file.ParseFromArray(data, static_cast<int>(size)) || !file.has_graph()) return LLVMFuzzerMutate(data, size, max_size);
-  Rng rng(seed);
-  if (rng() % 8 == 0) return LLVMFuzzerMutate(data, size, max_size);
-  for (int i = 0, n = 1 + static_cast<int>(rng() % 3); i < n; ++i) mutate(file, rng);
-  std::string out;
-  if (!file.SerializeToString(&out) || out.size() > max_size) return size;
-  std::memcpy(data, out.data(), out.size());
-  return out.size();
+  return tessera::fuzz::mutate_message<pb::File>(data, size, max_size, seed, mutate);
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
