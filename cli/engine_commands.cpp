@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "cli/commands.h"
 #include "engine/stages/session.h"
@@ -151,12 +152,21 @@ int run_bench(const BenchOptions& o) {
   rec.metric("bench/compile_ms", compile_ms);
   rec.metric("bench/gflops", gflops);
   rec.metric("bench/peak_bytes", static_cast<double>(plan.peak_bytes()));
+  // Steps on the reference kernel, counted by op and reason.
+  std::map<std::string, int> reference;
+  int reference_steps = 0;
+  for (const stages::Step& s : plan.steps)
+    if (s.kind == stages::Step::Kind::kReference) {
+      ++reference[s.why_reference];
+      ++reference_steps;
+    }
   if (o.json) {
     nlohmann::json j{{"median_ms", median},       {"min_ms", min},
                      {"compile_ms", compile_ms},  {"peak_bytes", plan.peak_bytes()},
                      {"gflops", gflops},          {"lower_bound_bytes", plan.lower_bound_bytes()},
                      {"threads", so.threads},     {"runs", o.runs},
-                     {"flops", plan.total_flops}};
+                     {"flops", plan.total_flops}, {"steps", plan.steps.size()},
+                     {"reference_steps", reference_steps}, {"reference_ops", reference}};
     print_json(j);
     return rec.finish();
   }
@@ -168,6 +178,10 @@ int run_bench(const BenchOptions& o) {
   std::printf("  peak arena %.2f MB (lifetime lower bound %.2f MB)\n", static_cast<double>(plan.peak_bytes()) / 1e6,
               static_cast<double>(plan.lower_bound_bytes()) / 1e6);
   std::printf("  %.3f GFLOP per run, %.1f GFLOP/s\n", plan.total_flops / 1e9, gflops);
+  if (reference_steps > 0) {
+    std::printf("  %d step(s) on reference kernels:\n", reference_steps);
+    for (const auto& [why, count] : reference) std::printf("    %4d x %s\n", count, printable(why).c_str());
+  }
   return rec.finish();
 }
 

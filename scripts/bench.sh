@@ -1,28 +1,30 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark of Tessera against ONNX Runtime on models exported from PyTorch
-# (tests/bench/README.md). Installs what is missing, builds the `tessera` CLI, exports the models
-# once into build/models, then prints one table (tests/bench/compare.py).
+# Side-by-side benchmark of Tessera against ONNX Runtime on the zoo: real architectures exported from
+# PyTorch (tests/bench/README.md, tests/zoo/). Installs what is missing, builds the `tessera` CLI,
+# exports the zoo once into build/zoo, then prints one table (tests/bench/compare.py): the CPU and
+# its ISA first, Tessera/ORT per model, the geometric mean, peak memory of both, reference steps.
 #
 # Usage: scripts/bench.sh [--threads N] [--runs R] [--rounds K] [--models a,b] [--no-build]
 #                         [--ort-only] [--torch] [--json-out FILE]
 #   --threads  threads for every engine: Tessera, ORT intra-op, PyTorch (default 2)
 #   --runs     timed runs per engine per round (default 20); --rounds interleaved rounds (default 3)
-#   --models   subset of resnet50,mobilenetv2,transformer,mlp,lenet (default: all five)
+#   --json-out FILE (or --json FILE): every figure as JSON, for later comparison
+#   --models   comma-separated subset of the zoo (default: all of it; make_zoo.py --list names them)
 #   --no-build use build/release/cli/tessera as it is; --ort-only skip Tessera altogether
 #   --torch    also time eager PyTorch in the same rounds (two more columns)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-threads=2 runs=20 rounds=3 models=resnet50,mobilenetv2,transformer,mlp,lenet
+threads=2 runs=20 rounds=3 models=
 build=1 extra=()
 usage() { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --threads|--runs|--rounds|--models|--json-out)
+    --threads|--runs|--rounds|--models|--json-out|--json)
       [ $# -ge 2 ] || { echo "bench: $1 needs a value" >&2; exit 2; }
       case "$1" in
         --threads) threads=$2 ;; --runs) runs=$2 ;; --rounds) rounds=$2 ;; --models) models=$2 ;;
-        --json-out) extra+=(--json-out "$2") ;;
+        --json-out|--json) extra+=(--json-out "$2") ;;
       esac
       shift 2 ;;
     --no-build) build=0; shift ;;
@@ -71,11 +73,13 @@ if [ "$build" -eq 0 ] && [[ " ${extra[*]-} " != *" --ort-only "* ]] && [ ! -x "$
   exit 2
 fi
 
-# 4. Models, inputs and PyTorch's outputs (skipped when present). Same threads and BLAS core type
-#    as the timed runs.
+# 4. The zoo: models, inputs and PyTorch's outputs (skipped when present). Same threads and BLAS core
+#    type as the timed runs. A model that fails to export is reported and the others still run.
 export OPENBLAS_CORETYPE=SkylakeX OMP_NUM_THREADS="$threads"
-/usr/bin/python3 tests/bench/make_models.py --out build/models --models "$models" --threads "$threads"
+zoo_args=(--out build/zoo --threads "$threads")
+[ -z "$models" ] || zoo_args+=(--models "$models")
+/usr/bin/python3 tests/zoo/make_zoo.py "${zoo_args[@]}" || echo "bench: some models did not export (above)" >&2
 
 # 5. The comparison.
-/usr/bin/python3 tests/bench/compare.py --tessera "$tessera" --models-dir build/models \
+/usr/bin/python3 tests/bench/compare.py --tessera "$tessera" --models-dir build/zoo \
   --models "$models" --threads "$threads" --runs "$runs" --rounds "$rounds" "${extra[@]}"

@@ -26,6 +26,8 @@ bash scripts/setup.sh
 if NODE_PATH=$(bash scripts/npm.sh | tail -1); then export NODE_PATH; else echo "test.sh: onnxruntime-node not installed; formats.ort_export will skip"; fi
 record install "$t0"
 phase "release build" bash scripts/build.sh release
+# The zoo's models, inputs and PyTorch's outputs (build/zoo, kept between runs), for zoo.* tests.
+phase "zoo export" /usr/bin/python3 tests/zoo/make_zoo.py --out build/zoo
 phase "release tests" ctest --preset release -j2
 phase "sanitizer build" bash scripts/build.sh asan
 phase "sanitizer tests" ctest --preset asan -j2

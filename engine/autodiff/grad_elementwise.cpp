@@ -370,6 +370,16 @@ Status hard_sigmoid_grad(GradientContext& g) {
   });
 }
 
+// Swish x s(a x), s the sigmoid: s(a x) + a x s(a x) (1 - s(a x)).
+Status swish_grad(GradientContext& g) {
+  const double alpha = g.attrs().f("alpha");
+  return unary(g, [=](Ops& o, ValueId x, ValueId, ValueId dy) {
+    ValueId ax = o.mul(x, o.c(alpha));
+    ValueId s = o.op("Sigmoid", ax);
+    return o.mul(dy, o.add(s, o.mul(o.mul(ax, s), o.sub(o.c(1.0), s))));
+  });
+}
+
 Status thresholded_relu_grad(GradientContext& g) {
   const double alpha = g.attrs().f("alpha");
   return unary(g, [=](Ops& o, ValueId x, ValueId, ValueId dy) {
@@ -614,6 +624,7 @@ void register_elementwise_gradients(ops::OpRegistry& registry) {
   set_gradient(registry, "LeakyRelu", leaky_relu_grad);
   set_gradient(registry, "Selu", selu_grad);
   set_gradient(registry, "Elu", elu_grad);
+  set_gradient(registry, "Swish", swish_grad);
   set_gradient(registry, "Celu", celu_grad);
   set_gradient(registry, "HardSigmoid", hard_sigmoid_grad);
   set_gradient(registry, "ThresholdedRelu", thresholded_relu_grad);

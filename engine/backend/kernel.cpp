@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 namespace tessera::backend {
 
@@ -23,6 +24,14 @@ std::vector<std::string> KernelRegistry::ops() const {
   for (const auto& e : entries_) s.insert(e->op);
   return {s.begin(), s.end()};
 }
+
+namespace {
+thread_local std::string decline_reason;
+}  // namespace
+
+void set_decline_reason(std::string why) { decline_reason = std::move(why); }
+
+std::string take_decline_reason() { return std::exchange(decline_reason, std::string()); }
 
 size_t plain_bytes(const ir::TensorType& type) {
   size_t n = 1;

@@ -94,6 +94,11 @@ class KernelRegistry {
   std::vector<std::unique_ptr<Entry>> entries_;
 };
 
+// A factory that declines may say why (set_decline_reason); the compile stage takes the reason
+// (take_decline_reason, which clears it) for steps left to the reference kernel. Per thread.
+void set_decline_reason(std::string why);
+std::string take_decline_reason();
+
 // Bytes of a plain (row-major) tensor of a static type.
 size_t plain_bytes(const ir::TensorType& type);
 

@@ -6,7 +6,8 @@
 //      plain src and write blocked dst, so the first conv needs no Reorder). Pass-through ops
 //      (pools, BatchNormalization, unary eltwise) want it when their data input already has it;
 //      Add / Mul of same-shape operands and Concat on axis 1 want it when one input has it, the
-//      plain ones are then reordered to it.
+//      plain ones are then reordered to it; an Add / Mul operand broadcast along one axis at most
+//      (a [1, C, 1, 1] scale) stays plain under a channels-last tag, where its bytes read the same.
 //   3. The wish is kept only if the node's CPU kernel factory accepts those layouts; otherwise the
 //      node is plain. A plain node whose kernel does not accept a blocked input gets a
 //      Reorder(to="") on that input (one per value and tag, shared by consumers).
@@ -66,6 +67,7 @@ const std::set<std::string> kPassThrough = {"MaxPool",
                                             "Gelu",
                                             "Elu",
                                             "HardSwish",
+                                            "Swish",
                                             "Softplus",
                                             "Neg",
                                             "Clip"};
@@ -148,6 +150,12 @@ class LayoutPass {
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       if (!g_.has_value(node.inputs[i])) return {};
       const ir::TensorType& t = g_.value(node.inputs[i]).type;
+      // An Add / Mul operand broadcast along one axis at most (a squeeze-excitation scale
+      // [1, C, 1, 1]) reads the same plain or channels-last: it stays as it is (the kernel
+      // describes a plain one in the other operand's tag).
+      if (node.op != "Concat" && t != out && block == 1 && (in[i].empty() || in[i] == tag) && t.is_static() &&
+          std::count_if(t.dims.begin(), t.dims.end(), [](const ir::Dim& d) { return d.size != 1; }) <= 1)
+        continue;
       if (node.op == "Concat" ? blocked_tag_for(t).empty() || t.dims[1].size % block != 0
                               : t != out)
         return {};

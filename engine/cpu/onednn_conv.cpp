@@ -6,6 +6,7 @@
 // from in_layouts[0]) and dst (out_layout) are reordered through scratch only when the chosen
 // format differs. In a blocked chain (the layout pass) the formats match and nothing is copied.
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 
 #include "engine/cpu/onednn_util.h"
@@ -68,7 +69,7 @@ class ConvKernel : public OneDnnKernel {
     }
     if (fused) {
       TRY(std::optional<Activation> act, read_activation(init));
-      if (act) po.append_eltwise(1.f, act->alg, act->alpha, act->beta);
+      if (act) append_activation(po, *act);
     }
     dnnl::primitive_attr attr = user_scratchpad_attr();
     attr.set_post_ops(po);
@@ -193,11 +194,97 @@ Expected<KernelPtr> make_conv(const ContextPtr& ctx, const KernelInit& init, boo
   return KernelPtr(std::move(k));
 }
 
+// ConvTranspose as oneDNN's deconvolution: plain src and dst, explicit pads (auto_pad NOTSET, no
+// output_shape: the right pad comes from the inferred output, so output_padding is honoured),
+// groups, dilations. ONNX's W [C_in, C_out / group, k...] is oneDNN's weights {[G,] OC/G, IC/G, k}
+// read in the iohw / giohw family of formats; a constant W is reordered once, here, into the format
+// the primitive prefers.
+Expected<KernelPtr> make_deconv(const ContextPtr& ctx, const KernelInit& init) {
+  const std::string impl = "onednn:deconv";
+  if (init.in_types.size() < 2 || !is_static_f32(init.in_types[0]) || !is_static_f32(init.in_types[1]) ||
+      init.out_types.size() != 1 || !is_static_f32(init.out_types[0]) || !all_plain(init) ||
+      !init.out_layout.empty())
+    return decline(init, impl, "needs plain static f32 X, W and Y");
+  if (attr_string(init, "auto_pad", "NOTSET") != "NOTSET" || !attr_ints(init, "output_shape", {}).empty())
+    return decline(init, impl, "auto_pad and output_shape are not mapped");
+  const memory::dims x = dims_of(*init.in_types[0]), w = dims_of(*init.in_types[1]), y = dims_of(*init.out_types[0]);
+  const size_t rank = x.size(), nsp = rank - 2;
+  if (rank < 3 || rank > 5 || w.size() != rank || y.size() != rank)
+    return decline(init, impl, "rank not handled");
+  const int64_t group = attr_int(init, "group", 1);
+  if (group < 1 || x[1] % group != 0 || w[0] != x[1] || y[1] != w[1] * group)
+    return decline(init, impl, "channels and group do not match");
+  const std::vector<int64_t> strides = attr_ints(init, "strides", std::vector<int64_t>(nsp, 1));
+  const std::vector<int64_t> dil = attr_ints(init, "dilations", std::vector<int64_t>(nsp, 1));
+  const std::vector<int64_t> pads = attr_ints(init, "pads", std::vector<int64_t>(2 * nsp, 0));
+  if (strides.size() != nsp || dil.size() != nsp || pads.size() != 2 * nsp)
+    return decline(init, impl, "window attributes do not match the spatial rank");
+  memory::dims st, di, pl, pr;
+  for (size_t d = 0; d < nsp; ++d) {
+    if (strides[d] < 1 || dil[d] < 1) return decline(init, impl, "bad window attribute");
+    const int64_t full = (x[2 + d] - 1) * strides[d] + dil[d] * (w[2 + d] - 1) + 1;
+    const int64_t right = full - pads[d] - y[2 + d];  // output_padding makes it smaller
+    if (pads[d] < 0 || right < 0) return decline(init, impl, "negative padding");
+    st.push_back(strides[d]);
+    di.push_back(dil[d] - 1);
+    pl.push_back(pads[d]);
+    pr.push_back(right);
+  }
+  // Logical weights dims and the tag that reads ONNX's plain W.
+  memory::dims wd;
+  if (group > 1) wd = {group, w[1], w[0] / group};
+  else wd = {w[1], w[0]};
+  wd.insert(wd.end(), w.begin() + 2, w.end());
+  using tag = memory::format_tag;
+  static const tag kPlain[3] = {tag::bac, tag::bacd, tag::bacde};  // iow, iohw, iodhw
+  static const tag kGrouped[3] = {tag::acbd, tag::acbde, tag::acbdef};  // giow, giohw, giodhw
+  const memory::desc wei_user(wd, memory::data_type::f32, group > 1 ? kGrouped[nsp - 1] : kPlain[nsp - 1]);
+  const memory::desc src = plain_md(x), dst = plain_md(y);
+  const bool has_bias = input_type(init, 2) != nullptr;
+  if (has_bias && !is_static_f32(input_type(init, 2))) return decline(init, impl, "bias");
+  const Tensor* w_const = constant_at(init, 1);
+  const memory::desc bias_md = has_bias ? plain_md({y[1]}) : memory::desc();
+  Tensor packed;
+  memory::desc wei_md = wei_user;
+  std::vector<Binding> bindings{bind_input(DNNL_ARG_SRC, 0, src), bind_output(DNNL_ARG_DST, 0, dst)};
+  auto make_pd = [&](const dnnl::engine& eng) {
+    const memory::desc wei_any(wd, memory::data_type::f32, tag::any);
+    dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
+                                        src, w_const ? wei_any : wei_user, bias_md, dst, st, di, pl, pr);
+    auto pd = dnnl::deconvolution_forward::primitive_desc(d, user_scratchpad_attr(), eng);
+    if (w_const) {  // reorder W once into the primitive's format
+      wei_md = pd.weights_desc();
+      packed = Tensor(DType::kF32, {static_cast<int64_t>(wei_md.get_size() / sizeof(float))});
+      const Tensor plain = w_const->contiguous();
+      memory from(wei_user, eng, const_cast<void*>(plain.raw_data()));
+      memory to(wei_md, eng, packed.raw_data());
+      dnnl::stream stream(eng);
+      dnnl::reorder(from, to).execute(stream, from, to);
+      stream.wait();
+    }
+    return pd;
+  };
+  // The descriptor is made inside primitive_kernel; the weights binding needs wei_md from it, so
+  // make it first here (a throw declines through guarded()).
+  std::optional<dnnl::deconvolution_forward::primitive_desc> pd;
+  Status made = guarded(impl, [&] { pd = make_pd(ctx->engine); });
+  if (!made) return decline(init, impl, made.error().message);
+  bindings.push_back(w_const ? bind_constant(DNNL_ARG_WEIGHTS, packed, wei_md) : bind_input(DNNL_ARG_WEIGHTS, 1, wei_user));
+  if (has_bias) {
+    const Tensor* b = constant_at(init, 2);
+    bindings.push_back(b ? bind_constant(DNNL_ARG_BIAS, *b, bias_md) : bind_input(DNNL_ARG_BIAS, 2, bias_md));
+  }
+  return primitive_kernel(
+      ctx, init, impl, [&](const dnnl::engine&) { return *pd; }, std::move(bindings), {dst.get_size()});
+}
+
 }  // namespace
 
 void register_onednn_conv(KernelRegistry& registry, const ContextPtr& ctx) {
   registry.add("Conv", "onednn:conv", kOneDnnPriority,
                [ctx](const KernelInit& init) { return make_conv(ctx, init, false); });
+  registry.add("ConvTranspose", "onednn:deconv", kOneDnnPriority,
+               [ctx](const KernelInit& init) { return make_deconv(ctx, init); });
   registry.add("FusedConv", "onednn:fused_conv", kOneDnnPriority,
                [ctx](const KernelInit& init) { return make_conv(ctx, init, true); });
 }

@@ -133,7 +133,7 @@ Status fused_tail(const KernelInit& init, const memory::dims& dst_dims, dnnl::po
     operands.push_back(std::move(o));
   }
   TRY(std::optional<Activation> act, read_activation(init));
-  if (act) po.append_eltwise(1.f, act->alg, act->alpha, act->beta);
+  if (act) append_activation(po, *act);
   return Status::ok();
 }
 

@@ -21,7 +21,10 @@ bool all_plain(const KernelInit& init) {
 
 Expected<KernelPtr> decline(const KernelInit& init, const std::string& impl,
                             const std::string& why) {
-  if (all_plain(init)) return KernelPtr();
+  if (all_plain(init)) {
+    backend::set_decline_reason(why);
+    return KernelPtr();
+  }
   return kernel_error(init, impl, "cannot honour the requested layouts: " + why);
 }
 
@@ -189,6 +192,10 @@ std::optional<Activation> map_activation(const std::string& name, const KernelIn
   if (name == "Elu")
     return Activation{algorithm::eltwise_elu, param("activation_alpha", "alpha", 1.0), 0.f};
   if (name == "HardSwish") return Activation{algorithm::eltwise_hardswish, 0.f, 0.f};
+  if (name == "Swish") return Activation{algorithm::eltwise_swish, param("activation_alpha", "alpha", 1.0), 0.f};
+  if (name == "HardSigmoid" && fused)  // two post-ops; the unary kernel cannot chain them
+    return Activation{algorithm::eltwise_linear, param("activation_alpha", "alpha", 0.2),
+                      param("activation_beta", "beta", 0.5), true};
   if (name == "Softplus") return Activation{algorithm::eltwise_soft_relu, 0.f, 0.f};
   if (name == "Neg") return Activation{algorithm::eltwise_linear, -1.f, 0.f};
   if (name == "Gelu") {
@@ -215,6 +222,11 @@ Expected<std::optional<Activation>> read_activation(const KernelInit& init) {
   std::optional<Activation> a = map_activation(name, init, /*fused=*/true);
   if (!a) return make_error("activation '" + name + "' is not mapped to oneDNN");
   return a;
+}
+
+void append_activation(dnnl::post_ops& po, const Activation& a) {
+  po.append_eltwise(1.f, a.alg, a.alpha, a.beta);
+  if (a.clip_unit) po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip_v2, 0.f, 1.f);
 }
 
 std::optional<Activation> unary_activation(const KernelInit& init) {

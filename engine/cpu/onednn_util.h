@@ -111,7 +111,10 @@ Expected<WindowGeom> window_geom(const KernelInit& init, const memory::dims& ker
 struct Activation {
   dnnl::algorithm alg;
   float alpha = 0.f, beta = 0.f;
+  bool clip_unit = false;  // then clip to [0, 1] (HardSigmoid: linear, then clip: two post-ops)
 };
+// Appends `a` as eltwise post-op(s).
+void append_activation(dnnl::post_ops& po, const Activation& a);
 // The activation of a fused node (attrs activation, activation_alpha, activation_beta): nullopt
 // for "" and an error for a name we do not map.
 Expected<std::optional<Activation>> read_activation(const KernelInit& init);

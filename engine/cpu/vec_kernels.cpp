@@ -15,6 +15,7 @@
 
 #include "engine/cpu/onednn_util.h"
 #include "engine/cpu/vec_internal.h"
+#include "engine/ops/resize.h"
 
 namespace tessera::cpu {
 namespace {
@@ -355,6 +356,110 @@ Expected<KernelPtr> make_erf(const KernelInit& init) {
   });
 }
 
+// HardSigmoid: clip(alpha x + beta, 0, 1). oneDNN 2.6 has no such eltwise algorithm (fused into a
+// Conv or MatMul it is two post-ops, linear then clip).
+Expected<KernelPtr> make_hard_sigmoid(const KernelInit& init) {
+  if (!plain_static(init) || init.in_types.size() != 1 || !is_static_f32(init.in_types[0]))
+    return decline(init, "cpu.vec:hard_sigmoid", "needs plain static f32");
+  const int64_t n = init.in_types[0]->static_numel();
+  const ops::AttrReader attrs = init.attrs();
+  const float alpha = static_cast<float>(attrs.f("alpha")), beta = static_cast<float>(attrs.f("beta"));
+  return make("cpu.vec:hard_sigmoid", init, [n, alpha, beta](KernelRun& run) -> Status {
+    const float* x = static_cast<const float*>(run.inputs[0].data);
+    float* y = static_cast<float*>(run.outputs[0].data);
+#pragma omp parallel for simd if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) y[i] = std::min(1.f, std::max(0.f, alpha * x[i] + beta));
+    return Status::ok();
+  });
+}
+
+// Resize of the last two axes (every other axis kept), any mode and coordinate transform but
+// tf_crop_and_resize, with constant scales or sizes: the taps come from the op's own
+// resize_taps(), flattened per axis into K taps (missing ones weigh 0); planes run in parallel.
+Expected<KernelPtr> make_resize(const KernelInit& init) {
+  const std::string impl = "cpu.vec:resize";
+  if (!plain_static(init) || init.in_types.empty() || !is_static_f32(init.in_types[0]) ||
+      init.out_types.size() != 1 || init.in_types[0]->rank() < 2)
+    return decline(init, impl, "needs plain static f32 of rank >= 2");
+  const std::vector<int64_t> in = init.in_types[0]->static_shape(), out = init.out_types[0]->static_shape();
+  const size_t r = in.size();
+  const ops::AttrReader attrs = init.attrs();
+  if (attrs.s("coordinate_transformation_mode") == "tf_crop_and_resize")
+    return decline(init, impl, "tf_crop_and_resize");
+  std::vector<double> scales(r);
+  const Tensor* sizes = init.in_types.size() > 3 && init.in_types[3] ? constant_at(init, 3) : nullptr;
+  const Tensor* sc = init.in_types.size() > 2 && init.in_types[2] ? constant_at(init, 2) : nullptr;
+  if (sizes && sizes->numel() == static_cast<int64_t>(r)) {
+    for (size_t d = 0; d < r; ++d) scales[d] = static_cast<double>(out[d]) / static_cast<double>(in[d]);
+  } else if (sc && sc->numel() == static_cast<int64_t>(r)) {
+    for (size_t d = 0; d < r; ++d) scales[d] = sc->get(static_cast<int64_t>(d));
+  } else {
+    return decline(init, impl, "scales or sizes must be constant");
+  }
+  std::vector<double> roi(2 * r, 0.0);
+  std::fill(roi.begin() + static_cast<std::ptrdiff_t>(r), roi.end(), 1.0);
+  auto taps = ops::resize_taps(init.node, attrs, in, out, scales, roi);
+  if (!taps) return decline(init, impl, taps.error().message);
+  for (size_t d = 0; d + 2 < r; ++d) {  // leading axes must be kept as they are
+    if (in[d] != out[d]) return decline(init, impl, "resizes a leading axis");
+    for (int64_t o = 0; o < out[d]; ++o) {
+      const auto& at = (*taps)[d].at[static_cast<size_t>(o)];
+      const auto& w = (*taps)[d].w[static_cast<size_t>(o)];
+      if (at.size() != 1 || at[0] != o || w[0] != 1.0) return decline(init, impl, "resizes a leading axis");
+    }
+  }
+  // Flattened taps of the last two axes: idx[o * K + k] (element offset along the axis), w[o * K + k].
+  struct Axis {
+    int64_t taps = 0;
+    std::vector<int64_t> idx;
+    std::vector<float> w;
+  };
+  auto flatten = [&](size_t d) -> std::optional<Axis> {
+    const ops::ResizeAxisTaps& t = (*taps)[d];
+    Axis a;
+    for (size_t o = 0; o < t.at.size(); ++o) {
+      if (t.outside[o]) return std::nullopt;
+      a.taps = std::max<int64_t>(a.taps, static_cast<int64_t>(t.at[o].size()));
+    }
+    a.taps = std::max<int64_t>(a.taps, 1);
+    a.idx.assign(t.at.size() * static_cast<size_t>(a.taps), 0);
+    a.w.assign(a.idx.size(), 0.f);
+    for (size_t o = 0; o < t.at.size(); ++o)
+      for (size_t k = 0; k < t.at[o].size(); ++k) {
+        a.idx[o * static_cast<size_t>(a.taps) + k] = t.at[o][k];
+        a.w[o * static_cast<size_t>(a.taps) + k] = static_cast<float>(t.w[o][k]);
+      }
+    return a;
+  };
+  auto ay = flatten(r - 2), ax = flatten(r - 1);
+  if (!ay || !ax) return decline(init, impl, "extrapolated elements");
+  int64_t planes = 1;
+  for (size_t d = 0; d + 2 < r; ++d) planes *= in[d];
+  const int64_t ih = in[r - 2], iw = in[r - 1], oh = out[r - 2], ow = out[r - 1];
+  return make(impl, init, [planes, ih, iw, oh, ow, ay = std::move(*ay), ax = std::move(*ax)](KernelRun& run) -> Status {
+    const float* x = static_cast<const float*>(run.inputs[0].data);
+    float* y = static_cast<float*>(run.outputs[0].data);
+    const int64_t ky = ay.taps, kx = ax.taps;
+#pragma omp parallel for collapse(2) if (planes * oh * ow > kParallelMin / 4)
+    for (int64_t p = 0; p < planes; ++p)
+      for (int64_t i = 0; i < oh; ++i) {
+        const float* xp = x + p * ih * iw;
+        float* yr = y + (p * oh + i) * ow;
+        for (int64_t j = 0; j < ow; ++j) {
+          float v = 0.f;
+          for (int64_t a = 0; a < ky; ++a) {
+            const float wy = ay.w[static_cast<size_t>(i * ky + a)];
+            const float* row = xp + ay.idx[static_cast<size_t>(i * ky + a)] * iw;
+            for (int64_t b = 0; b < kx; ++b)
+              v += wy * ax.w[static_cast<size_t>(j * kx + b)] * row[ax.idx[static_cast<size_t>(j * kx + b)]];
+          }
+          yr[j] = v;
+        }
+      }
+    return Status::ok();
+  });
+}
+
 Expected<KernelPtr> make_pow(const KernelInit& init) {
   const std::string impl = "cpu.vec:pow";
   if (!plain_static(init) || init.in_types.size() != 2 || !is_static_f32(init.in_types[0]) ||
@@ -397,6 +502,8 @@ void register_vec_kernels(KernelRegistry& registry) {
   registry.add("Cast", "cpu.vec:cast", kVecPriority, make_cast);
   registry.add("Erf", "cpu.vec:erf", kVecPriority, make_erf);
   registry.add("Pow", "cpu.vec:pow", kVecPriority, make_pow);
+  registry.add("HardSigmoid", "cpu.vec:hard_sigmoid", kVecPriority, make_hard_sigmoid);
+  registry.add("Resize", "cpu.vec:resize", kVecPriority, make_resize);
   register_vec_train(registry);
 }
 

@@ -17,17 +17,19 @@ namespace {
 
 constexpr double kSqrtHalf = 0.70710678118654752440;
 
-enum class Act { kNone, kRelu, kLeakyRelu, kClip, kSigmoid, kTanh, kGelu, kHardSwish };
+enum class Act { kNone, kRelu, kLeakyRelu, kClip, kSigmoid, kTanh, kGelu, kHardSwish, kHardSigmoid, kSwish };
 
 Expected<Act> parse_activation(const ir::Node& node, const std::string& s) {
   static const std::pair<const char*, Act> kNames[] = {
       {"", Act::kNone},         {"Relu", Act::kRelu}, {"LeakyRelu", Act::kLeakyRelu},
       {"Clip", Act::kClip},     {"Sigmoid", Act::kSigmoid}, {"Tanh", Act::kTanh},
-      {"Gelu", Act::kGelu},     {"HardSwish", Act::kHardSwish}};
+      {"Gelu", Act::kGelu},     {"HardSwish", Act::kHardSwish}, {"HardSigmoid", Act::kHardSigmoid},
+      {"Swish", Act::kSwish}};
   for (const auto& [name, act] : kNames)
     if (s == name) return act;
   return node_error(node, "attribute 'activation' is '" + s +
-                              "'; expected \"\", Relu, LeakyRelu, Clip, Sigmoid, Tanh, Gelu or HardSwish");
+                              "'; expected \"\", Relu, LeakyRelu, Clip, Sigmoid, Tanh, Gelu, HardSwish, "
+                              "HardSigmoid or Swish");
 }
 
 template <class T>
@@ -50,6 +52,16 @@ T activate(T x, Act act, T alpha, T beta) {
     case Act::kHardSwish: {
       const T r = x + T(3);
       return x * (r < T(0) ? T(0) : r > T(6) ? T(6) : r) / T(6);
+    }
+    case Act::kHardSigmoid: {  // alpha, beta as HardSigmoid's
+      const T v = alpha * x + beta;
+      return v < T(0) ? T(0) : v > T(1) ? T(1) : v;
+    }
+    case Act::kSwish: {  // alpha as Swish's
+      const T z = alpha * x;
+      if (z >= T(0)) return x / (T(1) + std::exp(-z));
+      const T e = std::exp(z);
+      return x * e / (T(1) + e);
     }
   }
   return x;
@@ -168,9 +180,11 @@ void register_fused(OpRegistry& registry, const FusedKind& k, std::string doc) {
   def.output("Y", "act(" + std::string(k.base) + "(...) + Z)");
   def.attrs = base->attrs;
   def.attr("activation", AttrKind::kString, Attribute(""),
-           "\"\" (none), Relu, LeakyRelu, Clip, Sigmoid, Tanh, Gelu (exact, erf) or HardSwish")
-      .attr("activation_alpha", AttrKind::kFloat, Attribute(0.0), "LeakyRelu's alpha; Clip's min")
-      .attr("activation_beta", AttrKind::kFloat, Attribute(0.0), "Clip's max");
+           "\"\" (none), Relu, LeakyRelu, Clip, Sigmoid, Tanh, Gelu (exact, erf), HardSwish, "
+           "HardSigmoid or Swish")
+      .attr("activation_alpha", AttrKind::kFloat, Attribute(0.0),
+            "LeakyRelu's, HardSigmoid's and Swish's alpha; Clip's min")
+      .attr("activation_beta", AttrKind::kFloat, Attribute(0.0), "Clip's max; HardSigmoid's beta");
   def.allowed_types = kFloatTypes;
   def.no_gradient_reason = "made by the optimiser after autodiff; training graphs are differentiated unfused";
   const FusedKind kind = k;

@@ -28,6 +28,7 @@
 #include <cmath>
 
 #include "engine/ops/index_internal.h"
+#include "engine/ops/resize.h"
 
 namespace tessera::ops {
 namespace {
@@ -330,6 +331,28 @@ Status resize_kernel(KernelContext& ctx) {
 }
 
 }  // namespace
+
+Expected<std::vector<ResizeAxisTaps>> resize_taps(const ir::Node& node, const AttrReader& attrs,
+                                                  const std::vector<int64_t>& in,
+                                                  const std::vector<int64_t>& out,
+                                                  const std::vector<double>& scales,
+                                                  const std::vector<double>& roi) {
+  TRY(ResizeAttrs a, read_attrs(node, attrs));
+  const size_t r = in.size();
+  if (out.size() != r || scales.size() != r || roi.size() != 2 * r)
+    return node_error(node, "Resize taps: shapes, scales and roi do not match the rank");
+  std::vector<ResizeAxisTaps> axes(r);
+  for (size_t d = 0; d < r; ++d) {
+    if (in[d] == 0 && out[d] > 0) return node_error(node, "cannot resize an empty axis to a non-empty one");
+    for (int64_t o = 0; o < out[d]; ++o) {
+      Taps t = axis_taps(a, o, in[d], scales[d], roi[d], roi[r + d]);
+      axes[d].at.push_back(std::move(t.at));
+      axes[d].w.push_back(std::move(t.w));
+      axes[d].outside.push_back(t.outside);
+    }
+  }
+  return axes;
+}
 
 void register_resize_op(OpRegistry& registry) {
   OpDef def("Resize", "tensor",

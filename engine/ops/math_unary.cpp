@@ -183,6 +183,20 @@ void register_activations(OpRegistry& reg) {
                      return x > static_cast<T>(alpha) ? x : T(0);
                    };
                  });
+  add_activation(reg, "Swish",
+                 "x * sigmoid(alpha * x), element-wise (SiLU for alpha = 1; ONNX opset 24). The "
+                 "fuse-patterns pass makes it from Mul(x, Sigmoid(x)).",
+                 {{"alpha", 1.0}}, [](const AttrReader& a) {
+                   const double alpha = a.f("alpha");
+                   return [alpha](auto x) {
+                     using T = decltype(x);
+                     const T z = static_cast<T>(alpha) * x;
+                     // x * sigmoid(z) without overflow for either sign of z.
+                     if (z >= T(0)) return x / (T(1) + std::exp(-z));
+                     const T e = std::exp(z);
+                     return x * e / (T(1) + e);
+                   };
+                 });
   add_activation(
       reg, "Mish", "x * tanh(softplus(x)), element-wise (ONNX opset 18).", {},
       [](const AttrReader&) { return [](auto x) { return x * std::tanh(softplus(x)); }; });

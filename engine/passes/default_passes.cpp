@@ -5,9 +5,11 @@ namespace tessera::passes {
 
 // canonicalize and constant-fold feed each other (a folded shape enables a Reshape rule, a
 // removed Identity exposes a constant), so they share a fixpoint; batch-norm folding runs before
-// fusion so that Conv+BN+Relu becomes one FusedConv; dce last removes what fusion left.
+// fusion so that Conv+BN+Relu becomes one FusedConv; pattern fusion (Swish, Gelu, LayerNorm...)
+// before fuse, so that a Conv or MatMul absorbs the activations it made; dce last removes what
+// fusion left.
 const char* const kDefaultPipeline =
-    "fixpoint(canonicalize,constant-fold),dce,cse,fold-batchnorm,fuse,dce";
+    "fixpoint(canonicalize,constant-fold),dce,cse,fuse-patterns,fold-batchnorm,fuse,dce";
 
 PassRegistry default_pass_registry() {
   PassRegistry r;
@@ -16,6 +18,7 @@ PassRegistry default_pass_registry() {
   r.add("cse", [] { return make_cse_pass(); });
   r.add("dce", [] { return make_dce_pass(); });
   r.add("fold-batchnorm", [] { return make_fold_batchnorm_pass(); });
+  r.add("fuse-patterns", [] { return make_fuse_patterns_pass(); });
   r.add("fuse", [] { return make_fuse_pass(); });
   return r;
 }

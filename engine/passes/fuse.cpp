@@ -49,9 +49,15 @@ bool activation_of(const ir::Graph& g, const ir::Node& n, Chain& chain) {
     chain.activation = op;
     return true;
   }
-  if (op == "LeakyRelu") {
+  if (op == "LeakyRelu" || op == "Swish") {
     chain.activation = op;
-    chain.alpha = n.attr("alpha") ? n.attr("alpha")->f() : 0.01;
+    chain.alpha = n.attr("alpha") ? n.attr("alpha")->f() : op == "Swish" ? 1.0 : 0.01;
+    return true;
+  }
+  if (op == "HardSigmoid") {
+    chain.activation = op;
+    chain.alpha = n.attr("alpha") ? n.attr("alpha")->f() : 0.2;
+    chain.beta = n.attr("beta") ? n.attr("beta")->f() : 0.5;
     return true;
   }
   if (op == "Gelu") {
@@ -164,9 +170,10 @@ class FusePass : public Pass {
     while (!inputs.empty() && inputs.back() == ir::kNoValue) inputs.pop_back();
     if (!chain.activation.empty()) {
       attrs.insert_or_assign("activation", ir::Attribute(chain.activation));
-      if (chain.activation == "LeakyRelu" || chain.activation == "Clip")
+      const bool beta = chain.activation == "Clip" || chain.activation == "HardSigmoid";
+      if (beta || chain.activation == "LeakyRelu" || chain.activation == "Swish")
         attrs.insert_or_assign("activation_alpha", ir::Attribute(chain.alpha));
-      if (chain.activation == "Clip") attrs.insert_or_assign("activation_beta", ir::Attribute(chain.beta));
+      if (beta) attrs.insert_or_assign("activation_beta", ir::Attribute(chain.beta));
     }
     const std::string name = main.name;
     const std::string origin = main.provenance.origin;

@@ -6,6 +6,7 @@
 //   cse             merge identical nodes and identical small params
 //   canonicalize    algebraic simplification rules indexed by op type, to a fixed point
 //   fold-batchnorm  inference BatchNormalization into the preceding Conv / Gemm / MatMul weights
+//   fuse-patterns   decomposed Swish, HardSwish, Gelu and LayerNormalization -> those ops
 //   fuse            Conv / MatMul / Gemm + bias Add + residual Add + activation -> Fused* ops
 #pragma once
 
@@ -25,6 +26,7 @@ inline constexpr int64_t kDefaultCseParamBytes = int64_t{1} << 16;
 std::unique_ptr<Pass> make_cse_pass(int64_t max_param_bytes = kDefaultCseParamBytes);
 std::unique_ptr<Pass> make_canonicalize_pass();
 std::unique_ptr<Pass> make_fold_batchnorm_pass();
+std::unique_ptr<Pass> make_fuse_patterns_pass();
 std::unique_ptr<Pass> make_fuse_pass();
 
 }  // namespace tessera::passes

@@ -159,7 +159,10 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
       st.impl = "copy";
     } else if (all_static && !has_graph_attr(n)) {
       backend::KernelInit init{n, *def, in_types, out_types, constants, in_layouts, out_layout, plan.threads};
-      for (const auto* entry : devs[static_cast<size_t>(st.device)]->kernels().candidates(n.op)) {
+      const auto candidates = devs[static_cast<size_t>(st.device)]->kernels().candidates(n.op);
+      if (candidates.empty()) st.why_reference = "no fast kernel for " + n.op;
+      backend::take_decline_reason();
+      for (const auto* entry : candidates) {
         Expected<std::unique_ptr<backend::Kernel>> k = entry->factory(init);
         if (!k) {
           Error e = k.error();
@@ -173,7 +176,17 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
           st.impl = st.kernel->name();
           break;
         }
+        st.why_reference += (st.why_reference.empty() ? "declined by " : ", ") + entry->impl;
+        if (std::string why = backend::take_decline_reason(); !why.empty()) st.why_reference += " (" + why + ")";
       }
+      if (st.kind == Step::Kind::kReference) {
+        std::string types;
+        for (const ir::TensorType* t : in_types)
+          if (t) types += (types.empty() ? "" : ",") + std::string(dtype_name(t->dtype));
+        st.why_reference = n.op + "(" + types + "): " + st.why_reference;
+      }
+    } else {
+      st.why_reference = n.op + ": " + (all_static ? "nested graphs run on the reference interpreter" : "symbolic shape");
     }
     if (st.kind == Step::Kind::kReference) {
       st.impl = "ref";

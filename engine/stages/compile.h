@@ -40,6 +40,7 @@ struct Step {
   ir::NodeId node = ir::kNoNode;
   int device = 0;
   std::string impl;                          // kernel name, "ref" or "copy"
+  std::string why_reference;                 // kReference: why no fast kernel took the node
   std::unique_ptr<backend::Kernel> kernel;   // kKernel
   std::vector<ir::ValueId> captured;         // values nested graphs read by name (kReference)
   bool nested = false;                       // the node has graph attributes (If, Loop, Scan)

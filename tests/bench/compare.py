@@ -1,17 +1,20 @@
 #!/usr/bin/python3
-"""Runs Tessera and ONNX Runtime side by side on the exported models and prints one comparison table.
+"""Runs Tessera and ONNX Runtime side by side on the zoo and prints one comparison table.
 
-For each model (made by make_models.py into --models-dir):
+For each model of the zoo (tests/zoo/make_zoo.py, its manifest --models-dir/models.json):
   1. correctness, once: `tessera run` and ort_bench.js --output-dir write their outputs as .npy; each
      is compared with PyTorch's (NAME.torch.npy) as max|x - torch| / max|torch|;
   2. speed, interleaved: --rounds rounds, each runs `tessera bench --json` and ort_bench.js (and,
      with --torch, torch_bench.py) with --runs timed runs; the order reverses every round so all
      sides share the clock drift; a side's latency is the median of its round medians.
-The ratio is ORT ms / Tessera ms: above 1 means Tessera is faster. Every child gets the same thread
-count (--threads, also OMP_NUM_THREADS) and OPENBLAS_CORETYPE=SkylakeX.
-A side that fails (a missing op, no `bench` subcommand yet) shows "-" and its error is listed under
-the table, as is an output further than --tolerance (default 1e-3) from PyTorch's; the exit status
-is 1 when any of that happened, 2 on bad arguments or missing model files.
+The ratio is Tessera ms / ORT ms, as the issues state it: below 1 means Tessera is faster; the
+geometric mean is over the models both sides ran. Peak memory is each side's process peak RSS
+(wait4's ru_maxrss) in its timed runs. Every child gets the same thread count (--threads, also
+OMP_NUM_THREADS) and OPENBLAS_CORETYPE=SkylakeX. The CPU's model name and ISA come first.
+A side that fails (a missing op) shows "-" and its error is listed under the table, as is an output
+further than --tolerance (default 1e-3) from PyTorch's, and the other models still run; a model the
+manifest marks as an expected failure is listed with its reason. The exit status is 1 when a side
+failed unexpectedly, 2 on bad arguments or missing model files.
 
 Usage: /usr/bin/python3 tests/bench/compare.py [--tessera BIN] [--models-dir DIR] [--models a,b]
          [--threads N] [--runs R] [--rounds K] [--ort-only] [--torch] [--json-out FILE]
@@ -19,81 +22,23 @@ Usage: /usr/bin/python3 tests/bench/compare.py [--tessera BIN] [--models-dir DIR
 
 import argparse
 import json
+import math
 import os
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 
 import numpy as np
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "zoo"))
+from zoo_models import ZooError, load_output, load_zoo, rel_diff  # noqa: E402
+
 kHere = os.path.dirname(os.path.abspath(__file__))
 kRepo = os.path.dirname(os.path.dirname(kHere))
-kAllModels = ["resnet50", "mobilenetv2", "transformer", "mlp", "lenet"]
-
-
-# ---- ONNX input/output names, read straight from the protobuf (no onnx Python package needed) ----
-
-def _varint(buf, pos):
-    value, shift = 0, 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos
-        shift += 7
-
-
-def _fields(buf, start, end):
-    """Yields (field number, wire type, value or (begin, end) of a length-delimited field)."""
-    pos = start
-    while pos < end:
-        key, pos = _varint(buf, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _varint(buf, pos)
-            yield number, wire, value
-        elif wire == 1:
-            pos += 8
-        elif wire == 2:
-            length, pos = _varint(buf, pos)
-            yield number, wire, (pos, pos + length)
-            pos += length
-        elif wire == 5:
-            pos += 4
-        else:
-            raise ValueError(f"unsupported protobuf wire type {wire}")
-
-
-def _name_of(buf, span, name_field):
-    for number, wire, value in _fields(buf, *span):
-        if number == name_field and wire == 2:
-            return bytes(buf[value[0]:value[1]]).decode()
-    return ""
-
-
-def onnx_io_names(path):
-    """Returns (graph inputs that are not initializers, graph outputs) of an ONNX model file."""
-    with open(path, "rb") as f:
-        buf = memoryview(f.read())
-    # ModelProto.graph = 7; GraphProto: initializer = 5, input = 11, output = 12;
-    # ValueInfoProto.name = 1; TensorProto.name = 8.
-    graph = next((v for n, w, v in _fields(buf, 0, len(buf)) if n == 7 and w == 2), None)
-    if graph is None:
-        raise ValueError(f"{path}: no graph in the model")
-    inputs, outputs, initializers = [], [], set()
-    for number, wire, value in _fields(buf, *graph):
-        if wire != 2:
-            continue
-        if number == 5:
-            initializers.add(_name_of(buf, value, 8))
-        elif number == 11:
-            inputs.append(_name_of(buf, value, 1))
-        elif number == 12:
-            outputs.append(_name_of(buf, value, 1))
-    return [n for n in inputs if n not in initializers], outputs
 
 
 # ---- running the two sides ----
@@ -109,86 +54,73 @@ def first_error_line(proc, cmd):
     return lines[0] if lines else " ".join(cmd)
 
 
+class Child:
+    """A finished child process: returncode, stdout, stderr (text) and peak_rss (bytes, from wait4)."""
+
+    def __init__(self, cmd, env, timeout):
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            try:
+                proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
+            except OSError as e:
+                raise SideError(f"{cmd[0]}: {e.strerror}")
+            killed = threading.Event()
+
+            def kill():
+                killed.set()
+                proc.kill()
+            timer = threading.Timer(timeout, kill)
+            timer.start()
+            try:
+                _, status, usage = os.wait4(proc.pid, 0)
+            finally:
+                timer.cancel()
+            proc.returncode = os.waitstatus_to_exitcode(status)  # keeps Popen from waiting again
+            if killed.is_set():
+                raise SideError(f"timed out after {timeout} s: {' '.join(cmd)}")
+            self.returncode = proc.returncode
+            self.peak_rss = usage.ru_maxrss * 1024  # kilobytes on Linux
+            out.seek(0)
+            err.seek(0)
+            self.stdout = out.read().decode(errors="replace")
+            self.stderr = err.read().decode(errors="replace")
+
+
 def run_json(cmd, env, timeout):
-    """Runs cmd; returns the last JSON object it printed on stdout."""
-    try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise SideError(f"timed out after {timeout} s: {' '.join(cmd)}")
-    except OSError as e:
-        raise SideError(f"{cmd[0]}: {e.strerror}")
+    """Runs cmd; returns the last JSON object it printed on stdout, with "peak_rss_bytes" (the
+    child's peak resident set) added."""
+    proc = Child(cmd, env, timeout)
     if proc.returncode != 0:
         raise SideError(f"exit {proc.returncode}: {first_error_line(proc, cmd)}")
     for line in reversed(proc.stdout.splitlines()):
         line = line.strip()
         if line.startswith("{"):
             try:
-                return json.loads(line)
+                stats = json.loads(line)
             except json.JSONDecodeError:
                 break
+            stats["peak_rss_bytes"] = proc.peak_rss
+            return stats
     raise SideError(f"no JSON on stdout from {' '.join(cmd)}")
 
 
 def run_plain(cmd, env, timeout):
-    try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise SideError(f"timed out after {timeout} s")
-    except OSError as e:
-        raise SideError(f"{cmd[0]}: {e.strerror}")
+    proc = Child(cmd, env, timeout)
     if proc.returncode != 0:
         raise SideError(f"exit {proc.returncode}: {first_error_line(proc, cmd)}")
 
 
-def load_output(out_dir, output_name):
-    """The output .npy a run wrote into out_dir: <output_name>.npy, else the only .npy there."""
-    wanted = os.path.join(out_dir, output_name + ".npy")
-    if os.path.exists(wanted):
-        return np.load(wanted)
-    found = sorted(f for f in os.listdir(out_dir) if f.endswith(".npy"))
-    if len(found) == 1:
-        return np.load(os.path.join(out_dir, found[0]))
-    raise SideError(f"no {output_name}.npy in the output folder (found {found or 'nothing'})")
-
-
-def rel_diff(got, reference):
-    """max |got - reference| / max |reference|, the measure in the table."""
-    if got.shape != reference.shape:
-        raise SideError(f"output shape {list(got.shape)}, PyTorch's is {list(reference.shape)}")
-    scale = float(np.max(np.abs(reference))) or 1.0
-    return float(np.max(np.abs(got.astype(np.float64) - reference.astype(np.float64)))) / scale
-
-
-class Model:
-    """One exported model's files and its single input and output names; raises OSError or
-    ValueError when a file is missing or the model has several inputs or outputs."""
-
-    def __init__(self, name, models_dir):
-        self.name = name
-        self.onnx = os.path.join(models_dir, name + ".onnx")
-        self.input = os.path.join(models_dir, name + ".input.npy")
-        self.torch = os.path.join(models_dir, name + ".torch.npy")
-        for p in (self.onnx, self.input, self.torch):
-            if not os.path.exists(p):
-                raise FileNotFoundError(f"{p} is missing (run tests/bench/make_models.py)")
-        inputs, outputs = onnx_io_names(self.onnx)
-        if len(inputs) != 1 or len(outputs) != 1:
-            raise ValueError(f"{self.onnx}: expected one input and one output, "
-                             f"found inputs {inputs}, outputs {outputs}")
-        self.input_name, self.output_name = inputs[0], outputs[0]
-
-
 def tessera_cmds(args, m, out_dir):
-    run = [args.tessera, "run", m.onnx, "--input", f"{m.input_name}={m.input}", "--output-dir",
-           out_dir, "--threads", str(args.threads)]
-    bench = [args.tessera, "bench", m.onnx, "--input", f"{m.input_name}={m.input}", "--threads",
-             str(args.threads), "--runs", str(args.runs), "--warmup", str(args.warmup), "--json"]
+    run = [args.tessera, "run", m.onnx] + m.feed_args() + ["--output-dir", out_dir, "--threads",
+                                                           str(args.threads)]
+    bench = [args.tessera, "bench", m.onnx] + m.feed_args() + [
+        "--threads", str(args.threads), "--runs", str(args.runs), "--warmup", str(args.warmup),
+        "--json", "--no-record"]
     return run, bench
 
 
 def ort_cmds(args, m, out_dir):
-    base = [args.node, os.path.join(kHere, "ort_bench.js"), m.onnx, "--input", m.input,
-            "--input-name", m.input_name, "--threads", str(args.threads)]
+    base = [args.node, os.path.join(kHere, "ort_bench.js"), m.onnx] + m.feed_args() + [
+        "--threads", str(args.threads)]
     return (base + ["--runs", "1", "--warmup", "0", "--output-dir", out_dir],
             base + ["--runs", str(args.runs), "--warmup", str(args.warmup)])
 
@@ -209,6 +141,9 @@ def measure(args, m, env):
     if args.torch:
         sides["torch"] = torch_cmds
     result = {s: {} for s in sides}
+    if "tessera" in sides and m.expected_failure:
+        del sides["tessera"]
+        result["tessera"] = {"expected_failure": m.expected_failure}
     reference = np.load(m.torch)
     benches = {}
     with tempfile.TemporaryDirectory(prefix=f"bench-{m.name}-") as tmp:
@@ -226,7 +161,7 @@ def measure(args, m, env):
                 if not diff <= args.tolerance:  # also catches NaN
                     result[side]["error"] = (f"output differs from PyTorch's by {diff:.1e} "
                                              f"(tolerance {args.tolerance:g})")
-            except (SideError, OSError, ValueError) as e:
+            except (SideError, ZooError, OSError, ValueError) as e:
                 result[side]["error"] = f"run: {e}"
     medians = {s: [] for s in sides}
     gflops = {s: [] for s in sides}
@@ -240,9 +175,12 @@ def measure(args, m, env):
                 medians[side].append(float(stats["median_ms"]))
                 result[side]["min_ms"] = min(result[side].get("min_ms", float("inf")),
                                              float(stats["min_ms"]))
-                for key in ("flops", "peak_bytes", "compile_ms"):
+                for key in ("flops", "peak_bytes", "lower_bound_bytes", "compile_ms", "steps",
+                            "reference_steps", "reference_ops"):
                     if key in stats:
                         result[side][key] = stats[key]
+                result[side]["peak_rss_bytes"] = max(result[side].get("peak_rss_bytes", 0),
+                                                     stats["peak_rss_bytes"])
                 if "gflops" in stats:
                     gflops[side].append(float(stats["gflops"]))
                 if side == "torch" and float(stats.get("rel_diff", 0.0)) > 1e-3:
@@ -298,27 +236,57 @@ class CpuShare:
         return max(0.0, busy - ours) / total
 
 
+def ratio_of(row, side):
+    """Tessera's latency over `side`'s, or None when either is missing."""
+    t, o = row.get("tessera", {}), row.get(side, {})
+    return t["median_ms"] / o["median_ms"] if t.get("median_ms") and o.get("median_ms") else None
+
+
+def geomean(values):
+    values = [v for v in values if v]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def cpu_description():
+    """lscpu's model name and the ISA extensions oneDNN cares about, from /proc/cpuinfo."""
+    model, flags = "unknown CPU", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and model == "unknown CPU":
+                    model = value.strip()
+                elif key.strip() == "flags" and not flags:
+                    flags = set(value.split())
+    except OSError:
+        pass
+    isa = [name for flag, name in (("avx2", "AVX2"), ("avx512f", "AVX-512"),
+                                    ("avx512_vnni", "VNNI"), ("avx512_bf16", "BF16"),
+                                    ("amx_tile", "AMX")) if flag in flags]
+    return f"{model}, {os.cpu_count()} logical CPUs, {' '.join(isa) or 'no AVX2'}"
+
+
 def print_table(args, rows, others):
-    header = ["model", "Tessera ms", "ORT ms", "ORT/Tessera", "Tessera GFLOP/s", "arena MB",
-              "Tessera diff", "ORT diff"]
+    header = ["model", "Tessera ms", "ORT ms", "Tessera/ORT", "GFLOP/s", "arena MB", "bound MB",
+              "RSS MB", "ORT RSS MB", "ref steps", "diff", "ORT diff"]
     if args.torch:
-        header += ["torch ms", "torch/Tessera"]
+        header += ["torch ms", "Tessera/torch"]
     lines = []
+    mb = lambda v: fmt(v / 1e6 if v is not None else None, ".1f")  # noqa: E731
     for name, r in rows.items():
         t, o, p = r.get("tessera", {}), r["ort"], r.get("torch", {})
-        ratio = (o["median_ms"] / t["median_ms"]
-                 if t.get("median_ms") and o.get("median_ms") else None)
-        peak = t.get("peak_bytes")
+        ref = t.get("reference_steps")
         lines.append([name, fmt(t.get("median_ms"), ".2f"), fmt(o.get("median_ms"), ".2f"),
-                      fmt(ratio, ".2f"), fmt(t.get("gflops"), ".1f"),
-                      fmt(peak / 1e6 if peak is not None else None, ".1f"),
+                      fmt(ratio_of(r, "ort"), ".2f"), fmt(t.get("gflops"), ".1f"),
+                      mb(t.get("peak_bytes")), mb(t.get("lower_bound_bytes")),
+                      mb(t.get("peak_rss_bytes")), mb(o.get("peak_rss_bytes")),
+                      "-" if ref is None else f"{ref}/{t.get('steps', '?')}",
                       fmt(t.get("rel_diff"), ".1e"), fmt(o.get("rel_diff"), ".1e")])
         if args.torch:
-            torch_ratio = (p["median_ms"] / t["median_ms"]
-                           if t.get("median_ms") and p.get("median_ms") else None)
-            lines[-1] += [fmt(p.get("median_ms"), ".2f"), fmt(torch_ratio, ".2f")]
+            lines[-1] += [fmt(p.get("median_ms"), ".2f"), fmt(ratio_of(r, "torch"), ".2f")]
     widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(header)]
     busy = "unknown" if others is None else f"{others:.0%}"
+    print(f"CPU: {cpu_description()}")
     print(f"threads {args.threads}, {args.rounds} rounds x {args.runs} runs per side, "
           f"latency = median of round medians; other work used {busy} of the CPU meanwhile")
     if others is not None and others > 0.05:
@@ -327,6 +295,21 @@ def print_table(args, rows, others):
     print("  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths))))
     for l in lines:
         print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(l, widths))))
+    ratios = [ratio_of(r, "ort") for r in rows.values()]
+    g = geomean(ratios)
+    if g is not None:
+        counted = [x for x in ratios if x]
+        print(f"geometric mean of Tessera/ORT over {len(counted)} models: {g:.2f} "
+              f"(below 1: Tessera faster); slower than ORT on {sum(x > 1 for x in counted)}")
+    if args.torch and geomean(ratio_of(r, "torch") for r in rows.values()) is not None:
+        print(f"geometric mean of Tessera/torch: {geomean(ratio_of(r, 'torch') for r in rows.values()):.2f}")
+    for name, r in rows.items():
+        t = r.get("tessera", {})
+        if t.get("reference_ops"):
+            print(f"  {name}: reference kernels: " +
+                  ", ".join(f"{op} x{n}" for op, n in sorted(t["reference_ops"].items())))
+        if "expected_failure" in t:
+            print(f"  {name} / tessera: expected failure: {t['expected_failure']}")
     errors = [(name, side, r[side][k]) for name, r in rows.items() for side in r
               for k in ("error", "bench_error") if k in r[side]]
     for name, side, msg in errors:
@@ -338,8 +321,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tessera", default=os.path.join(kRepo, "build/release/cli/tessera"))
     parser.add_argument("--node", default="node")
-    parser.add_argument("--models-dir", default=os.path.join(kRepo, "build/models"))
-    parser.add_argument("--models", default=",".join(kAllModels))
+    parser.add_argument("--models-dir", default=os.path.join(kRepo, "build/zoo"))
+    parser.add_argument("--models", default="", help="comma-separated subset (default: the whole zoo)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=20, help="timed runs per side per round")
     parser.add_argument("--warmup", type=int, default=5, help="untimed runs per side per round")
@@ -356,22 +339,23 @@ def main():
         parser.error("--threads, --runs and --rounds must be >= 1, --warmup >= 0")
 
     env = dict(os.environ, OPENBLAS_CORETYPE="SkylakeX", OMP_NUM_THREADS=str(args.threads))
+    try:
+        models = load_zoo(args.models_dir, [n for n in args.models.split(",") if n] or None)
+    except ZooError as e:
+        print(f"compare: {e}", file=sys.stderr)
+        return 2
+    print(f"CPU: {cpu_description()}", flush=True)
     rows = {}
     cpu = CpuShare()
     cpu.start()
-    for name in (n for n in args.models.split(",") if n):
-        try:
-            model = Model(name, args.models_dir)
-        except (OSError, ValueError, IndexError) as e:
-            print(f"compare: {e}", file=sys.stderr)
-            return 2
+    for name, model in models.items():
         print(f"compare: {name} ...", file=sys.stderr, flush=True)
         rows[name] = measure(args, model, env)
     others = cpu.stop()
     ok = print_table(args, rows, others)
     if args.json_out:
         with open(args.json_out, "w") as f:
-            json.dump({"threads": args.threads, "runs": args.runs, "rounds": args.rounds,
+            json.dump({"cpu": cpu_description(), "threads": args.threads, "runs": args.runs, "rounds": args.rounds,
                        "other_cpu_share": others, "models": rows}, f, indent=2)
             f.write("\n")
     return 0 if ok else 1

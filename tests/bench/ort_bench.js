@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// Times one ONNX model in ONNX Runtime (onnxruntime-node, CPU execution provider) on a .npy input and
+// Times one ONNX model in ONNX Runtime (onnxruntime-node, CPU execution provider) on .npy inputs and
 // prints {"median_ms", "min_ms", ...} as one JSON line; optionally writes the outputs as .npy.
 //
-// Usage: node tests/bench/ort_bench.js MODEL.onnx --input FILE.npy [--input-name NAME]
-//          [--threads N] [--runs R] [--warmup W] [--output FILE.npy] [--output-dir DIR]
-//   --input-name  defaults to the model's first input (make_models.py names it "input")
+// Usage: node tests/bench/ort_bench.js MODEL.onnx --input [NAME=]FILE.npy ... [--threads N]
+//          [--runs R] [--warmup W] [--output FILE.npy] [--output-dir DIR]
+//   --input       repeatable, one per graph input; without NAME= it feeds the model's first input
 //   --threads     intraOpNumThreads (default 2); interOpNumThreads is always 1
 //   --runs        timed runs after warm-up (default 20); --warmup untimed runs first (default 5)
 //   --output      write the first output to FILE.npy; --output-dir writes every output to
@@ -21,7 +21,7 @@ const { readNpy, writeNpy, loadOrt } = require('../ort_util.js');
 // ---- arguments ----
 
 function parseArgs(argv) {
-  const opts = { model: null, input: null, inputName: null, threads: 2, runs: 20, warmup: 5,
+  const opts = { model: null, inputs: [], threads: 2, runs: 20, warmup: 5,
     output: null, outputDir: null };
   const needValue = (i, flag) => {
     if (i + 1 >= argv.length) throw new Error(`${flag} needs a value`);
@@ -35,8 +35,13 @@ function parseArgs(argv) {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     switch (a) {
-      case '--input': opts.input = needValue(i, a); i++; break;
-      case '--input-name': opts.inputName = needValue(i, a); i++; break;
+      case '--input': {
+        const v = needValue(i, a);
+        const eq = v.indexOf('=');
+        opts.inputs.push(eq > 0 ? { name: v.slice(0, eq), file: v.slice(eq + 1) } : { name: null, file: v });
+        i++;
+        break;
+      }
       case '--threads': opts.threads = positiveInt(needValue(i, a), a, 1); i++; break;
       case '--runs': opts.runs = positiveInt(needValue(i, a), a, 1); i++; break;
       case '--warmup': opts.warmup = positiveInt(needValue(i, a), a, 0); i++; break;
@@ -49,8 +54,8 @@ function parseArgs(argv) {
         opts.model = a;
     }
   }
-  if (!opts.help && (opts.model === null || opts.input === null)) {
-    throw new Error('need MODEL.onnx and --input FILE.npy');
+  if (!opts.help && (opts.model === null || opts.inputs.length === 0)) {
+    throw new Error('need MODEL.onnx and --input [NAME=]FILE.npy');
   }
   return opts;
 }
@@ -64,7 +69,7 @@ function median(sorted) {
 async function main() {
   let opts;
   let ort;
-  let x;
+  let xs;
   try {
     opts = parseArgs(process.argv.slice(2));
     if (opts.help) {
@@ -73,7 +78,7 @@ async function main() {
       return 0;
     }
     if (!fs.existsSync(opts.model)) throw new Error(`${opts.model}: no such file`);
-    x = readNpy(opts.input);
+    xs = opts.inputs.map((inp) => ({ name: inp.name, tensor: readNpy(inp.file) }));
     ort = loadOrt();
   } catch (e) {
     process.stderr.write(`ort_bench: ${e.message}\n`);
@@ -90,13 +95,16 @@ async function main() {
       executionMode: 'sequential',
     });
     const loadMs = Number(process.hrtime.bigint() - t0) / 1e6;
-    const inputName = opts.inputName || session.inputNames[0];
-    if (!session.inputNames.includes(inputName)) {
-      process.stderr.write(`ort_bench: the model has no input ${inputName} ` +
-        `(inputs: ${session.inputNames.join(', ')})\n`);
-      return 2;
+    const feeds = {};
+    for (const { name, tensor } of xs) {
+      const inputName = name || session.inputNames[0];
+      if (!session.inputNames.includes(inputName)) {
+        process.stderr.write(`ort_bench: the model has no input ${inputName} ` +
+          `(inputs: ${session.inputNames.join(', ')})\n`);
+        return 2;
+      }
+      feeds[inputName] = new ort.Tensor(tensor.type, tensor.data, tensor.dims);
     }
-    const feeds = { [inputName]: new ort.Tensor(x.type, x.data, x.dims) };
 
     let outputs = null;
     for (let i = 0; i < opts.warmup; i++) outputs = await session.run(feeds);

@@ -68,6 +68,31 @@ TEST(CpuConv, OneByOneAndConv1dAnd3d) {
   check_conv({{1, 2, 4, 5, 6}, {3, 2, 2, 2, 2}, {}});
 }
 
+// ConvTranspose (oneDNN deconvolution) against the reference: W is [C_in, C_out / group, k...].
+void check_deconv(const ConvSpec& s, bool w_constant = true) {
+  const Tensor x = random_f32(s.x, 4), w = random_f32(s.w, 5);
+  const int64_t group = s.attrs.count("group") ? s.attrs.at("group").i() : 1;
+  const Tensor b = random_f32({s.w[1] * group}, 6);
+  const std::vector<const Tensor*> in = {&x, &w, s.bias ? &b : nullptr};
+  KernelResult got = run_cpu({"ConvTranspose", in, s.attrs, {false, w_constant, true}, {}, ""});
+  ASSERT_EQ(got.impl, "onednn:deconv");
+  expect_close(got.outputs[0], reference("ConvTranspose", in, s.attrs)[0]);
+}
+
+TEST(CpuConvTranspose, StridesPadsGroupsDilationsRanks) {
+  using I = std::vector<int64_t>;
+  check_deconv({{1, 8, 5, 6}, {8, 4, 2, 2}, {{"strides", I{2, 2}}}});  // UNet's up-sampling
+  check_deconv({{2, 3, 5, 4}, {3, 5, 3, 3}, {{"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}, {"output_padding", I{1, 0}}}},
+               false);
+  check_deconv({{1, 6, 4, 4}, {6, 2, 3, 3}, {{"group", int64_t{3}}, {"dilations", I{2, 1}}, {"pads", I{0, 1, 2, 0}}}, false});
+  check_deconv({{2, 4, 9}, {4, 3, 4}, {{"strides", I{3}}}});
+  check_deconv({{1, 2, 3, 4, 3}, {2, 3, 2, 2, 2}, {{"strides", I{2, 1, 2}}}});
+  // auto_pad and output_shape stay with the reference kernel.
+  const Tensor x = random_f32({1, 2, 4, 4}, 7), w = random_f32({2, 2, 3, 3}, 8);
+  EXPECT_EQ(run_cpu({"ConvTranspose", {&x, &w}, {{"auto_pad", "SAME_UPPER"}, {"strides", I{2, 2}}}, {false, true}, {}, ""}).impl,
+            "");
+}
+
 TEST(CpuConv, NonConstantWeights) {
   check_conv({{2, 3, 8, 8}, {8, 3, 3, 3}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}},
              /*w_constant=*/false);
@@ -109,7 +134,8 @@ Tensor activate(const Tensor& y, const std::string& act, double alpha, double be
     return reference("Clip", {&y, &lo, &hi})[0];
   }
   ir::Attributes a;
-  if (act == "LeakyRelu") a.insert_or_assign("alpha", alpha);
+  if (act == "LeakyRelu" || act == "Swish" || act == "HardSigmoid") a.insert_or_assign("alpha", alpha);
+  if (act == "HardSigmoid") a.insert_or_assign("beta", beta);
   if (act == "HardSwish" && !ops_registry().find("HardSwish")) {  // x * clamp(x / 6 + 0.5, 0, 1)
     Tensor out = y.clone();
     for (int64_t i = 0; i < out.numel(); ++i) {
@@ -126,7 +152,7 @@ void check_fused_conv(const std::string& act, bool residual, std::string z_layou
   SCOPED_TRACE("activation " + act + (residual ? " with Z" : ""));
   const Tensor x = random_f32({2, 8, 7, 5}, 7), w = random_f32({16, 8, 3, 3}, 8),
                b = random_f32({16}, 9);
-  const double alpha = act == "Clip" ? -0.5 : 0.2, beta = act == "Clip" ? 0.7 : 0.0;
+  const double alpha = act == "Clip" ? -0.5 : 0.2, beta = act == "Clip" ? 0.7 : act == "HardSigmoid" ? 0.4 : 0.0;
   const ir::Attributes conv_attrs{{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
   const Tensor y = reference("Conv", {&x, &w, &b}, conv_attrs)[0];
   const Tensor z = random_f32(y.shape(), 10);
@@ -148,7 +174,7 @@ void check_fused_conv(const std::string& act, bool residual, std::string z_layou
 
 TEST(CpuFusedConv, EveryActivation) {
   for (const char* act :
-       {"", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Gelu", "HardSwish"}) {
+       {"", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Gelu", "HardSwish", "HardSigmoid", "Swish"}) {
     check_fused_conv(act, false);
     check_fused_conv(act, true);
   }

@@ -25,6 +25,8 @@ TEST(CpuEltwise, Unary) {
       {"Gelu", {{"approximate", "tanh"}}, -3, 3},
       {"Elu", {{"alpha", 0.7}}, -3, 3},
       {"HardSwish", {}, -5, 5},
+      {"Swish", {{"alpha", 1.0}}, -6, 6},
+      {"Swish", {{"alpha", 0.5}}, -6, 6},
       {"Softplus", {}, -4, 4},
       {"Neg", {}, -2, 2},
   };

@@ -190,6 +190,41 @@ TEST(CpuVec, CastErfPow) {
   }
 }
 
+TEST(CpuVec, HardSigmoid) {
+  const Tensor x = random_f32({3, 50}, 12, -8, 8);
+  check("HardSigmoid", {&x}, {}, {false}, "cpu.vec:hard_sigmoid");
+  check("HardSigmoid", {&x}, {{"alpha", 1.0 / 6.0}, {"beta", 0.5}}, {false}, "cpu.vec:hard_sigmoid");
+}
+
+// Resize of the last two axes against the reference kernel: every mode and coordinate transform
+// the zoo's exporters write, up and down, with scales and with sizes.
+TEST(CpuVec, Resize) {
+  const Tensor x = random_f32({2, 3, 5, 7}, 13);
+  const Tensor no_roi = Tensor::from_vector<float>({0}, {});
+  const struct {
+    const char* mode;
+    const char* coord;
+    std::vector<float> scales;
+  } cases[] = {
+      {"linear", "pytorch_half_pixel", {1, 1, 2, 2}},  {"linear", "half_pixel", {1, 1, 0.6f, 1.5f}},
+      {"linear", "align_corners", {1, 1, 2, 3}},       {"nearest", "asymmetric", {1, 1, 2, 2}},
+      {"nearest", "half_pixel", {1, 1, 0.5f, 3}},      {"cubic", "half_pixel", {1, 1, 2, 1.5f}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.mode) + " " + c.coord);
+    const Tensor scales = Tensor::from_vector<float>({4}, c.scales);
+    const ir::Attributes attrs{{"mode", c.mode}, {"coordinate_transformation_mode", c.coord}};
+    check("Resize", {&x, &no_roi, &scales}, attrs, {false, true, true}, "cpu.vec:resize");
+  }
+  const Tensor sizes = i64({4}, {2, 3, 9, 4});
+  check("Resize", {&x, &no_roi, nullptr, &sizes}, {{"mode", "linear"}}, {false, true, true, true}, "cpu.vec:resize");
+  // Resizing a leading axis, or run-time scales, stays with the reference kernel.
+  const Tensor lead = Tensor::from_vector<float>({4}, {2, 1, 1, 1});
+  EXPECT_EQ(run_cpu({"Resize", {&x, &no_roi, &lead}, {}, {false, true, true}, {}, ""}).impl, "");
+  const Tensor up = Tensor::from_vector<float>({4}, {1, 1, 2, 2});
+  EXPECT_EQ(run_cpu({"Resize", {&x, &no_roi, &up}, {}, {false, true, false}, {}, ""}).impl, "");
+}
+
 TEST(CpuVec, BlockedLayoutIsAnError) {
   const Tensor x = random_f32({1, 16, 2, 2}, 11);
   ir::Graph g("t");

@@ -227,5 +227,90 @@ TEST(DefaultPipeline, FoldsAndSimplifiesWithoutChangingResults) {
   EXPECT_EQ(op_counts(g), (std::map<std::string, int>{{"Mul", 1}, {"Reshape", 1}, {"Transpose", 1}}));
 }
 
+// ---- fuse-patterns (engine/passes/fuse_patterns.cpp) ----
+
+TEST(FusePatterns, SwishAndHardSwish) {
+  std::mt19937 rng(11);
+  const std::string text = R"(graph "act" {
+  input %0 "x" : f32[2, 3]
+  #0 "sig" = Sigmoid(%0) -> (%1 : f32[2, 3])
+  #1 "silu" = Mul(%0, %1) -> (%2 "a" : f32[2, 3])
+  #2 "hsig" = HardSigmoid(%2) -> (%3 : f32[2, 3]) {alpha = 0.16666667, beta = 0.5}
+  #3 "hswish" = Mul(%3, %2) -> (%4 "b" : f32[2, 3])
+  #4 "gate" = HardSigmoid(%4) -> (%5 : f32[2, 3])
+  #5 "not_hswish" = Mul(%4, %5) -> (%6 "c" : f32[2, 3])
+  output %6
+})";
+  const ir::Graph g = optimise_and_compare(with_random_params(text, rng), "fuse-patterns,dce", rng);
+  // The last HardSigmoid has ONNX's default alpha 0.2: not HardSwish's 1/6, so it stays.
+  EXPECT_EQ(op_counts(g), (std::map<std::string, int>{{"HardSigmoid", 1}, {"HardSwish", 1}, {"Mul", 1}, {"Swish", 1}}));
+  for (ir::NodeId id : g.node_ids()) {
+    const ir::Node& n = g.node(id);
+    if (n.op == "Swish") {
+      EXPECT_EQ(n.provenance.from, (std::vector<ir::NodeId>{0, 1}));
+    } else if (n.op == "HardSwish") {
+      EXPECT_EQ(g.value(n.outputs[0]).name, "b");
+    }
+  }
+}
+
+TEST(FusePatterns, GeluInBothMulOrders) {
+  std::mt19937 rng(12);
+  const std::string text = R"(graph "gelu" {
+  input %0 "x" : f32[4, 5]
+  param %1 "keep_sqrt2" : f32[] = tensor<f32[]> [1.4142135]
+  param %2 "keep_one" : f32[] = tensor<f32[]> [1.0]
+  param %3 "keep_half" : f32[] = tensor<f32[]> [0.5]
+  param %4 "keep_inv_sqrt2" : f32[] = tensor<f32[]> [0.70710677]
+  #0 "div" = Div(%0, %1) -> (%5 : f32[4, 5])
+  #1 "erf" = Erf(%5) -> (%6 : f32[4, 5])
+  #2 "add" = Add(%6, %2) -> (%7 : f32[4, 5])
+  #3 "mul" = Mul(%0, %7) -> (%8 : f32[4, 5])
+  #4 "half" = Mul(%8, %3) -> (%9 "a" : f32[4, 5])
+  #5 "scale" = Mul(%9, %4) -> (%10 : f32[4, 5])
+  #6 "erf2" = Erf(%10) -> (%11 : f32[4, 5])
+  #7 "add2" = Add(%2, %11) -> (%12 : f32[4, 5])
+  #8 "half2" = Mul(%12, %3) -> (%13 : f32[4, 5])
+  #9 "mul2" = Mul(%9, %13) -> (%14 "b" : f32[4, 5])
+  output %14
+})";
+  const ir::Graph g = optimise_and_compare(with_random_params(text, rng), "fuse-patterns,dce", rng);
+  EXPECT_EQ(op_counts(g), (std::map<std::string, int>{{"Gelu", 2}}));
+  EXPECT_TRUE(g.params().empty());
+}
+
+std::string layer_norm_text(bool expose_centered) {
+  return "graph \"ln\" {\n  input %0 \"x\" : f32[2, 3, 8]\n" + param(1, "gamma", {8}) + param(2, "beta", {8}) + R"(
+  param %3 "keep_two" : f32[] = tensor<f32[]> [2.0]
+  param %4 "keep_eps" : f32[] = tensor<f32[]> [1e-05]
+  #0 "mean" = ReduceMean(%0) -> (%5 : f32[2, 3, 1]) {axes = [-1]}
+  #1 "sub" = Sub(%0, %5) -> (%6 : f32[2, 3, 8])
+  #2 "pow" = Pow(%6, %3) -> (%7 : f32[2, 3, 8])
+  #3 "var" = ReduceMean(%7) -> (%8 : f32[2, 3, 1]) {axes = [-1]}
+  #4 "eps" = Add(%8, %4) -> (%9 : f32[2, 3, 1])
+  #5 "sqrt" = Sqrt(%9) -> (%10 : f32[2, 3, 1])
+  #6 "div" = Div(%6, %10) -> (%11 : f32[2, 3, 8])
+  #7 "scale" = Mul(%11, %1) -> (%12 : f32[2, 3, 8])
+  #8 "shift" = Add(%12, %2) -> (%13 "y" : f32[2, 3, 8])
+  output %13)" + std::string(expose_centered ? ", %6" : "") + "\n}";
+}
+
+TEST(FusePatterns, LayerNormalization) {
+  std::mt19937 rng(13);
+  const ir::Graph g = optimise_and_compare(with_random_params(layer_norm_text(false), rng), "fuse-patterns,dce", rng);
+  ASSERT_EQ(op_counts(g), (std::map<std::string, int>{{"LayerNormalization", 1}}));
+  const ir::Node& n = g.node(g.node_ids()[0]);
+  EXPECT_EQ(n.attr("axis")->i(), -1);
+  EXPECT_NEAR(n.attr("epsilon")->f(), 1e-5, 1e-12);
+  EXPECT_EQ(n.inputs.size(), 3u);
+  EXPECT_EQ(n.provenance.from.size(), 9u);
+  EXPECT_EQ(g.value(n.outputs[0]).name, "y");
+  // x - mean also read elsewhere (a graph output here, a gradient in training): left alone.
+  std::mt19937 rng2(14);
+  const ir::Graph kept =
+      optimise_and_compare(with_random_params(layer_norm_text(true), rng2), "fuse-patterns,dce", rng2);
+  EXPECT_EQ(op_counts(kept).count("LayerNormalization"), 0u);
+}
+
 }  // namespace
 }  // namespace tessera::passes
