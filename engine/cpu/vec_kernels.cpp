@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <optional>
 
 #include "engine/cpu/onednn_util.h"
@@ -460,6 +461,163 @@ Expected<KernelPtr> make_resize(const KernelInit& init) {
   });
 }
 
+// Pad in constant mode (any sign of pads: negative crops) with constant pads, value and axes:
+// each output row (last axis) is the fill value with the overlapping input segment copied in.
+Expected<KernelPtr> make_pad(const KernelInit& init) {
+  const std::string impl = "cpu.vec:pad";
+  if (!plain_static(init) || init.in_types.size() < 2 || !is_static_f32(init.in_types[0]) ||
+      init.out_types.size() != 1 || init.in_types[0]->rank() < 1)
+    return decline(init, impl, "needs plain static f32");
+  if (init.attrs().s("mode") != "constant") return decline(init, impl, "modes other than constant");
+  const Shape x = init.in_types[0]->static_shape(), y = init.out_types[0]->static_shape();
+  const int rank = static_cast<int>(x.size());
+  const Tensor* pads = constant_at(init, 1);
+  const Tensor* value = init.in_types.size() > 2 && init.in_types[2] ? constant_at(init, 2) : nullptr;
+  const Tensor* axes_t = init.in_types.size() > 3 && init.in_types[3] ? constant_at(init, 3) : nullptr;
+  if (!pads || (init.in_types.size() > 2 && init.in_types[2] && !value) ||
+      (init.in_types.size() > 3 && init.in_types[3] && !axes_t))
+    return decline(init, impl, "pads, value and axes must be constant");
+  std::vector<int64_t> axes;
+  for (int64_t i = 0; i < (axes_t ? axes_t->numel() : rank); ++i) {
+    const int64_t a = axes_t ? static_cast<int64_t>(axes_t->get(i)) : i;
+    axes.push_back(a < 0 ? a + rank : a);
+  }
+  if (pads->numel() != 2 * static_cast<int64_t>(axes.size())) return decline(init, impl, "pads size");
+  std::vector<int64_t> begin(static_cast<size_t>(rank), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || axes[i] >= rank) return decline(init, impl, "axis");
+    begin[static_cast<size_t>(axes[i])] = static_cast<int64_t>(pads->get(static_cast<int64_t>(i)));
+  }
+  const float fill = value && value->numel() == 1 ? static_cast<float>(value->get(0)) : 0.f;
+  const int64_t rows = std::accumulate(y.begin(), y.end() - 1, int64_t{1}, std::multiplies<>());
+  const int64_t ow = y.back(), iw = x.back(), b = begin.back();
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    const float* in = static_cast<const float*>(run.inputs[0].data);
+    float* out = static_cast<float*>(run.outputs[0].data);
+#pragma omp parallel for if (rows * ow > kParallelMin)
+    for (int64_t r = 0; r < rows; ++r) {
+      // The input row of output row r, or -1 when a leading coordinate falls in the padding.
+      int64_t rem = r, in_row = 0, scale = 1;
+      bool inside = true;
+      for (int d = rank - 2; d >= 0; --d) {
+        const int64_t o = rem % y[static_cast<size_t>(d)];
+        rem /= y[static_cast<size_t>(d)];
+        const int64_t i = o - begin[static_cast<size_t>(d)];
+        inside &= i >= 0 && i < x[static_cast<size_t>(d)];
+        in_row += i * scale;
+        scale *= x[static_cast<size_t>(d)];
+      }
+      float* dst = out + r * ow;
+      const int64_t lo = std::clamp<int64_t>(b, 0, ow), hi = std::clamp<int64_t>(b + iw, 0, ow);
+      if (!inside || lo >= hi) {
+        std::fill(dst, dst + ow, fill);
+        continue;
+      }
+      std::fill(dst, dst + lo, fill);
+      std::memcpy(dst + lo, in + in_row * iw + (lo - b), static_cast<size_t>(hi - lo) * sizeof(float));
+      std::fill(dst + hi, dst + ow, fill);
+    }
+    return Status::ok();
+  });
+}
+
+// Add Sub Mul Div Max Min on f32 with numpy broadcasting, both operands included: dims are
+// right-aligned and runs of dims with the same broadcast pattern collapsed, so the inner loop is
+// one contiguous (or scalar) stretch per operand; the outer loop runs in parallel.
+template <class F>
+Status broadcast_binary(const float* a, const float* b, float* y, const std::vector<int64_t>& dims,
+                        const std::vector<int64_t>& sa, const std::vector<int64_t>& sb, F f) {
+  const size_t r = dims.size();
+  const int64_t inner = dims[r - 1], ia = sa[r - 1], ib = sb[r - 1];
+  int64_t outer = 1;
+  for (size_t d = 0; d + 1 < r; ++d) outer *= dims[d];
+#pragma omp parallel for if (outer * inner > kParallelMin)
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t rem = o, oa = 0, ob = 0;
+    for (size_t d = r - 1; d-- > 0;) {
+      const int64_t i = rem % dims[d];
+      rem /= dims[d];
+      oa += i * sa[d];
+      ob += i * sb[d];
+    }
+    const float* pa = a + oa;
+    const float* pb = b + ob;
+    float* py = y + o * inner;
+    if (ia && ib) {
+#pragma omp simd
+      for (int64_t i = 0; i < inner; ++i) py[i] = f(pa[i], pb[i]);
+    } else if (ia) {
+      const float vb = *pb;
+#pragma omp simd
+      for (int64_t i = 0; i < inner; ++i) py[i] = f(pa[i], vb);
+    } else if (ib) {
+      const float va = *pa;
+#pragma omp simd
+      for (int64_t i = 0; i < inner; ++i) py[i] = f(va, pb[i]);
+    } else {
+      const float v = f(*pa, *pb);
+      std::fill(py, py + inner, v);
+    }
+  }
+  return Status::ok();
+}
+
+Expected<KernelPtr> make_binary(const KernelInit& init) {
+  const std::string impl = "cpu.vec:binary";
+  const std::string& op = init.node.op;
+  if (!plain_static(init) || init.in_types.size() != 2 || !is_static_f32(init.in_types[0]) ||
+      !is_static_f32(init.in_types[1]) || init.out_types.size() != 1 || !is_static_f32(init.out_types[0]))
+    return decline(init, impl, "needs plain static f32 operands");
+  const Shape y = init.out_types[0]->static_shape();
+  const size_t rank = std::max<size_t>(1, y.size());
+  auto aligned = [&](const Shape& s) {
+    Shape d(rank - std::min(rank, s.size()), 1);
+    d.insert(d.end(), s.begin(), s.end());
+    return d;
+  };
+  const Shape a = aligned(init.in_types[0]->static_shape()), b = aligned(init.in_types[1]->static_shape());
+  const Shape out = aligned(y);
+  // Element strides (0 where broadcast), then runs with the same (a broadcast, b broadcast)
+  // pattern merged from the innermost dim outwards.
+  const std::vector<int64_t> ca = contiguous_strides(a), cb = contiguous_strides(b);
+  std::vector<int64_t> dims, sa, sb;
+  for (size_t d = 0; d < rank; ++d) {
+    if (out[d] == 1) continue;
+    const int64_t da = a[d] == 1 ? 0 : ca[d], db = b[d] == 1 ? 0 : cb[d];
+    if (!dims.empty() && (sa.back() == 0) == (da == 0) && (sb.back() == 0) == (db == 0) &&
+        (da == 0 || sa.back() == da * out[d]) && (db == 0 || sb.back() == db * out[d])) {
+      dims.back() *= out[d];
+      sa.back() = da;
+      sb.back() = db;
+      continue;
+    }
+    dims.push_back(out[d]);
+    sa.push_back(da);
+    sb.push_back(db);
+  }
+  if (dims.empty()) {
+    dims = {1};
+    sa = {0};
+    sb = {0};
+  }
+  // Inner strides must be 1 or 0 for the contiguous loop; collapsing guarantees it for row-major.
+  if ((sa.back() != 0 && sa.back() != 1) || (sb.back() != 0 && sb.back() != 1))
+    return decline(init, impl, "inner stride");
+  auto kernel = [=](auto f) {
+    return make(impl, init, [=](KernelRun& run) -> Status {
+      return broadcast_binary(static_cast<const float*>(run.inputs[0].data), static_cast<const float*>(run.inputs[1].data),
+                              static_cast<float*>(run.outputs[0].data), dims, sa, sb, f);
+    });
+  };
+  if (op == "Add") return kernel([](float x, float z) { return x + z; });
+  if (op == "Sub") return kernel([](float x, float z) { return x - z; });
+  if (op == "Mul") return kernel([](float x, float z) { return x * z; });
+  if (op == "Div") return kernel([](float x, float z) { return x / z; });
+  if (op == "Max") return kernel([](float x, float z) { return std::isnan(x) || x > z ? x : z; });
+  if (op == "Min") return kernel([](float x, float z) { return std::isnan(x) || x < z ? x : z; });
+  return decline(init, impl, "op");
+}
+
 Expected<KernelPtr> make_pow(const KernelInit& init) {
   const std::string impl = "cpu.vec:pow";
   if (!plain_static(init) || init.in_types.size() != 2 || !is_static_f32(init.in_types[0]) ||
@@ -504,6 +662,9 @@ void register_vec_kernels(KernelRegistry& registry) {
   registry.add("Pow", "cpu.vec:pow", kVecPriority, make_pow);
   registry.add("HardSigmoid", "cpu.vec:hard_sigmoid", kVecPriority, make_hard_sigmoid);
   registry.add("Resize", "cpu.vec:resize", kVecPriority, make_resize);
+  registry.add("Pad", "cpu.vec:pad", kVecPriority, make_pad);
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"})
+    registry.add(op, "cpu.vec:binary", kVecPriority, make_binary);
   register_vec_train(registry);
 }
 

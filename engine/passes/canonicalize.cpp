@@ -5,6 +5,7 @@
 // forwarded: an Identity from a graph input to a graph output stays):
 //   Identity(x)                                  -> x
 //   Dropout(x) in inference (no training_mode, or a constant false one; mask unused) -> x
+//   Dropout(x, ratio 0) in either mode (mask unused)  -> x
 //   Add(x, 0) Add(0, x) Sub(x, 0) Mul(x, 1) Mul(1, x) Div(x, 1)  -> x   when the constant is all
 //                                                   zeros / ones and the result has x's type
 //   Cast(x, to = dtype of x)                     -> x
@@ -57,6 +58,9 @@ bool identity_rule(RuleContext& rc, ir::NodeId id) { return forward(rc, id, rc.g
 
 bool dropout_rule(RuleContext& rc, ir::NodeId id) {
   const ir::Node& n = rc.g.node(id);
+  // Ratio 0 drops nothing, in training mode too (torchvision 0.14's Swin exports that).
+  const Tensor* ratio = n.inputs.size() > 1 && n.inputs[1] != ir::kNoValue ? ops::constant_value(rc.g, n.inputs[1]) : nullptr;
+  if (ratio && ratio->numel() == 1 && ratio->get(0) == 0) return forward(rc, id, n.inputs[0]);
   if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue) {
     const Tensor* mode = ops::constant_value(rc.g, n.inputs[2]);
     if (!mode || mode->numel() != 1 || mode->get(0) != 0) return false;

@@ -9,7 +9,8 @@
 // the outputs, each becomes a new param (named after the value it replaces), and the node is
 // removed. Topological order makes chains fold in one run: Shape -> Gather -> Unsqueeze ->
 // Concat feeding a Reshape's shape collapses into one i64 param. Inputs left unused are dce's.
-// Types are re-inferred after a change: a folded shape makes downstream types more precise.
+// Types are refined during the walk once something folded, and re-inferred after a change: a
+// folded shape makes downstream types more precise.
 #include <algorithm>
 
 #include "engine/ops/infer.h"
@@ -46,6 +47,11 @@ class ConstantFoldPass : public Pass {
     TRY(std::vector<ir::NodeId> order, g.topological_order());
     int folded = 0, skipped_large = 0;
     for (ir::NodeId id : order) {
+      // Once something folded, each node's types are refined from its inputs' as the walk
+      // reaches it, so that a Shape downstream of a folded Reshape target folds in this same
+      // run (Swin-T's shape chains needed over 10 runs, past the fixpoint's limit, without it).
+      // A refinement that fails leaves the types as they were; the final inference reports it.
+      if (folded && !has_graph_attribute(g.node(id))) (void)ops::infer_node(g, id, ctx.registry);
       const ir::Node& n = g.node(id);
       std::vector<Tensor> results;
       if (n.op == "Shape" && n.inputs.size() == 1 && g.value(n.inputs[0]).type.is_static()) {

@@ -225,6 +225,39 @@ TEST(CpuVec, Resize) {
   EXPECT_EQ(run_cpu({"Resize", {&x, &no_roi, &up}, {}, {false, true, false}, {}, ""}).impl, "");
 }
 
+TEST(CpuVec, PadConstant) {
+  const Tensor x = random_f32({2, 3, 4, 5}, 14);
+  const Tensor pads = i64({8}, {0, 1, 2, 3, 1, 0, 1, 2});
+  check("Pad", {&x, &pads}, {}, {false, true}, "cpu.vec:pad");
+  const Tensor value = Tensor::scalar<float>(-1.5f);
+  const Tensor crop = i64({8}, {0, 0, -1, 2, 0, -1, 1, -2});  // negative pads crop
+  check("Pad", {&x, &crop, &value}, {}, {false, true, true}, "cpu.vec:pad");
+  const Tensor axes = i64({2}, {-1, 1}), two = i64({4}, {3, 1, 0, 2});
+  check("Pad", {&x, &two, &value, &axes}, {}, {false, true, true, true}, "cpu.vec:pad");
+  EXPECT_EQ(run_cpu({"Pad", {&x, &pads}, {{"mode", "reflect"}}, {false, true}, {}, ""}).impl, "");
+}
+
+// The vectorised binary kernel: every numpy broadcast, both operands broadcasting included (what
+// oneDNN 2.6 leaves to its reference implementation or declines).
+TEST(CpuVec, BinaryBroadcasting) {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{1, 64, 3, 7, 7}, {1, 64, 1, 7, 7}},  // Swin-T's window mask
+      {{4, 1, 5}, {1, 3, 1}},                // both broadcast
+      {{2, 3, 4}, {4}},
+      {{2, 3, 4}, {}},
+      {{3, 1}, {3, 4}},
+      {{5}, {5}},
+  };
+  for (const auto& [sa, sb] : shapes)
+    for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) {
+      SCOPED_TRACE(std::string(op) + " " + shape_to_string(sa) + " " + shape_to_string(sb));
+      const Tensor a = random_f32(sa, 15), b = random_f32(sb, 16, 0.5f, 2.f);
+      KernelResult got = run_cpu({op, {&a, &b}, {}, {false, false}, {}, "", 1, "cpu.vec:binary"});
+      ASSERT_EQ(got.impl, "cpu.vec:binary");
+      expect_close(got.outputs[0], reference(op, {&a, &b})[0], 1e-6, 1e-6);
+    }
+}
+
 TEST(CpuVec, BlockedLayoutIsAnError) {
   const Tensor x = random_f32({1, 16, 2, 2}, 11);
   ir::Graph g("t");

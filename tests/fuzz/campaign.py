@@ -2,7 +2,7 @@
 """A hostile-input campaign: structure-aware mutants of real ONNX models through the CLI.
 
 Each mutant is a real model (ONNX's backend-test models from libonnx-testdata, and the PyTorch
-exports of tests/bench/make_models.py when build/models has them) with one to three structural
+exports of tests/zoo/make_zoo.py when build/zoo has them) with one to three structural
 mutations (dims, dtypes, ranks, attributes, names, node order, duplicated outputs, opsets, op
 types, initializer data, nested graphs), saved as .onnx and run through
   tessera info M;  tessera run M;  tessera convert M M.tsr;  tessera run M.tsr
@@ -232,7 +232,7 @@ MUTATORS = [mutate_dim, mutate_dtype, mutate_initializer, mutate_attribute, muta
 def seeds(root):
     files = sorted(glob.glob("/usr/share/libonnx-testdata/data/node/*/model.onnx"))
     files += sorted(glob.glob("/usr/share/libonnx-testdata/data/simple/*/model.onnx"))
-    real = [p for p in sorted(glob.glob(os.path.join(root, "build/models/*.onnx"))) if os.path.getsize(p) < 20 << 20]
+    real = [p for p in sorted(glob.glob(os.path.join(root, "build/zoo/*.onnx"))) if os.path.getsize(p) < 20 << 20]
     return files, real
 
 

@@ -4,7 +4,7 @@
 // dumped IR, placement and memory plan (arena sizes as `tessera passes` reports them), the worker
 // thread, a graph that does not type, a run's snapshots read back from the insight store, a
 // snapshot whose IR no longer parses, the panel (list, diff colours, overlay, a screenshot), and,
-// when build/models/resnet50.onnx exists (scripts/bench.sh makes it), ResNet-50's compile and
+// when build/zoo/resnet50.onnx exists (tests/zoo/make_zoo.py makes it), ResNet-50's compile and
 // step-through times.
 // engine/stages/session.h first: Qt's `slots` macro would break engine/stages/compile.h.
 #include "tests/studio/qtest_main.h"
@@ -46,7 +46,7 @@ namespace {
 
 const std::string kLenet = tessera::test::source_dir() + "/samples/lenet.json";
 const std::string kMlp = tessera::test::source_dir() + "/samples/mlp.json";
-const std::string kResnet = tessera::test::source_dir() + "/build/models/resnet50.onnx";
+const std::string kResnet = tessera::test::source_dir() + "/build/zoo/resnet50.onnx";
 
 const char kBadShapeTir[] = R"(graph "bad" {
   input %0 "x" : f32[N, 16]
@@ -398,7 +398,7 @@ class PassStepperTest : public QObject {
   void resnet50_compile_and_step_through() {
     // A figure, not a check. Snapshots print the graph without its weights (`= elided`): with
     // them, ResNet-50's 8 snapshots were 370 MB of text each and this took 207 s; now 0.2 s.
-    if (!QFile::exists(QString::fromStdString(kResnet))) QSKIP("build/models/resnet50.onnx is absent");
+    if (!QFile::exists(QString::fromStdString(kResnet))) QSKIP("build/zoo/resnet50.onnx is absent");
     PassStepperPanel panel(registry_);
     panel.resize(1500, 850);
     panel.set_graph(load(kResnet), {});
