@@ -287,6 +287,7 @@ int run_run(const RunOptions& o) {
   } else {
     stages::SessionOptions so;
     so.threads = threads;
+    so.inter_op_threads = o.inter_op;
     so.trace = rec.trace();
     so.snapshots = rec.snapshots();  // every stage and pass, weights elided (the studio steps through them)
     stages::Session session(*g, reg, so);

@@ -95,6 +95,7 @@ struct RunOptions {
   std::string output_dir;
   uint64_t seed = 0;
   int threads = 0;          // 0: one per hardware thread
+  int inter_op = 1;         // steps run at once
   bool reference = false;   // the reference executor instead of the six stages
   bool json = false;
   std::string checkpoint;   // load the params from a training checkpoint first
@@ -135,6 +136,7 @@ struct BenchOptions {
   std::vector<std::string> inputs;
   std::vector<std::string> dims;
   int threads = 0;
+  int inter_op = 1;
   int runs = 20;
   int warmup = 3;
   uint64_t seed = 0;

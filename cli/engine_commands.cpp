@@ -117,6 +117,7 @@ int run_bench(const BenchOptions& o) {
   if (!feeds) return fail(feeds.error());
   stages::SessionOptions so;
   so.threads = o.threads > 0 ? o.threads : default_threads();
+  so.inter_op_threads = o.inter_op;
   RunRecording rec = start_recording(o.record, "bench", g->name(), o.seed,
                                      {{"file", o.file}, {"threads", std::to_string(so.threads)},
                                       {"runs", std::to_string(o.runs)}, {"warmup", std::to_string(o.warmup)}});
@@ -164,7 +165,7 @@ int run_bench(const BenchOptions& o) {
     nlohmann::json j{{"median_ms", median},       {"min_ms", min},
                      {"compile_ms", compile_ms},  {"peak_bytes", plan.peak_bytes()},
                      {"gflops", gflops},          {"lower_bound_bytes", plan.lower_bound_bytes()},
-                     {"threads", so.threads},     {"runs", o.runs},
+                     {"threads", so.threads},     {"inter_op", so.inter_op_threads}, {"runs", o.runs},
                      {"flops", plan.total_flops}, {"steps", plan.steps.size()},
                      {"reference_steps", reference_steps}, {"reference_ops", reference}};
     print_json(j);

@@ -106,6 +106,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--seed", run.seed, "Seed for random inputs (default 0)")->check(kSeedRange);
   run_cmd->add_option("--dim", run.dims, "SYMBOL=SIZE: size of a symbolic dimension in random inputs (default 1)")->check(kDimSpec);
   run_cmd->add_option("--threads,-t", run.threads, "Threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
+  run_cmd->add_option("--inter-op", run.inter_op, "Steps run at once, each with --threads (default 1: in order)")
+      ->check(CLI::Range(1, 64));
   run_cmd->add_flag("--reference", run.reference, "Use the reference executor instead of the six stages");
   run_cmd->add_flag("--json", run.json, "Print the output summary as JSON");
   run_cmd->add_option("--checkpoint", run.checkpoint, "Load the params from a training checkpoint (.tsc) first");
@@ -152,6 +154,8 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--input,-i", bench.inputs, "NAME=FILE.npy: feed graph input NAME (repeatable)");
   bench_cmd->add_option("--dim", bench.dims, "SYMBOL=SIZE: size of a symbolic dimension (default 1)")->check(kDimSpec);
   bench_cmd->add_option("--threads,-t", bench.threads, "Threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
+  bench_cmd->add_option("--inter-op", bench.inter_op, "Steps run at once, each with --threads (default 1: in order)")
+      ->check(CLI::Range(1, 64));
   bench_cmd->add_option("--runs", bench.runs, "Timed runs (default 20)")->check(CLI::Range(1, 1000000));
   bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs first (default 3)")->check(CLI::Range(0, 1000000));
   bench_cmd->add_option("--seed", bench.seed, "Seed for random inputs")->check(kSeedRange);

@@ -59,7 +59,8 @@ struct ExecutionPlan {
   std::vector<Step> steps;                   // in a topological order
   std::vector<std::vector<BufferRequest>> requests;  // per device
   std::vector<MemoryPlan> memory;            // per device
-  int threads = 1;
+  int threads = 1;                           // intra-op threads of every kernel
+  int workers = 1;                           // steps run at once (the executor's thread pool)
   double total_flops = 0;
   int memory_edges = 0;                      // step edges added because buffers share bytes
 

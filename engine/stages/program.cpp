@@ -94,7 +94,7 @@ Expected<std::unique_ptr<Program>> Program::load(ExecutionPlan plan, const backe
     }
   int kernels = static_cast<int>(to_load.size());
   int threads = pl.threads;
-  p->pool_ = std::make_unique<ThreadPool>(threads, [threads](int) { cpu::set_intra_op_threads(threads); });
+  p->pool_ = std::make_unique<ThreadPool>(std::max(1, pl.workers), [threads](int) { cpu::set_intra_op_threads(threads); });
   ctx.finish_stage("load", start, g.num_nodes(), nullptr,
                    std::to_string(kernels) + " kernels loaded, arenas " + std::to_string(pl.peak_bytes()) +
                        " bytes, weights " + std::to_string(p->weight_bytes_) + " bytes");
@@ -103,7 +103,8 @@ Expected<std::unique_ptr<Program>> Program::load(ExecutionPlan plan, const backe
 
 std::string Program::print() const {
   std::ostringstream os;
-  os << "loaded program: " << plan_.steps.size() << " steps on " << plan_.threads << " threads\n";
+  os << "loaded program: " << plan_.steps.size() << " steps on " << plan_.workers << " worker(s) of "
+     << plan_.threads << " thread(s)\n";
   for (size_t d = 0; d < plan_.devices.size(); ++d)
     os << "  arena on " << plan_.devices[d] << ": " << plan_.memory[d].arena_bytes << " bytes (lower bound "
        << plan_.memory[d].lower_bound_bytes << ")\n";

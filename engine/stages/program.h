@@ -2,9 +2,10 @@
 //
 // load allocates one arena per device, places weights (host params stay where they are; devices
 // the host cannot address get their own copy), and calls Kernel::load once per kernel (oneDNN
-// primitives, prepacked weights). execute runs the step DAG on a thread pool: a step becomes
-// ready when all its producers are done, ready steps run in step order on the first free worker
-// (the calling thread is worker 0), so independent branches overlap. Kernels are deterministic
+// primitives, prepacked weights). execute runs the steps in order on the calling thread when the
+// plan has one worker (the default), else the step DAG on a pool of plan.workers threads: a step
+// becomes ready when all its producers are done, ready steps run in step order on the first free
+// worker (the calling thread is worker 0), so independent branches overlap. Kernels are deterministic
 // and the memory plan is valid for every schedule, so results do not depend on the thread count.
 //
 // Usage:

@@ -22,6 +22,7 @@ Expected<Compilation> compile_all(ir::Graph graph, const ops::OpRegistry& regist
   c.fallbacks = optimised.fallbacks;
   c.preferred = optimised.preferred;
   TRY(ExecutionPlan plan, compile(std::move(optimised), devices, options.threads, ctx));
+  plan.workers = std::max(1, options.inter_op_threads);
   TRY(c.program, Program::load(std::move(plan), devices, registry, ctx));
   return c;
 }

@@ -56,6 +56,7 @@ TEST(Session, LeNetMatchesReferenceForOneAndTwoThreads) {
     SCOPED_TRACE("threads " + std::to_string(threads));
     SessionOptions o;
     o.threads = threads;
+    o.inter_op_threads = threads;
     Session s(*g, registry(), o);
     auto got = s.run({{"x", x}});
     ASSERT_TRUE(got.has_value()) << got.error().to_string();
@@ -111,7 +112,10 @@ TEST(Session, IndependentBranchesGiveTheSameResultsOnAnyThreadCount) {
   for (int threads : {1, 2, 3}) {
     SessionOptions o;
     o.threads = threads;
+    o.inter_op_threads = threads;  // the branches run at once on the executor's pool
     Session s(g, registry(), o);
+    ASSERT_TRUE(s.compile({{"x", {4, 8}}}).has_value());
+    EXPECT_EQ((*s.compile({{"x", {4, 8}}}))->plan().workers, threads);
     for (int rep = 0; rep < 20; ++rep) {
       SCOPED_TRACE("threads " + std::to_string(threads) + " rep " + std::to_string(rep));
       auto got = s.run({{"x", x}});
