@@ -239,6 +239,34 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
     plan.steps.push_back(std::move(st));
   }
 
+  // Views share their input's buffer: a copy kernel between plain buffers of the same size whose
+  // input is planned in the arena or is a graph input, and neither end is a graph output (those
+  // get buffers of their own for the caller). The root's lifetime then covers the views' readers.
+  std::set<ir::ValueId> graph_outputs(g.outputs().begin(), g.outputs().end());
+  std::vector<ir::ValueId> alias_root(static_cast<size_t>(g.value_capacity()), ir::kNoValue);
+  int aliases = 0;
+  for (Step& st : plan.steps) {
+    if (st.kind != Step::Kind::kKernel || st.impl != "cpu.vec:copy") continue;
+    const ir::Node& n = g.node(st.node);
+    const ir::ValueId in = n.inputs[0], out = n.outputs[0];
+    const ValueSlot& si = plan.slots[static_cast<size_t>(in)];
+    ValueSlot& so = plan.slots[static_cast<size_t>(out)];
+    if (so.kind != ValueSlot::Kind::kArena || !so.layout.empty() || !si.layout.empty() || si.device != so.device ||
+        graph_outputs.count(in) || graph_outputs.count(out))
+      continue;
+    const bool arena = si.kind == ValueSlot::Kind::kArena && si.bytes == so.bytes;
+    const bool input = si.kind == ValueSlot::Kind::kInput && backend::plain_bytes(g.value(in).type) == so.bytes;
+    if (!arena && !input) continue;
+    st.kind = Step::Kind::kAlias;
+    st.impl = "alias";
+    st.kernel.reset();
+    st.scratch_bytes = 0;
+    alias_root[static_cast<size_t>(out)] = alias_root[static_cast<size_t>(in)] != ir::kNoValue ? alias_root[static_cast<size_t>(in)] : in;
+    so.kind = si.kind;
+    so.input_index = si.input_index;
+    ++aliases;
+  }
+
   // The step DAG (data edges).
   std::vector<std::vector<int>> users(static_cast<size_t>(g.value_capacity()));
   for (size_t s = 0; s < plan.steps.size(); ++s) {
@@ -260,6 +288,12 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
     for (ir::ValueId v : g.node(st.node).outputs) {
       ValueSlot& sl = plan.slots[static_cast<size_t>(v)];
       if (sl.kind != ValueSlot::Kind::kArena) continue;
+      if (const ir::ValueId root = alias_root[static_cast<size_t>(v)]; root != ir::kNoValue) {
+        // A view: its readers keep the root's buffer alive.
+        auto& uses = plan.requests[static_cast<size_t>(sl.device)][static_cast<size_t>(plan.slots[static_cast<size_t>(root)].request)].use_steps;
+        uses.insert(uses.end(), users[static_cast<size_t>(v)].begin(), users[static_cast<size_t>(v)].end());
+        continue;
+      }
       BufferRequest r;
       r.bytes = sl.bytes;
       r.def_step = static_cast<int>(s);
@@ -323,13 +357,20 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
   }
   plan.memory_edges = memory_edges;
   for (ValueSlot& sl : plan.slots)
-    if (sl.kind == ValueSlot::Kind::kArena) sl.offset = plan.memory[static_cast<size_t>(sl.device)].offsets[static_cast<size_t>(sl.request)];
+    if (sl.kind == ValueSlot::Kind::kArena && sl.request >= 0)
+      sl.offset = plan.memory[static_cast<size_t>(sl.device)].offsets[static_cast<size_t>(sl.request)];
+  for (size_t v = 0; v < alias_root.size(); ++v)
+    if (alias_root[v] != ir::kNoValue && plan.slots[v].kind == ValueSlot::Kind::kArena) {
+      plan.slots[v].offset = plan.slots[static_cast<size_t>(alias_root[v])].offset;
+      plan.slots[v].request = plan.slots[static_cast<size_t>(alias_root[v])].request;
+    }
   for (Step& st : plan.steps)
     if (st.scratch_request >= 0)
       st.scratch_offset = plan.memory[static_cast<size_t>(st.device)].offsets[static_cast<size_t>(st.scratch_request)];
 
   std::ostringstream summary;
-  summary << plan.steps.size() << " steps (" << fast << " fast kernels, " << reference << " reference); arena "
+  summary << plan.steps.size() << " steps (" << fast << " fast kernels of which " << aliases << " views, " << reference
+          << " reference); arena "
           << plan.peak_bytes() << " bytes, lifetime lower bound " << plan.lower_bound_bytes() << ", "
           << plan.memory_edges << " memory edges";
   ctx.finish_stage("compile", start, nodes, nullptr, summary.str());

@@ -35,11 +35,13 @@ struct ValueSlot {
 };
 
 struct Step {
-  enum class Kind { kKernel, kReference, kCopy };
+  // kAlias: a view (Reshape, Flatten, Squeeze, Unsqueeze, Identity of a plain buffer) whose
+  // output shares its input's bytes: nothing runs.
+  enum class Kind { kKernel, kReference, kCopy, kAlias };
   Kind kind = Kind::kReference;
   ir::NodeId node = ir::kNoNode;
   int device = 0;
-  std::string impl;                          // kernel name, "ref" or "copy"
+  std::string impl;                          // kernel name, "ref", "copy" or "alias"
   std::string why_reference;                 // kReference: why no fast kernel took the node
   std::unique_ptr<backend::Kernel> kernel;   // kKernel
   std::vector<ir::ValueId> captured;         // values nested graphs read by name (kReference)

@@ -136,7 +136,13 @@ Tensor Program::tensor_of(ir::ValueId v, RunState& state) const {
       if (state.dynamic[static_cast<size_t>(v)]) return *state.dynamic[static_cast<size_t>(v)];
       return Tensor::wrap(address(v, state), plan_.graph.value(v).type.dtype, plan_.graph.value(v).type.static_shape(),
                           arenas_[static_cast<size_t>(s.device)]);
-    case ValueSlot::Kind::kInput: return state.inputs[static_cast<size_t>(s.input_index)];
+    case ValueSlot::Kind::kInput: {
+      const Tensor& in = state.inputs[static_cast<size_t>(s.input_index)];
+      const ir::TensorType& t = plan_.graph.value(v).type;
+      if (!t.is_static() || in.shape() == t.static_shape()) return in;
+      auto view = in.reshape(t.static_shape());  // a view of a graph input (an alias step)
+      return view ? *view : in;
+    }
     case ValueSlot::Kind::kParam: return *plan_.graph.param_data(v);
     case ValueSlot::Kind::kDynamic: return *state.dynamic[static_cast<size_t>(v)];
     case ValueSlot::Kind::kNone: break;
@@ -165,7 +171,9 @@ Status Program::run_step(int index, RunState& state, int worker) {
     return nullptr;
   };
 
-  if (st.kind == Step::Kind::kKernel) {
+  if (st.kind == Step::Kind::kAlias) {
+    // The output shares the input's bytes: nothing to do.
+  } else if (st.kind == Step::Kind::kKernel) {
     backend::KernelRun run;
     run.thread = worker;
     for (ir::ValueId v : n.inputs) {

@@ -202,3 +202,53 @@ TEST(Session, RunsControlFlowThroughTheReferenceFallback) {
 
 }  // namespace
 }  // namespace tessera::stages
+
+namespace tessera::stages {
+namespace {
+
+// Views (Reshape, Flatten, Squeeze, Unsqueeze, Identity) share their input's bytes: no copy runs,
+// the arena holds one buffer for the chain, and the root stays alive while any view is read. A
+// view that is a graph output, or of one, gets its own buffer.
+TEST(Session, ViewsShareTheirInputsBuffer) {
+  ir::Graph g = parse(R"(graph "views" {
+  input %0 "x" : f32[2, 6]
+  param %1 "shape" : i64[3] = tensor<i64[3]> [3, 2, 2]
+  param %2 "flat" : i64[1] = tensor<i64[1]> [12]
+  #0 "r0" = Reshape(%0, %1) -> (%3 : f32[3, 2, 2])
+  #1 "relu" = Relu(%3) -> (%4 : f32[3, 2, 2])
+  #2 "r1" = Reshape(%4, %2) -> (%5 : f32[12])
+  #3 "neg" = Neg(%5) -> (%6 : f32[12])
+  #4 "add" = Add(%5, %6) -> (%7 : f32[12])
+  #5 "out" = Reshape(%7, %1) -> (%8 "y" : f32[3, 2, 2])
+  #6 "tanh" = Tanh(%4) -> (%9 "z" : f32[3, 2, 2])
+  output %8, %9
+})");
+  Tensor x = random_tensor({2, 6}, 21);
+  auto want = runtime::run_reference(g, registry(), {{"x", x}});
+  ASSERT_TRUE(want.has_value());
+  SessionOptions o;
+  o.threads = 2;
+  Session s(g, registry(), o);
+  auto got = s.run({{"x", x}});
+  ASSERT_TRUE(got.has_value()) << got.error().to_string();
+  expect_close((*got)[0], (*want)[0]);
+  expect_close((*got)[1], (*want)[1]);
+  const ExecutionPlan& plan = (*s.compile({{"x", {2, 6}}}))->plan();
+  std::map<std::string, Step::Kind> kinds;
+  for (const Step& st : plan.steps) kinds[plan.graph.node(st.node).name] = st.kind;
+  EXPECT_EQ(kinds["r0"], Step::Kind::kAlias);   // of a graph input
+  EXPECT_EQ(kinds["r1"], Step::Kind::kAlias);   // of an arena value read again later (by add)
+  EXPECT_EQ(kinds["out"], Step::Kind::kKernel);  // a graph output: its own buffer
+  // relu's buffer (viewed by r1) must outlive neg and add, which read the view.
+  auto slot = [&](const std::string& node) {
+    for (ir::NodeId id : plan.graph.node_ids())
+      if (plan.graph.node(id).name == node) return plan.slots[static_cast<size_t>(plan.graph.node(id).outputs[0])];
+    ADD_FAILURE() << "no node " << node;
+    return ValueSlot();
+  };
+  EXPECT_EQ(slot("r1").offset, slot("relu").offset);
+  EXPECT_NE(slot("neg").offset, slot("relu").offset);
+}
+
+}  // namespace
+}  // namespace tessera::stages

@@ -193,7 +193,7 @@ class PassStepperTest : public QObject {
     QCOMPARE(d.changed, Ids({3}));
     QCOMPARE(d.links.size(), size_t{1});
     QCOMPARE(d.links[0].second, Ids({1, 2}));
-    QCOMPARE(m.memory()[0].plan.arena_bytes, size_t{4352});  // `tessera passes samples/mlp.json`
+    QCOMPARE(m.memory()[0].plan.arena_bytes, size_t{1280});  // `tessera passes samples/mlp.json`: the Flatten is a view
   }
 
   void symbolic_dims_default_and_settable() {
