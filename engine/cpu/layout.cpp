@@ -126,9 +126,17 @@ class LayoutPass {
 
   bool feeds_blocked_op(ir::ValueId v) const {
     for (const ir::Use& u : g_.uses(v))
-      if (blocked_capable(g_.node(u.node).op)) return true;
+      if (blocked_capable(g_.node(u.node).op) || is_to_nhwc(g_.node(u.node))) return true;
     return false;
   }
+
+  // Transposes between NCHW and NHWC, which a channels-last buffer turns into byte copies (views).
+  static bool has_perm(const ir::Node& node, const std::vector<int64_t>& perm) {
+    const ir::Attribute* p = node.attr("perm");
+    return node.op == "Transpose" && p && p->kind() == ir::AttrKind::kInts && p->ints() == perm;
+  }
+  static bool is_to_nhwc(const ir::Node& node) { return has_perm(node, {0, 2, 3, 1}); }
+  static bool is_to_nchw(const ir::Node& node) { return has_perm(node, {0, 3, 1, 2}); }
 
   // The layouts the node's inputs would be given if it produced `tag` ("" when it cannot).
   std::vector<backend::LayoutTag> wish(const ir::Node& node, const backend::LayoutTag& tag) const {
@@ -139,6 +147,10 @@ class LayoutPass {
     if (kConvOps.count(node.op))
       return feeds_blocked_op(node.outputs[0]) ? in : std::vector<backend::LayoutTag>{};
     if (kPassThrough.count(node.op)) return in[0] == tag ? in : std::vector<backend::LayoutTag>{};
+    // NHWC -> NCHW of a plain value, read by channels-last ops: the output in "nhwc" is the input's
+    // bytes (ConvNeXt's Transpose after its LayerNorm and Linear layers).
+    if (is_to_nchw(node) && tag == "nhwc")
+      return in[0].empty() && feeds_blocked_op(node.outputs[0]) ? in : std::vector<backend::LayoutTag>{};
     if (!kJoins.count(node.op)) return {};
     if (node.op == "Concat") {
       const ir::Attribute* axis = node.attr("axis");

@@ -75,8 +75,28 @@ void transpose(const T* in, T* out, const std::vector<int64_t>& out_dims,
   }
 }
 
+// NCHW <-> NHWC Transposes of a channels-last buffer are byte copies: perm [0, 2, 3, 1] of an
+// "nhwc" input to a plain output, perm [0, 3, 1, 2] of a plain input to an "nhwc" output
+// (ConvNeXt's LayerNorm sandwich). The compile stage makes them views (no copy at all).
+bool is_relayout(const KernelInit& init) {
+  if (init.in_types.size() != 1 || init.out_types.size() != 1 || !init.in_types[0] ||
+      !init.in_types[0]->is_static() || init.in_types[0]->rank() != 4 || init.in_types[0]->dtype != DType::kF32)
+    return false;
+  const std::vector<int64_t> perm = attr_ints(init, "perm", {});
+  const LayoutTag in = init.in_layouts.empty() ? "" : init.in_layouts[0];
+  return (perm == std::vector<int64_t>{0, 2, 3, 1} && in == "nhwc" && init.out_layout.empty()) ||
+         (perm == std::vector<int64_t>{0, 3, 1, 2} && in.empty() && init.out_layout == "nhwc");
+}
+
 Expected<KernelPtr> make_transpose(const KernelInit& init) {
   const std::string impl = "cpu.vec:transpose";
+  if (is_relayout(init)) {
+    const size_t bytes = backend::plain_bytes(*init.out_types[0]);
+    return make("cpu.vec:relayout", init, [bytes](KernelRun& run) {
+      if (run.outputs[0].data != run.inputs[0].data) std::memcpy(run.outputs[0].data, run.inputs[0].data, bytes);
+      return Status::ok();
+    });
+  }
   if (!plain_static(init) || init.in_types.size() != 1 || init.out_types.size() != 1)
     return decline(init, impl, "needs plain static types");
   const ir::TensorType& xt = *init.in_types[0];

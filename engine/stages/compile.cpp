@@ -246,13 +246,15 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
   std::vector<ir::ValueId> alias_root(static_cast<size_t>(g.value_capacity()), ir::kNoValue);
   int aliases = 0;
   for (Step& st : plan.steps) {
-    if (st.kind != Step::Kind::kKernel || st.impl != "cpu.vec:copy") continue;
+    // cpu.vec:relayout: an NCHW <-> NHWC Transpose whose channels-last side has the same bytes.
+    const bool relayout = st.impl == "cpu.vec:relayout";
+    if (st.kind != Step::Kind::kKernel || (st.impl != "cpu.vec:copy" && !relayout)) continue;
     const ir::Node& n = g.node(st.node);
     const ir::ValueId in = n.inputs[0], out = n.outputs[0];
     const ValueSlot& si = plan.slots[static_cast<size_t>(in)];
     ValueSlot& so = plan.slots[static_cast<size_t>(out)];
-    if (so.kind != ValueSlot::Kind::kArena || !so.layout.empty() || !si.layout.empty() || si.device != so.device ||
-        graph_outputs.count(in) || graph_outputs.count(out))
+    if (so.kind != ValueSlot::Kind::kArena || (!relayout && (!so.layout.empty() || !si.layout.empty())) ||
+        si.device != so.device || graph_outputs.count(in) || graph_outputs.count(out))
       continue;
     const bool arena = si.kind == ValueSlot::Kind::kArena && si.bytes == so.bytes;
     const bool input = si.kind == ValueSlot::Kind::kInput && backend::plain_bytes(g.value(in).type) == so.bytes;

@@ -216,6 +216,29 @@ TEST(CpuLayout, SqueezeExcitationScaleStaysChannelsLast) {
   for (const ir::Node* r : reorders(g)) EXPECT_EQ(r->inputs[0], find_node(g, "conv2")->outputs[0]);
 }
 
+// ConvNeXt's sandwich: a channels-last conv, Transpose to NHWC, LayerNorm over channels, Transpose
+// back to NCHW, a conv. Both Transposes become byte copies of channels-last buffers (the compile
+// stage then makes them views): no Reorder anywhere.
+TEST(CpuLayout, NchwNhwcTransposesOfChannelsLastAreCopies) {
+  ir::Graph g("convnext");
+  const ir::ValueId x = g.add_input("x", ir::TensorType::of(DType::kF32, {1, 16, 5, 6}));
+  const ir::NodeId c = g.add_node("Conv", {x, g.add_param("w", random_f32({16, 1, 3, 3}, 31))}, 1, "dw",
+                                  {{"pads", Ints{1, 1, 1, 1}}, {"group", int64_t{16}}});
+  const ir::NodeId t1 = g.add_node("Transpose", {g.node(c).outputs[0]}, 1, "to_nhwc", {{"perm", Ints{0, 2, 3, 1}}});
+  const ir::NodeId ln = g.add_node("LayerNormalization", {g.node(t1).outputs[0], g.add_param("gamma", random_f32({16}, 32))},
+                                   1, "ln", {{"axis", int64_t{-1}}});
+  const ir::NodeId t2 = g.add_node("Transpose", {g.node(ln).outputs[0]}, 1, "to_nchw", {{"perm", Ints{0, 3, 1, 2}}});
+  const ir::NodeId c2 = g.add_node("Conv", {g.node(t2).outputs[0], g.add_param("w2", random_f32({8, 16, 1, 1}, 33))}, 1, "pw");
+  g.value(g.node(c2).outputs[0]).name = "y";
+  g.set_outputs({g.node(c2).outputs[0]});
+  lay_out_and_check(g, {{"x", random_f32({1, 16, 5, 6}, 34)}});
+  EXPECT_EQ(cpu::node_layout(*find_node(g, "dw")), "nhwc");
+  EXPECT_EQ(cpu::node_layout(*find_node(g, "to_nhwc")), "");
+  EXPECT_EQ(cpu::node_layout(*find_node(g, "to_nchw")), "nhwc");
+  EXPECT_EQ(cpu::node_layout(*find_node(g, "pw")), "");  // reads nhwc, writes the plain output
+  EXPECT_TRUE(reorders(g).empty());
+}
+
 TEST(CpuLayout, ConcatOfBlockedBranchesAndBatchNorm) {
   ir::Graph g("branches");
   const ir::ValueId x = g.add_input("x", ir::TensorType::of(DType::kF32, {2, 4, 5, 5}));
