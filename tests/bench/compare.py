@@ -247,6 +247,32 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
+def fma_peak():
+    """(GFLOP/s, how) of f32 FMAs at the nominal clock /proc/cpuinfo gives: cores x GHz x FLOP per
+    cycle (AVX-512 on Intel: 2 FMA units of 16 lanes, 64; AMD Zen 4 runs AVX-512 on 256-bit units
+    and AVX2 machines have 2 of 8 lanes: 32). Boost clocks can exceed it. None when unknown."""
+    mhz, vendor, flags = None, "", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "cpu MHz" and mhz is None:
+                    mhz = float(value)
+                elif key == "vendor_id" and not vendor:
+                    vendor = value.strip()
+                elif key == "flags" and not flags:
+                    flags = set(value.split())
+    except (OSError, ValueError):
+        return None
+    if not mhz or "fma" not in flags:
+        return None
+    per_cycle = 64 if "avx512f" in flags and vendor == "GenuineIntel" else 32
+    cores = os.cpu_count() or 1
+    return (cores * mhz / 1e3 * per_cycle,
+            f"{cores} cores x {mhz / 1e3:.2f} GHz x {per_cycle} FLOP/cycle, at the nominal clock")
+
+
 def cpu_description():
     """lscpu's model name and the ISA extensions oneDNN cares about, from /proc/cpuinfo."""
     model, flags = "unknown CPU", set()
@@ -286,7 +312,6 @@ def print_table(args, rows, others):
             lines[-1] += [fmt(p.get("median_ms"), ".2f"), fmt(ratio_of(r, "torch"), ".2f")]
     widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(header)]
     busy = "unknown" if others is None else f"{others:.0%}"
-    print(f"CPU: {cpu_description()}")
     print(f"threads {args.threads}, {args.rounds} rounds x {args.runs} runs per side, "
           f"latency = median of round medians; other work used {busy} of the CPU meanwhile")
     if others is not None and others > 0.05:
@@ -344,7 +369,11 @@ def main():
     except ZooError as e:
         print(f"compare: {e}", file=sys.stderr)
         return 2
-    print(f"CPU: {cpu_description()}", flush=True)
+    print(f"CPU: {cpu_description()}")
+    peak = fma_peak()
+    if peak:
+        print(f"f32 FMA peak {peak[0]:.0f} GFLOP/s ({peak[1]}; boost clocks can exceed it)")
+    sys.stdout.flush()
     rows = {}
     cpu = CpuShare()
     cpu.start()
@@ -355,7 +384,8 @@ def main():
     ok = print_table(args, rows, others)
     if args.json_out:
         with open(args.json_out, "w") as f:
-            json.dump({"cpu": cpu_description(), "threads": args.threads, "runs": args.runs, "rounds": args.rounds,
+            json.dump({"cpu": cpu_description(), "fma_peak_gflops": peak[0] if peak else None,
+                       "threads": args.threads, "runs": args.runs, "rounds": args.rounds,
                        "other_cpu_share": others, "models": rows}, f, indent=2)
             f.write("\n")
     return 0 if ok else 1
