@@ -51,7 +51,7 @@ backend::LayoutTag value_layout(const ir::Graph& graph, ir::ValueId v) {
 
 namespace {
 
-const std::set<std::string> kConvOps = {"Conv", "FusedConv"};
+const std::set<std::string> kConvOps = {"Conv", "FusedConv", "ConvTranspose"};
 const std::set<std::string> kPassThrough = {"MaxPool",
                                             "AveragePool",
                                             "GlobalAveragePool",

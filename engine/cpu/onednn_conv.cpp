@@ -157,8 +157,15 @@ class ConvKernel : public OneDnnKernel {
     if (has_bias_ && !b_const_) bias_mem_.set_data_handle(run.inputs[2].data);
     if (src_copy_) src_reorder_.execute(stream_, src_user_, src_conv_);
     if (has_z_) {
-      z_user_.set_data_handle(run.inputs[3].data);
-      z_reorder_.execute(stream_, z_user_, dst_conv_);
+      // The residual goes into dst first (the sum post-op adds onto it): a plain copy when the
+      // formats match (oneDNN's "simple" reorder of acdb to acdb was 4x slower than memcpy).
+      if (z_user_md_ == pd_.dst_desc()) {
+        if (dst_conv_.get_data_handle() != run.inputs[3].data)
+          std::memcpy(dst_conv_.get_data_handle(), run.inputs[3].data, z_user_md_.get_size());
+      } else {
+        z_user_.set_data_handle(run.inputs[3].data);
+        z_reorder_.execute(stream_, z_user_, dst_conv_);
+      }
     }
     std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src_conv_},
                                             {DNNL_ARG_WEIGHTS, wei_mem_},
@@ -194,7 +201,7 @@ Expected<KernelPtr> make_conv(const ContextPtr& ctx, const KernelInit& init, boo
   return KernelPtr(std::move(k));
 }
 
-// ConvTranspose as oneDNN's deconvolution: plain src and dst, explicit pads (auto_pad NOTSET, no
+// ConvTranspose as oneDNN's deconvolution: plain or channels-last src and dst, explicit pads (auto_pad NOTSET, no
 // output_shape: the right pad comes from the inferred output, so output_padding is honoured),
 // groups, dilations. ONNX's W [C_in, C_out / group, k...] is oneDNN's weights {[G,] OC/G, IC/G, k}
 // read in the iohw / giohw family of formats; a constant W is reordered once, here, into the format
@@ -202,9 +209,14 @@ Expected<KernelPtr> make_conv(const ContextPtr& ctx, const KernelInit& init, boo
 Expected<KernelPtr> make_deconv(const ContextPtr& ctx, const KernelInit& init) {
   const std::string impl = "onednn:deconv";
   if (init.in_types.size() < 2 || !is_static_f32(init.in_types[0]) || !is_static_f32(init.in_types[1]) ||
-      init.out_types.size() != 1 || !is_static_f32(init.out_types[0]) || !all_plain(init) ||
-      !init.out_layout.empty())
-    return decline(init, impl, "needs plain static f32 X, W and Y");
+      init.out_types.size() != 1 || !is_static_f32(init.out_types[0]))
+    return decline(init, impl, "needs static f32 X, W and Y");
+  // X and Y plain or channels-last (where oneDNN has a jit deconvolution; on plain NCHW it runs a
+  // gemm with col2im, 7x slower on UNet's up-sampling); W and B plain.
+  for (size_t i = 0; i < init.in_layouts.size(); ++i)
+    if (!init.in_layouts[i].empty() && !(i == 0 && init.in_layouts[i] == "nhwc"))
+      return decline(init, impl, "layouts other than plain and nhwc");
+  if (!init.out_layout.empty() && init.out_layout != "nhwc") return decline(init, impl, "output layout");
   if (attr_string(init, "auto_pad", "NOTSET") != "NOTSET" || !attr_ints(init, "output_shape", {}).empty())
     return decline(init, impl, "auto_pad and output_shape are not mapped");
   const memory::dims x = dims_of(*init.in_types[0]), w = dims_of(*init.in_types[1]), y = dims_of(*init.out_types[0]);
@@ -239,7 +251,10 @@ Expected<KernelPtr> make_deconv(const ContextPtr& ctx, const KernelInit& init) {
   static const tag kPlain[3] = {tag::bac, tag::bacd, tag::bacde};  // iow, iohw, iodhw
   static const tag kGrouped[3] = {tag::acbd, tag::acbde, tag::acbdef};  // giow, giohw, giodhw
   const memory::desc wei_user(wd, memory::data_type::f32, group > 1 ? kGrouped[nsp - 1] : kPlain[nsp - 1]);
-  const memory::desc src = plain_md(x), dst = plain_md(y);
+  auto src_md = layout_md(x, layout_at(init, 0));
+  auto dst_md = layout_md(y, init.out_layout);
+  if (!src_md || !dst_md) return decline(init, impl, "layout");
+  const memory::desc src = *src_md, dst = *dst_md;
   const bool has_bias = input_type(init, 2) != nullptr;
   if (has_bias && !is_static_f32(input_type(init, 2))) return decline(init, impl, "bias");
   const Tensor* w_const = constant_at(init, 1);

@@ -654,6 +654,40 @@ Expected<KernelPtr> make_binary(const KernelInit& init) {
   return decline(init, impl, "op");
 }
 
+// Concat along channels of channels-last 4-D buffers: every pixel's channels are the inputs'
+// channel runs one after the other. Registered above oneDNN, whose "simple" concat took 1.1 ms
+// for UNet's [1, 48, 128, 128] (this: a copy of each pixel's runs).
+Expected<KernelPtr> make_concat_nhwc(const KernelInit& init) {
+  const std::string impl = "cpu.vec:concat_nhwc";
+  if (init.out_layout != "nhwc" || init.out_types.size() != 1 || !is_static_f32(init.out_types[0]) ||
+      init.out_types[0]->rank() != 4)
+    return KernelPtr();  // not this kernel's case: oneDNN's concat takes it
+  const int64_t axis = attr_int(init, "axis", 0);
+  if (axis != 1 && axis != -3) return KernelPtr();
+  std::vector<int64_t> channels;
+  for (size_t i = 0; i < init.in_types.size(); ++i) {
+    if (!init.in_types[i] || !is_static_f32(init.in_types[i]) || i >= init.in_layouts.size() ||
+        init.in_layouts[i] != "nhwc")
+      return KernelPtr();
+    channels.push_back(init.in_types[i]->static_shape()[1]);
+  }
+  const Shape y = init.out_types[0]->static_shape();
+  const int64_t pixels = y[0] * y[2] * y[3], c_out = y[1];
+  return make(impl, init, [channels, pixels, c_out](KernelRun& run) -> Status {
+    float* out = static_cast<float*>(run.outputs[0].data);
+#pragma omp parallel for if (pixels * c_out > kParallelMin)
+    for (int64_t p = 0; p < pixels; ++p) {
+      float* dst = out + p * c_out;
+      for (size_t i = 0; i < channels.size(); ++i) {
+        const int64_t c = channels[i];
+        std::memcpy(dst, static_cast<const float*>(run.inputs[i].data) + p * c, static_cast<size_t>(c) * sizeof(float));
+        dst += c;
+      }
+    }
+    return Status::ok();
+  });
+}
+
 Expected<KernelPtr> make_pow(const KernelInit& init) {
   const std::string impl = "cpu.vec:pow";
   if (!plain_static(init) || init.in_types.size() != 2 || !is_static_f32(init.in_types[0]) ||
@@ -699,6 +733,7 @@ void register_vec_kernels(KernelRegistry& registry) {
   registry.add("HardSigmoid", "cpu.vec:hard_sigmoid", kVecPriority, make_hard_sigmoid);
   registry.add("Resize", "cpu.vec:resize", kVecPriority, make_resize);
   registry.add("Pad", "cpu.vec:pad", kVecPriority, make_pad);
+  registry.add("Concat", "cpu.vec:concat_nhwc", kOneDnnPriority + 10, make_concat_nhwc);
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"})
     registry.add(op, "cpu.vec:binary", kVecPriority, make_binary);
   register_vec_train(registry);

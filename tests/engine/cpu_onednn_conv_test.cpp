@@ -87,6 +87,13 @@ TEST(CpuConvTranspose, StridesPadsGroupsDilationsRanks) {
   check_deconv({{1, 6, 4, 4}, {6, 2, 3, 3}, {{"group", int64_t{3}}, {"dilations", I{2, 1}}, {"pads", I{0, 1, 2, 0}}}, false});
   check_deconv({{2, 4, 9}, {4, 3, 4}, {{"strides", I{3}}}});
   check_deconv({{1, 2, 3, 4, 3}, {2, 3, 2, 2, 2}, {{"strides", I{2, 1, 2}}}});
+  {  // channels-last in and out (the layout pass's choice between channels-last convolutions)
+    const Tensor x = random_f32({1, 16, 5, 6}, 9), w = random_f32({16, 8, 2, 2}, 10);
+    const ir::Attributes attrs{{"strides", I{2, 2}}};
+    KernelResult got = run_cpu({"ConvTranspose", {&x, &w}, attrs, {false, true}, {"nhwc"}, "nhwc"});
+    ASSERT_EQ(got.impl, "onednn:deconv");
+    expect_close(got.outputs[0], reference("ConvTranspose", {&x, &w}, attrs)[0]);
+  }
   // auto_pad and output_shape stay with the reference kernel.
   const Tensor x = random_f32({1, 2, 4, 4}, 7), w = random_f32({2, 2, 3, 3}, 8);
   EXPECT_EQ(run_cpu({"ConvTranspose", {&x, &w}, {{"auto_pad", "SAME_UPPER"}, {"strides", I{2, 2}}}, {false, true}, {}, ""}).impl,

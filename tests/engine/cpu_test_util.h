@@ -62,8 +62,11 @@ inline Tensor random_f32(Shape shape, uint32_t seed, float lo = -1.f, float hi =
   return t;
 }
 
-inline int block_of(const std::string& layout) {
+// The channel block of a layout for a tensor of `shape`: 0 for plain; channels-last ("nhwc") is
+// one block of all the channels.
+inline int block_of(const std::string& layout, const Shape& shape) {
   if (layout.empty()) return 0;
+  if (layout == "nhwc") return static_cast<int>(shape.size() > 1 ? shape[1] : 1);
   return layout.find("16c") != std::string::npos ? 16 : 8;
 }
 
@@ -160,7 +163,7 @@ inline KernelResult run_cpu(const Case& c) {
       run.inputs.push_back({});
       continue;
     }
-    const int b = block_of(init.in_layouts[i]);
+    const int b = block_of(init.in_layouts[i], t->shape());
     if (b) {
       in_store[i] = to_blocked(*t, b);
       run.inputs.push_back({in_store[i].data(), in_store[i].size() * 4});
@@ -180,7 +183,7 @@ inline KernelResult run_cpu(const Case& c) {
   if (!st) return res;
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     const ir::TensorType& t = g.value(node.outputs[i]).type;
-    const int b = block_of(c.out_layout);
+    const int b = block_of(c.out_layout, t.static_shape());
     if (b) {
       res.outputs.push_back(from_blocked(out_store[i].data(), t.static_shape(), b));
     } else {

@@ -258,6 +258,15 @@ TEST(CpuVec, BinaryBroadcasting) {
     }
 }
 
+TEST(CpuVec, ConcatChannelsLast) {
+  const Tensor a = random_f32({2, 3, 4, 5}, 17), b = random_f32({2, 5, 4, 5}, 18), c = random_f32({2, 1, 4, 5}, 19);
+  KernelResult got = run_cpu({"Concat", {&a, &b, &c}, {{"axis", int64_t{1}}}, {false, false, false}, {"nhwc", "nhwc", "nhwc"}, "nhwc"});
+  ASSERT_EQ(got.impl, "cpu.vec:concat_nhwc");
+  expect_close(got.outputs[0], reference("Concat", {&a, &b, &c}, {{"axis", int64_t{1}}})[0], 0, 0);
+  // Plain buffers stay with oneDNN's concat.
+  EXPECT_EQ(run_cpu({"Concat", {&a, &b}, {{"axis", int64_t{1}}}, {false, false}, {}, ""}).impl, "onednn:concat");
+}
+
 TEST(CpuVec, BlockedLayoutIsAnError) {
   const Tensor x = random_f32({1, 16, 2, 2}, 11);
   ir::Graph g("t");
