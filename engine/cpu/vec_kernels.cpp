@@ -219,31 +219,44 @@ std::optional<int64_t> gather_rows(const char* data, const I* idx, char* out, in
   return std::nullopt;
 }
 
+// Gather along any axis: for each of the `outer` blocks before the axis, gather_rows over rows of
+// the axis with everything after it as the row (axis 0: one block; ViT's class token x[:, 0]:
+// one block per batch row).
 Expected<KernelPtr> make_gather(const KernelInit& init) {
   const std::string impl = "cpu.vec:gather";
   if (!plain_static(init) || init.in_types.size() != 2 || init.out_types.size() != 1)
     return decline(init, impl, "needs plain static types");
   const ir::TensorType& dt = *init.in_types[0];
   const DType it = init.in_types[1]->dtype;
-  if (dt.rank() < 1 || attr_int(init, "axis", 0) != 0 || (it != DType::kI64 && it != DType::kI32))
-    return decline(init, impl, "axis 0 with i32/i64 indices only");
-  const int64_t rows = dt.dims[0].size;
+  const int rank = dt.rank();
+  int64_t axis = attr_int(init, "axis", 0);
+  if (axis < 0) axis += rank;
+  if (rank < 1 || axis < 0 || axis >= rank || (it != DType::kI64 && it != DType::kI32))
+    return decline(init, impl, "needs an axis in range and i32/i64 indices");
+  const Shape shape = dt.static_shape();
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= shape[static_cast<size_t>(d)];
+  const int64_t rows = shape[static_cast<size_t>(axis)];
   const int64_t n = init.in_types[1]->static_numel();
-  const size_t row_bytes = rows == 0 ? 0 : backend::plain_bytes(dt) / static_cast<size_t>(rows);
+  const size_t total = backend::plain_bytes(dt);
+  const size_t row_bytes = rows == 0 || outer == 0 ? 0 : total / static_cast<size_t>(outer * rows);
   const Error bad =
       kernel_error(init, impl, "index out of range for " + std::to_string(rows) + " rows: ");
   return make(impl, init, [=](KernelRun& run) -> Status {
     const char* data = static_cast<const char*>(run.inputs[0].data);
     char* out = static_cast<char*>(run.outputs[0].data);
-    const std::optional<int64_t> r =
-        it == DType::kI64 ? gather_rows(data, static_cast<const int64_t*>(run.inputs[1].data), out,
-                                        n, rows, row_bytes)
-                          : gather_rows(data, static_cast<const int32_t*>(run.inputs[1].data), out,
-                                        n, rows, row_bytes);
-    if (!r) return Status::ok();
-    Error e = bad;
-    e.message += std::to_string(*r);
-    return e;
+    for (int64_t o = 0; o < outer; ++o) {
+      const char* block = data + static_cast<size_t>(o * rows) * row_bytes;
+      char* dst = out + static_cast<size_t>(o * n) * row_bytes;
+      const std::optional<int64_t> r =
+          it == DType::kI64 ? gather_rows(block, static_cast<const int64_t*>(run.inputs[1].data), dst, n, rows, row_bytes)
+                            : gather_rows(block, static_cast<const int32_t*>(run.inputs[1].data), dst, n, rows, row_bytes);
+      if (!r) continue;
+      Error e = bad;
+      e.message += std::to_string(*r);
+      return e;
+    }
+    return Status::ok();
   });
 }
 

@@ -11,6 +11,7 @@
 //   Cast(x, to = dtype of x)                     -> x
 //   Transpose(Transpose(x, p1), p2)              -> Transpose(x, p1[p2[i]]), or x when that is
 //                                                   the identity; Transpose(x, identity) -> x
+//   Transpose(x, p) moving only axes of size 1   -> Reshape(x, static result shape)
 //   Reshape(x, s) with static x and result of the same shape -> x
 //   Reshape(Reshape(x, s1) | Flatten(x), s2)     -> Reshape(x, static result shape)
 //   Squeeze(Unsqueeze(x, a), a), Unsqueeze(Squeeze(x, a), a)  -> x   (axes constant, normalised)
@@ -109,13 +110,39 @@ bool is_identity_perm(const std::vector<int64_t>& p) {
   return true;
 }
 
+// A Transpose that only moves axes of size 1 keeps every element where it was: it is a Reshape
+// (which the compile stage makes a view). Batch-1 exports of nn.MultiheadAttention are full of
+// them ([1, 128, 256] <-> [128, 1, 256]).
+bool moves_only_unit_axes(const ir::TensorType& x, const std::vector<int64_t>& perm) {
+  if (!x.is_static() || static_cast<int>(perm.size()) != x.rank()) return false;
+  int64_t last = -1;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= x.rank()) return false;
+    if (x.dims[static_cast<size_t>(p)].size == 1) continue;
+    if (p < last) return false;
+    last = p;
+  }
+  return true;
+}
+
 bool transpose_rule(RuleContext& rc, ir::NodeId id) {
   ir::Node& n = rc.g.node(id);
   const std::vector<int64_t> p2 = perm_of(rc.g, n);
   if (p2.empty() && !n.attr("perm")) return false;
   if (is_identity_perm(p2)) return forward(rc, id, n.inputs[0]);
   const ir::Node* inner = producer(rc.g, n.inputs[0], "Transpose");
-  if (!inner) return false;
+  if (!inner) {
+    const ir::TensorType& y = type_of(rc.g, n.outputs[0]);
+    if (!moves_only_unit_axes(type_of(rc.g, n.inputs[0]), p2) || !y.is_static()) return false;
+    const Shape dims = y.static_shape();
+    const ir::ValueId shape = rc.g.add_param(unique_value_name(rc.g, (n.name.empty() ? "transpose" : n.name) + ".shape"),
+                                             Tensor::from_vector<int64_t>({static_cast<int64_t>(dims.size())}, dims));
+    ir::Node& r = rc.g.node(id);
+    r.op = "Reshape";
+    r.inputs = {r.inputs[0], shape};
+    r.attrs.erase("perm");
+    return true;
+  }
   const std::vector<int64_t> p1 = perm_of(rc.g, *inner);
   if (p1.size() != p2.size()) return false;
   std::vector<int64_t> composed(p2.size());

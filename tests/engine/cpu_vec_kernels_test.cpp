@@ -77,6 +77,12 @@ TEST(CpuVec, GatherRows) {
   check("Gather", {&table, &idx}, {}, {true, false}, "cpu.vec:gather");
   const Tensor idx32 = Tensor::from_vector<int32_t>({4}, {3, 1, 0, 2});
   check("Gather", {&table, &idx32}, {}, {false, false}, "cpu.vec:gather");
+  // Other axes (ViT's class token: x[:, 0] of [1, 197, 768]), scalar and negative indices.
+  const Tensor x = random_f32({2, 5, 3, 4}, 6);
+  const Tensor zero = Tensor::scalar<int64_t>(0), pick = i64({3}, {2, -1, 1});
+  check("Gather", {&x, &zero}, {{"axis", int64_t{1}}}, {false, true}, "cpu.vec:gather");
+  check("Gather", {&x, &pick}, {{"axis", int64_t{-2}}}, {false, false}, "cpu.vec:gather");
+  check("Gather", {&x, &pick}, {{"axis", int64_t{3}}}, {false, false}, "cpu.vec:gather");
 }
 
 TEST(CpuVec, GatherOutOfRangeIsARunError) {
