@@ -23,7 +23,7 @@ import sys
 import time
 
 # OpenBLAS (PyTorch's BLAS on Debian) reads its core type when it loads; 0.3.21 does not know the
-# newest CPUs and falls back to AVX2 kernels: force the AVX-512 ones, as tests/bench/make_models.py.
+# newest CPUs and falls back to AVX2 kernels: force the AVX-512 ones, as tests/zoo/make_zoo.py.
 os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
 
 import numpy as np  # noqa: E402
