@@ -111,6 +111,7 @@ struct TrainOptions {
   std::string optimizer = "sgd", loss = "softmax-cross-entropy", output, schedule = "constant";
   uint64_t seed = 0;
   int threads = 0, workers = 1;
+  int inter_op = 1;  // steps run at once
   std::string checkpoint_dir, resume, save;
   bool json = false, no_eval = false;
   RecordOptions record;

@@ -131,6 +131,8 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--seed", train.seed, "Seed of the data order (default 0)")->check(kSeedRange);
   train_cmd->add_option("--threads,-t", train.threads, "Threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
   train_cmd->add_option("--workers", train.workers, "Data loader threads (default 1; 0: in the training thread)")->check(CLI::Range(0, 64));
+  train_cmd->add_option("--inter-op", train.inter_op, "Steps run at once, each with --threads (default 1: in order)")
+      ->check(CLI::Range(1, 64));
   train_cmd->add_option("--checkpoint-dir", train.checkpoint_dir, "Write checkpoints there (each epoch, and every --checkpoint-every steps)");
   train_cmd->add_option("--checkpoint-every", train.checkpoint_every, "Steps between checkpoints (default: epoch ends only)")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   train_cmd->add_option("--max-steps", train.max_steps, "Stop after this many steps in all")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));

@@ -58,6 +58,7 @@ int run_train(const TrainOptions& o) {
   cfg.lr = o.lr;
   cfg.schedule = o.schedule;
   cfg.threads = o.threads > 0 ? o.threads : default_threads();
+  cfg.inter_op_threads = o.inter_op;
   cfg.seed = o.seed;
   cfg.batch_size = o.batch;
   cfg.checkpoint_dir = o.checkpoint_dir;

@@ -102,6 +102,7 @@ Status Trainer::init() {
   sessions_ = std::make_unique<Sessions>();
   stages::SessionOptions so;
   so.threads = config_.threads;
+  so.inter_op_threads = config_.inter_op_threads;
   if (config_.trace) {
     sampled_trace_ = std::make_unique<SampledTrace>(config_.trace);
     so.trace = sampled_trace_.get();
@@ -110,6 +111,7 @@ Status Trainer::init() {
   sessions_->step = std::make_unique<stages::Session>(forward_, registry_, so);
   stages::SessionOptions eo;
   eo.threads = config_.threads;
+  eo.inter_op_threads = config_.inter_op_threads;
   sessions_->eval = std::make_unique<stages::Session>(autodiff::evaluation_graph(forward_, config_.spec), registry_, eo);
   return Status::ok();
 }

@@ -39,6 +39,7 @@ struct TrainConfig {
   double lr = 0.01;
   std::string schedule = "constant";  // schedule.h: constant | step:SIZE:GAMMA | cosine[:MIN], [,warmup:N]
   int threads = 1;
+  int inter_op_threads = 1;           // steps run at once (SessionOptions.inter_op_threads)
   uint64_t seed = 0;                  // recorded in checkpoints; the loaders must use the same
   int64_t batch_size = 0;             // recorded in checkpoints (the loader's)
   std::string checkpoint_dir;         // empty: no checkpoints
