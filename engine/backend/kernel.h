@@ -68,6 +68,9 @@ class Kernel {
   // Bytes of output i in its layout.
   virtual size_t output_bytes(size_t i) const = 0;
   virtual size_t scratch_bytes() const { return 0; }
+  // True when output 0 is input 0's bytes unchanged (a byte copy: Reshape and friends, a layout-only
+  // Transpose): the compile stage may let the output share the input's buffer and skip the run.
+  virtual bool is_view() const { return false; }
   // Once, at load: prepack weights, create primitives. Errors are values (catch library throws).
   virtual Status load() { return Status::ok(); }
   // Inputs may alias nothing the kernel writes. Must be safe to call from any one thread at a

@@ -32,11 +32,7 @@ Expected<KernelPtr> make_copy(const KernelInit& init) {
   const size_t bytes = backend::plain_bytes(*init.out_types[0]);
   if (backend::plain_bytes(*init.in_types[0]) != bytes)
     return decline(init, "cpu.vec:copy", "sizes differ");
-  return make("cpu.vec:copy", init, [bytes](KernelRun& run) {
-    if (bytes && run.outputs[0].data != run.inputs[0].data)
-      std::memcpy(run.outputs[0].data, run.inputs[0].data, bytes);
-    return Status::ok();
-  });
+  return make_byte_copy("cpu.vec:copy", bytes);
 }
 
 // ---- Transpose --------------------------------------------------------------------------------
@@ -90,13 +86,7 @@ bool is_relayout(const KernelInit& init) {
 
 Expected<KernelPtr> make_transpose(const KernelInit& init) {
   const std::string impl = "cpu.vec:transpose";
-  if (is_relayout(init)) {
-    const size_t bytes = backend::plain_bytes(*init.out_types[0]);
-    return make("cpu.vec:relayout", init, [bytes](KernelRun& run) {
-      if (run.outputs[0].data != run.inputs[0].data) std::memcpy(run.outputs[0].data, run.inputs[0].data, bytes);
-      return Status::ok();
-    });
-  }
+  if (is_relayout(init)) return make_byte_copy("cpu.vec:relayout", backend::plain_bytes(*init.out_types[0]));
   if (!plain_static(init) || init.in_types.size() != 1 || init.out_types.size() != 1)
     return decline(init, impl, "needs plain static types");
   const ir::TensorType& xt = *init.in_types[0];

@@ -150,13 +150,6 @@ T int_pow(T base, double e) {
   return saturate_cast<T>(std::pow(static_cast<double>(base), e));
 }
 
-template <class T>
-T sigmoid(T x) {
-  if (x >= 0) return T(1) / (T(1) + std::exp(-x));
-  const T e = std::exp(x);
-  return e / (T(1) + e);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Kernel skeletons
 

@@ -42,11 +42,7 @@ T activate(T x, Act act, T alpha, T beta) {
       const T v = x < alpha ? alpha : x;
       return beta < v ? beta : v;
     }
-    case Act::kSigmoid: {
-      if (x >= 0) return T(1) / (T(1) + std::exp(-x));
-      const T e = std::exp(x);
-      return e / (T(1) + e);
-    }
+    case Act::kSigmoid: return sigmoid(x);
     case Act::kTanh: return std::tanh(x);
     case Act::kGelu: return T(0.5) * x * (T(1) + std::erf(x * T(kSqrtHalf)));
     case Act::kHardSwish: {
@@ -57,12 +53,7 @@ T activate(T x, Act act, T alpha, T beta) {
       const T v = alpha * x + beta;
       return v < T(0) ? T(0) : v > T(1) ? T(1) : v;
     }
-    case Act::kSwish: {  // alpha as Swish's
-      const T z = alpha * x;
-      if (z >= T(0)) return x / (T(1) + std::exp(-z));
-      const T e = std::exp(z);
-      return x * e / (T(1) + e);
-    }
+    case Act::kSwish: return x * sigmoid(alpha * x);  // alpha as Swish's
   }
   return x;
 }

@@ -2,6 +2,7 @@
 // error helpers. Internal to engine/ops (not part of the public engine interface).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -9,6 +10,14 @@
 #include "engine/ops/op_def.h"
 
 namespace tessera::ops {
+
+// 1 / (1 + e^-x) without overflow for either sign of x (Sigmoid, Swish, fused activations).
+template <class T>
+T sigmoid(T x) {
+  if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
+  const T e = std::exp(x);
+  return e / (T(1) + e);
+}
 
 using ir::Dim;
 

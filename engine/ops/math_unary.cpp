@@ -190,11 +190,7 @@ void register_activations(OpRegistry& reg) {
                    const double alpha = a.f("alpha");
                    return [alpha](auto x) {
                      using T = decltype(x);
-                     const T z = static_cast<T>(alpha) * x;
-                     // x * sigmoid(z) without overflow for either sign of z.
-                     if (z >= T(0)) return x / (T(1) + std::exp(-z));
-                     const T e = std::exp(z);
-                     return x * e / (T(1) + e);
+                     return x * sigmoid(static_cast<T>(alpha) * x);
                    };
                  });
   add_activation(

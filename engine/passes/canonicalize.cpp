@@ -48,13 +48,6 @@ bool forward(RuleContext& rc, ir::NodeId id, ir::ValueId x) {
   return true;
 }
 
-// The producer of v when it is a live node with op `op`, else nullptr.
-const ir::Node* producer(const ir::Graph& g, ir::ValueId v, const std::string& op) {
-  if (v == ir::kNoValue || !g.has_value(v) || g.value(v).kind != ir::ValueKind::kNodeOutput) return nullptr;
-  const ir::Node& p = g.node(g.value(v).producer);
-  return p.alive && p.op == op ? &p : nullptr;
-}
-
 bool identity_rule(RuleContext& rc, ir::NodeId id) { return forward(rc, id, rc.g.node(id).inputs[0]); }
 
 bool dropout_rule(RuleContext& rc, ir::NodeId id) {

@@ -28,9 +28,8 @@ struct Matcher {
   const std::set<std::string>& captured;
 
   const ir::Node* producer(ir::ValueId v, const char* op) const {
-    if (v == ir::kNoValue || !g.has_value(v) || g.value(v).kind != ir::ValueKind::kNodeOutput) return nullptr;
-    const ir::Node& p = g.node(g.value(v).producer);
-    return p.alive && p.op == op && p.outputs.size() == 1 ? &p : nullptr;
+    const ir::Node* p = passes::producer(g, v, op);
+    return p && p->outputs.size() == 1 ? p : nullptr;
   }
   // The single consumer of v when it is a live `op` node, else nullptr.
   const ir::Node* sole(ir::ValueId v, const char* op) const {

@@ -38,6 +38,12 @@ int use_count(const ir::Graph& g, ir::ValueId v, const std::set<std::string>& ca
   return n + (is_captured(g, v, captured) ? 1 : 0);
 }
 
+const ir::Node* producer(const ir::Graph& g, ir::ValueId v, const std::string& op) {
+  if (v == ir::kNoValue || !g.has_value(v) || g.value(v).kind != ir::ValueKind::kNodeOutput) return nullptr;
+  const ir::Node& p = g.node(g.value(v).producer);
+  return p.alive && p.op == op ? &p : nullptr;
+}
+
 ir::NodeId sole_user(const ir::Graph& g, ir::ValueId v, const std::set<std::string>& captured) {
   if (is_graph_output(g, v) || is_captured(g, v, captured)) return ir::kNoNode;
   const std::vector<ir::Use> uses = g.uses(v);

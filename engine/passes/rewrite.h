@@ -25,6 +25,9 @@ int use_count(const ir::Graph& g, ir::ValueId v, const std::set<std::string>& ca
 // The single consumer of `v` when its only use is one operand of one node, else kNoNode.
 ir::NodeId sole_user(const ir::Graph& g, ir::ValueId v, const std::set<std::string>& captured);
 
+// The producer of v when it is a live node with op `op`, else nullptr.
+const ir::Node* producer(const ir::Graph& g, ir::ValueId v, const std::string& op);
+
 // Makes `to` (an existing value) stand in for `from` in every use. When `from` is a graph output
 // or captured, `to` takes over its name; that needs `to` to be a node output which is neither a
 // graph output nor captured itself. Returns false (and changes nothing) when not allowed. The

@@ -239,22 +239,21 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
     plan.steps.push_back(std::move(st));
   }
 
-  // Views share their input's buffer: a copy kernel between plain buffers of the same size whose
-  // input is planned in the arena or is a graph input, and neither end is a graph output (those
-  // get buffers of their own for the caller). The root's lifetime then covers the views' readers.
+  // Views share their input's buffer: a kernel that only copies its input's bytes (is_view())
+  // whose input is planned in the arena or is a graph input, and neither end is a graph output
+  // (those get buffers of their own for the caller). The root's lifetime then covers the views'
+  // readers.
   std::set<ir::ValueId> graph_outputs(g.outputs().begin(), g.outputs().end());
   std::vector<ir::ValueId> alias_root(static_cast<size_t>(g.value_capacity()), ir::kNoValue);
   int aliases = 0;
   for (Step& st : plan.steps) {
-    // cpu.vec:relayout: an NCHW <-> NHWC Transpose whose channels-last side has the same bytes.
-    const bool relayout = st.impl == "cpu.vec:relayout";
-    if (st.kind != Step::Kind::kKernel || (st.impl != "cpu.vec:copy" && !relayout)) continue;
+    if (st.kind != Step::Kind::kKernel || !st.kernel->is_view()) continue;
     const ir::Node& n = g.node(st.node);
     const ir::ValueId in = n.inputs[0], out = n.outputs[0];
     const ValueSlot& si = plan.slots[static_cast<size_t>(in)];
     ValueSlot& so = plan.slots[static_cast<size_t>(out)];
-    if (so.kind != ValueSlot::Kind::kArena || (!relayout && (!so.layout.empty() || !si.layout.empty())) ||
-        si.device != so.device || graph_outputs.count(in) || graph_outputs.count(out))
+    if (so.kind != ValueSlot::Kind::kArena || si.device != so.device || graph_outputs.count(in) ||
+        graph_outputs.count(out))
       continue;
     const bool arena = si.kind == ValueSlot::Kind::kArena && si.bytes == so.bytes;
     const bool input = si.kind == ValueSlot::Kind::kInput && backend::plain_bytes(g.value(in).type) == so.bytes;
