@@ -21,6 +21,10 @@ struct LayoutBox {
 struct LayoutEdge {
   int from = 0;  // index into the boxes
   int to = 0;
+  // How hard Graphviz pulls the edge short and straight (dot's `weight`): the scene gives the
+  // main chain (an output into a node's first port) more, so it stays on one vertical axis.
+  // LayeredLayout ignores it.
+  int weight = 1;
 };
 
 struct LayoutPoint {

@@ -12,6 +12,7 @@
 #include <set>
 #include <vector>
 
+#include "engine/core/tensor.h"
 #include "engine/ir/verifier.h"
 #include "studio/canvas_style.h"
 #include "studio/document.h"
@@ -115,7 +116,25 @@ QString cost_text(const Document& doc, ir::NodeId id) {
   return parts.join(QStringLiteral(" \u00b7 "));
 }
 
-NodeContent node_content(const Document& doc, const ir::Node& n) {
+// What a folded constant shows in its consumer's row: its values when there are few ("= [1, -1]",
+// "= 6"), else its type.
+QString constant_text(const Document& doc, const ir::Node& constant, ir::ValueId v) {
+  const ir::Attribute* value = constant.attr("value");
+  if (value && value->kind() == ir::AttrKind::kTensor && value->t().numel() <= 8) {
+    const Tensor& t = value->t();
+    QStringList parts;
+    for (double x : t.to_doubles()) {
+      if (t.dtype() == DType::kBool) parts << (x != 0 ? QStringLiteral("true") : QStringLiteral("false"));
+      else parts << QString::number(x, 'g', 6);
+    }
+    const QString joined = parts.join(QStringLiteral(", "));
+    return QStringLiteral("= ") + (t.shape().empty() ? joined : QLatin1Char('[') + joined + QLatin1Char(']'));
+  }
+  return qstr(type_text(doc, v));
+}
+
+NodeContent node_content(const Document& doc, const ir::Node& n,
+                         const std::set<ir::NodeId>& folded) {
   const ir::Graph& g = doc.graph();
   const ops::OpDef* def = doc.registry().find(n.op);
   NodeContent c;
@@ -127,12 +146,15 @@ NodeContent node_content(const Document& doc, const ir::Node& n) {
     const ir::ValueId v = i < n.inputs.size() ? n.inputs[i] : ir::kNoValue;
     // An absent input gets a port (to connect it) when its schema port is required.
     const bool required = def && i < declared && !def->inputs[i].optional;
-    if (is_data_input(g, v) || (v == ir::kNoValue && required)) {
+    const ir::NodeId producer = v != ir::kNoValue && g.has_value(v) ? g.value(v).producer : ir::kNoNode;
+    const bool from_folded = producer != ir::kNoNode && folded.count(producer) > 0;
+    if (!from_folded && (is_data_input(g, v) || (v == ir::kNoValue && required))) {
       c.port_inputs.push_back(static_cast<int>(i));
       ++c.data_inputs;
     } else if (v != ir::kNoValue) {
       const std::string port = def ? port_name(def->inputs, i, "in") : "in" + std::to_string(i);
-      c.params.push_back({qstr(port), qstr(type_text(doc, v))});
+      c.params.push_back({qstr(port), from_folded ? constant_text(doc, g.node(producer), v)
+                                                  : qstr(type_text(doc, v))});
     }
   }
   c.outputs = static_cast<int>(n.outputs.size());
@@ -141,6 +163,27 @@ NodeContent node_content(const Document& doc, const ir::Node& n) {
   c.tooltip = node_tooltip(doc, n, def);
   return c;
 }
+
+}  // namespace
+
+std::set<ir::NodeId> foldable_constants(const ir::Graph& g) {
+  std::set<ir::ValueId> outputs(g.outputs().begin(), g.outputs().end());
+  std::set<ir::ValueId> consumed;
+  for (ir::NodeId id : g.node_ids())
+    for (ir::ValueId v : g.node(id).inputs) consumed.insert(v);
+  std::set<ir::NodeId> folded;
+  for (ir::NodeId id : g.node_ids()) {
+    const ir::Node& n = g.node(id);
+    if (n.op != "Constant" || n.outputs.size() != 1) continue;
+    if (std::any_of(n.inputs.begin(), n.inputs.end(), [](ir::ValueId v) { return v != ir::kNoValue; }))
+      continue;
+    if (outputs.count(n.outputs[0]) || !consumed.count(n.outputs[0])) continue;
+    folded.insert(id);
+  }
+  return folded;
+}
+
+namespace {
 
 QString terminal_tooltip(const Document& doc, const char* what, ir::ValueId v) {
   return QStringLiteral("graph %1 <b>%2</b>: <tt>%3</tt>")
@@ -242,6 +285,14 @@ std::map<ir::NodeId, QPointF> GraphScene::node_positions() const {
   return out;
 }
 
+void GraphScene::set_fold_constants(bool fold) {
+  if (fold == fold_constants_) return;
+  fold_constants_ = fold;
+  // The boxes of the other nodes stay where they are; unfolded constants get places of their own
+  // next to their first consumer (the layered layout of the whole graph otherwise).
+  rebuild();
+}
+
 void GraphScene::set_note(const QString& note) {
   if (note == layout_note_) return;
   layout_note_ = note;
@@ -336,18 +387,22 @@ void GraphScene::rebuild(bool in_place) {
     update_pending_ = false;  // the full rebuild covers any pending edit
     auto_positions_.clear();
   }
+  // Where boxes are pinned in this rebuild. The positions given by set_known_positions() serve
+  // the next full rebuild only: an in-place rebuild's places belong to the graph it rebuilt, and
+  // must never pin the boxes of the next file opened (a graph without a layout of its own).
+  std::map<ir::NodeId, QPointF> pinned_at;
   if (in_place) {
     // Nothing jumps: every box stays where it is now, unless the document places it.
-    known_positions_ = node_positions();
+    pinned_at = node_positions();
     // A node the document does not place goes back where the scene put it, not where a drag left
     // it (an undone move of a node that had no saved position).
-    for (const auto& [id, p] : auto_positions_) known_positions_[id] = p;
-    for (const auto& [id, p] : document_.layout().positions) known_positions_[id] = QPointF(p.x, p.y);
-  } else if (!document_.layout().positions.empty()) {
-    // Positions saved with the document (.tsr / .json layout) are used as they are.
+    for (const auto& [id, p] : auto_positions_) pinned_at[id] = p;
+  } else {
+    pinned_at = std::move(known_positions_);
     known_positions_.clear();
-    for (const auto& [id, p] : document_.layout().positions) known_positions_[id] = QPointF(p.x, p.y);
   }
+  // Positions saved with the document (.tsr / .json layout) are used as they are.
+  for (const auto& [id, p] : document_.layout().positions) pinned_at[id] = QPointF(p.x, p.y);
   clear();
   node_items_.clear();
   boxes_.clear();
@@ -388,16 +443,18 @@ void GraphScene::rebuild(bool in_place) {
                              qstr(value_name(g, v)), terminal_tooltip(document_, "input", v))));
     pinned_.push_back(false);
   }
+  folded_ = fold_constants_ ? foldable_constants(g) : std::set<ir::NodeId>{};
   for (ir::NodeId id : g.node_ids()) {
+    if (folded_.count(id)) continue;  // drawn as a row of each consumer
     const ir::Node& n = g.node(id);
     const int box = static_cast<int>(boxes_.size());
-    auto* item = add(new NodeItem(id, node_content(document_, n)));
+    auto* item = add(new NodeItem(id, node_content(document_, n, folded_)));
     item->setFlag(QGraphicsItem::ItemIsSelectable);
     item->setFlag(QGraphicsItem::ItemIsMovable);  // the view turns a drag into move_nodes
     node_items_[id] = item;
     boxes_.push_back(item);
-    auto known = known_positions_.find(id);
-    pinned_.push_back(known != known_positions_.end());
+    auto known = pinned_at.find(id);
+    pinned_.push_back(known != pinned_at.end());
     if (pinned_.back()) item->setPos(known->second);
     for (size_t k = 0; k < n.outputs.size(); ++k) source[n.outputs[k]] = {box, static_cast<int>(k)};
   }
@@ -476,7 +533,8 @@ void GraphScene::start_refinement() {
     for (const BoxItem* box : boxes_)
       layout_boxes.push_back({box->size().width(), box->size().height()});
     std::vector<LayoutEdge> layout_edges;
-    for (const Edge& e : edges_) layout_edges.push_back({e.from_box, e.to_box});
+    for (const Edge& e : edges_)  // the main chain (first output into a first port) straight
+      layout_edges.push_back({e.from_box, e.to_box, e.from_slot == 0 && e.to_slot == 0 ? 8 : 1});
     job_->start(std::move(layout_boxes), std::move(layout_edges));
     set_note(tr("laying out with Graphviz..."));
   }

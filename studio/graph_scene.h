@@ -25,6 +25,7 @@
 #include <QStringList>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "engine/ir/graph.h"
@@ -59,6 +60,9 @@ struct SceneLayoutOptions {
   int refine_max_boxes = 5000;
 };
 
+// The Constant nodes that the canvas folds into their consumers (see set_fold_constants).
+std::set<ir::NodeId> foldable_constants(const ir::Graph& g);
+
 class GraphScene : public QGraphicsScene {
   Q_OBJECT
 
@@ -75,12 +79,20 @@ class GraphScene : public QGraphicsScene {
   QRectF graph_rect() const { return graph_rect_; }
 
   // Top-left corners (scene coordinates) of nodes whose place is already known, e.g. saved with
-  // the document. From the next rebuild on, those nodes are put there and never moved by a
-  // layout; ids the graph lacks are ignored. Graph inputs and outputs next to such a node are put
+  // the document. At the next full rebuild (the next graph loaded) those nodes are put there and
+  // never moved by a layout; later graphs are not affected. Ids the graph lacks are ignored. Graph inputs and outputs next to such a node are put
   // just above or below it.
   void set_known_positions(std::map<ir::NodeId, QPointF> positions);
   // Where every node box is now (top-left corners), to be saved with the document.
   std::map<ir::NodeId, QPointF> node_positions() const;
+
+  // Constants drawn inside their consumers (the default, as Netron does): a Constant node with no
+  // input, consumed by nodes and not a graph output, gets no box; each consumer shows it as a row
+  // (its values when it has at most 8 elements, "= [1, -1]", else its type). Off: a box each.
+  // Changing it rebuilds and lays the graph out again.
+  void set_fold_constants(bool fold);
+  bool fold_constants() const { return fold_constants_; }
+  bool is_folded(ir::NodeId id) const { return folded_.count(id) > 0; }
 
   // What placed the items, for the status bar: "Graphviz layout", "laying out with Graphviz...",
   // "layered layout (12,000 boxes: above the Graphviz limit of 2,000)", ...
@@ -160,6 +172,8 @@ class GraphScene : public QGraphicsScene {
   SceneLayoutOptions options_;
   LayoutJob* job_;  // a child of the scene
   std::map<ir::NodeId, QPointF> known_positions_;
+  bool fold_constants_ = true;
+  std::set<ir::NodeId> folded_;  // Constant nodes drawn as rows of their consumers
   // The current graph's items (owned by the scene), by box index as given to the layout.
   std::vector<BoxItem*> boxes_;
   std::vector<bool> pinned_;  // by box: at a known position

@@ -15,6 +15,7 @@
 #include <QWheelEvent>
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "studio/canvas_style.h"
 #include "studio/document.h"
@@ -43,7 +44,7 @@ GraphView::GraphView(GraphScene* scene, QWidget* parent)
   connect(scene, &GraphScene::rebuilt, minimap_, &Minimap::invalidate);
   connect(scene, &GraphScene::layout_changed, minimap_, &Minimap::invalidate);
   // Nothing to overview while nothing is open (the hint shows instead).
-  auto show_minimap = [this] { minimap_->setVisible(!graph_scene_->document().is_empty()); };
+  auto show_minimap = [this] { place_overlays(); };  // shown when there is a graph and room
   connect(scene, &GraphScene::rebuilt, minimap_, show_minimap);
   connect(scene, &GraphScene::updated, minimap_, show_minimap);
   show_minimap();
@@ -54,7 +55,7 @@ GraphView::GraphView(GraphScene* scene, QWidget* parent)
   // user has zoomed or panned since.
   connect(scene, &GraphScene::layout_changed, this, [this] {
     guarded(this, tr("Showing the graph"), [&] {
-      if (auto_fit_) overview();
+      follow();
     });
   });
 }
@@ -64,7 +65,13 @@ double GraphView::zoom() const {
 }
 
 void GraphView::set_zoom(double zoom) {
-  zoom = std::clamp(zoom, kMinZoom, kMaxZoom);
+  // Never below what shows the whole graph (a deep network needs less than kMinZoom to fit).
+  double lowest = kMinZoom;
+  const QRectF target = graph_scene_ ? graph_scene_->sceneRect() : QRectF();
+  const QSize port = viewport()->size() - QSize(4, 4);
+  if (!target.isEmpty() && !port.isEmpty())
+    lowest = std::min(lowest, std::min(port.width() / target.width(), port.height() / target.height()));
+  zoom = std::clamp(zoom, lowest, kMaxZoom);
   setTransform(QTransform::fromScale(zoom, zoom));
   if (minimap_) minimap_->update();
 }
@@ -79,6 +86,16 @@ double fitting_zoom(const QRectF& target, const QSize& port, double max_zoom) {
 }  // namespace
 
 void GraphView::fit() {
+  follow_ = Follow::kFit;  // and again after resizes (the scroll bars going away is one)
+  fit_now();
+}
+
+void GraphView::follow() {
+  if (follow_ == Follow::kOverview) overview();
+  else if (follow_ == Follow::kFit) fit_now();
+}
+
+void GraphView::fit_now() {
   // The scene rect is the graph plus a margin: fitting it into the viewport less two pixels a
   // side (what scrolling in whole pixels may cost, at any zoom) leaves no scroll bars.
   const QRectF target = graph_scene_->sceneRect();
@@ -93,44 +110,80 @@ void GraphView::overview() {
   const QSize port = viewport()->size();
   if (graph_scene_->graph_rect().isEmpty() || port.isEmpty()) return;
   if (fitting_zoom(target, port, kMaxFitZoom) >= kReadableZoom) {
-    fit();
+    fit_now();
     return;
   }
   set_zoom(kReadableZoom);
+  const double visible_width = port.width() / kReadableZoom;
   const double visible_height = port.height() / kReadableZoom;
-  centerOn(target.center().x(), target.top() + visible_height / 2);
+  // The graph's start, not the middle of its bounding box: a wide graph (branches, a layout
+  // drifting sideways) would otherwise open on empty space. Of the boxes in the first screenful,
+  // show as many whole ones as fit across, the topmost (the first input) among them if it can be.
+  const QRectF band(target.left(), target.top(), target.width(), visible_height);
+  std::vector<QRectF> boxes;
+  for (const QGraphicsItem* item : graph_scene_->items(band, Qt::IntersectsItemBoundingRect)) {
+    const int type = item->type();
+    if (!item->isVisible() || (type != static_cast<int>(CanvasItemType::kNode) &&
+                               type != static_cast<int>(CanvasItemType::kTerminal) &&
+                               type != static_cast<int>(CanvasItemType::kGroupBox)))
+      continue;
+    boxes.push_back(item->sceneBoundingRect());
+  }
+  double x = target.center().x();
+  if (!boxes.empty()) {
+    const QRectF top = *std::min_element(boxes.begin(), boxes.end(), [](const QRectF& a, const QRectF& b) {
+      return a.top() != b.top() ? a.top() < b.top() : a.left() < b.left();
+    });
+    int best = -1;
+    bool best_has_top = false;
+    for (const QRectF& anchor : boxes) {  // windows starting at a box's left edge
+      const double left = anchor.left() - 8;
+      int count = 0;
+      for (const QRectF& r : boxes) count += r.left() >= left && r.right() <= left + visible_width;
+      const bool has_top = top.left() >= left && top.right() <= left + visible_width;
+      if (count > best || (count == best && has_top && !best_has_top)) {
+        best = count;
+        best_has_top = has_top;
+        x = left + visible_width / 2;
+      }
+    }
+    QRectF all;
+    for (const QRectF& r : boxes) all = all.united(r);
+    if (all.width() <= visible_width) x = all.center().x();
+  }
+  centerOn(x, target.top() + visible_height / 2);
 }
 
 void GraphView::zoom_in() {
-  auto_fit_ = false;
+  follow_ = Follow::kNone;
   set_zoom(zoom() * 1.25);
 }
 
 void GraphView::zoom_out() {
-  auto_fit_ = false;
+  follow_ = Follow::kNone;
   set_zoom(zoom() / 1.25);
 }
 
 void GraphView::reset_zoom() {
-  auto_fit_ = false;
+  follow_ = Follow::kNone;
   set_zoom(1.0);
 }
 
 void GraphView::on_scene_rebuilt() {
-  auto_fit_ = true;
+  follow_ = Follow::kOverview;
   overview();
 }
 
 void GraphView::wheelEvent(QWheelEvent* event) {
   const double steps = event->angleDelta().y() / 120.0;
   if (steps == 0) return;
-  auto_fit_ = false;
+  follow_ = Follow::kNone;
   set_zoom(zoom() * std::pow(1.15, steps));  // AnchorUnderMouse keeps the point under the cursor
   event->accept();
 }
 
 void GraphView::mousePressEvent(QMouseEvent* event) {
-  auto_fit_ = false;  // a drag pans: the user now owns the viewport
+  follow_ = Follow::kNone;  // a drag pans: the user now owns the viewport
   gesture_ = Gesture::kNone;
   const bool left = event->button() == Qt::LeftButton;
   if (left && document_) {
@@ -446,7 +499,7 @@ Expected<ir::ValueId> GraphView::add_weight(ir::NodeId node, int input) {
 void GraphView::resizeEvent(QResizeEvent* event) {
   QGraphicsView::resizeEvent(event);
   place_overlays();
-  if (auto_fit_) overview();
+  follow();
 }
 
 void GraphView::drawForeground(QPainter* painter, const QRectF& rect) {
@@ -457,7 +510,7 @@ void GraphView::drawForeground(QPainter* painter, const QRectF& rect) {
   painter->setPen(style::colours().muted_text);
   painter->setFont(style::canvas_font(15));
   painter->drawText(viewport()->rect(), Qt::AlignCenter,
-                    tr("Open a graph (.json or .tir) with File \u203a Open\u2026  (Ctrl+O)"));
+                    tr("Open a graph (.onnx, .tsr, .json or .tir) with File \u203a Open\u2026  (Ctrl+O)"));
   painter->restore();
 }
 
@@ -469,7 +522,7 @@ void GraphView::set_document(Document* document) {
 
 Expected<ir::NodeId> GraphView::add_op(const QString& op, QPointF scene_pos) {
   if (!document_) return make_error("the canvas has no document to edit");
-  auto_fit_ = false;  // the user is editing: the view stays where it is
+  follow_ = Follow::kNone;  // the user is editing: the view stays where it is
   // An empty name makes the document pick "conv1", "conv2", ...
   Expected<ir::NodeId> id =
       document_->add_node(op.toStdString(), {}, NodePosition{scene_pos.x(), scene_pos.y()});

@@ -157,7 +157,12 @@ class GraphView : public QGraphicsView {
 
   GraphScene* graph_scene_;
   Document* document_ = nullptr;
-  bool auto_fit_ = true;  // refit on resize until the user zooms or pans
+  // What the view keeps doing on resizes and new layouts until the user zooms or pans: the
+  // overview of a graph just opened, or the fit the user asked for (F).
+  enum class Follow { kNone, kOverview, kFit };
+  Follow follow_ = Follow::kOverview;
+  void follow();
+  void fit_now();
   TextPrompt text_prompt_;
   QAction* find_action_ = nullptr;
   QAction* find_next_action_ = nullptr;

@@ -72,6 +72,13 @@ void GraphView::place_overlays() {
     search_field_->raise();
   }
   if (minimap_) {
+    // A quarter of the canvas at most: on a small canvas (an 800x500 window with its docks) a
+    // full-size minimap would hide most of the graph. Below 60 px across it is not shown.
+    const int w = std::min(Minimap::kWidth, port.width() / 4);
+    const int h = std::min(Minimap::kHeight, port.height() / 4);
+    const bool room = w >= 60 && h >= 45;
+    minimap_->setFixedSize(std::max(w, 1), std::max(h, 1));
+    minimap_->setVisible(room && !graph_scene_->document().is_empty());
     minimap_->move(port.right() - minimap_->width() - kOverlayMargin,
                    port.bottom() - minimap_->height() - kOverlayMargin);
     minimap_->raise();
@@ -94,6 +101,7 @@ QList<ir::NodeId> GraphView::find_nodes(const QString& text) const {
   Expected<std::vector<ir::NodeId>> order = g.topological_order();
   const std::vector<ir::NodeId> ids = order ? order.value() : g.node_ids();
   for (ir::NodeId id : ids) {
+    if (graph_scene_->is_folded(id)) continue;  // a row inside its consumer, no box of its own
     const ir::Node& n = g.node(id);
     if (QString::fromStdString(n.name).contains(needle, Qt::CaseInsensitive) ||
         QString::fromStdString(n.op).contains(needle, Qt::CaseInsensitive))
@@ -116,7 +124,8 @@ ir::NodeId GraphView::find_next(bool from_start) {
   graph_scene_->flush_update();
   graph_scene_->select_nodes({id});
   if (NodeItem* item = graph_scene_->node_item(id)) {
-    auto_fit_ = false;
+    follow_ = Follow::kNone;
+    if (zoom() < kReadableZoom) set_zoom(kReadableZoom);  // the match readable, not a speck
     centerOn(item->sceneBoundingRect().center());
   }
   return id;

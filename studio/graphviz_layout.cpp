@@ -89,6 +89,7 @@ Expected<Layout> run_dot(const GraphvizLayoutOptions& options, const std::vector
   agattr(g, AGEDGE, cs("dir"), cs("none"));  // no arrow heads: splines end on the boxes
   agattr(g, AGEDGE, cs("tailport"), cs("s"));
   agattr(g, AGEDGE, cs("headport"), cs("n"));
+  Agsym_t* weight = agattr(g, AGEDGE, cs("weight"), cs("1"));
 
   std::vector<Agnode_t*> nodes(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -102,6 +103,8 @@ Expected<Layout> run_dot(const GraphvizLayoutOptions& options, const std::vector
     if (!valid_edge(edges[k], n)) continue;
     const std::string name = "e" + std::to_string(k);  // named: parallel edges stay separate
     gv_edges[k] = agedge(g, nodes[edges[k].from], nodes[edges[k].to], cs(name.c_str()), 1);
+    if (edges[k].weight != 1)
+      agxset(gv_edges[k], weight, cs(std::to_string(std::max(0, edges[k].weight)).c_str()));
   }
 
   if (gvLayout(gvc.get(), g, "dot") != 0) {

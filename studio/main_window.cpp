@@ -86,6 +86,9 @@ MainWindow::MainWindow(Document& document, MainWindowOptions options, QWidget* p
   create_insight_views();
   auto update = [this] { guarded(this, tr("Updating the window"), [&] { refresh(); }); };
   connect(&document_, &Document::graph_reset, this, update);
+  // A graph just opened: the canvas takes the keyboard, so F (fit), Ctrl+F and the arrows act on
+  // it at once instead of typing into the palette's search field.
+  connect(&document_, &Document::graph_reset, view_, [this] { view_->setFocus(Qt::OtherFocusReason); });
   connect(&document_, &Document::modified_changed, this, update);
   connect(&document_, &Document::path_changed, this, update);
   connect(&document_, &Document::node_added, this, update);
@@ -341,7 +344,7 @@ void MainWindow::refresh() {
   file_label_->setToolTip(QString::fromStdString(document_.path()));
   const QLocale numbers(QLocale::English);  // digit grouping: "61,706"
   const int nodes = document_.graph().num_nodes();
-  nodes_label_->setText(tr("%1 nodes").arg(numbers.toString(nodes)));
+  nodes_label_->setText(nodes == 1 ? tr("1 node") : tr("%1 nodes").arg(numbers.toString(nodes)));
   params_label_->setText(
       tr("%1 parameters")
           .arg(numbers.toString(static_cast<qlonglong>(document_.parameter_count()))));

@@ -50,6 +50,15 @@ void MainWindow::create_canvas_actions(QMenu* file, QMenu* view) {
   if (find_next) view->addAction(find_next);
   for (QAction* a : view_->group_actions()) view->addAction(a);
 
+  // View > Show Constant Nodes: constants are rows of their consumers unless this is checked.
+  auto* constants = view->addAction(tr("Show &Constant Nodes"));
+  constants->setObjectName(QStringLiteral("action_show_constants"));
+  constants->setCheckable(true);
+  constants->setChecked(!scene_->fold_constants());
+  connect(constants, &QAction::toggled, this, [this](bool show) {
+    guarded(this, tr("Showing constants"), [&] { scene_->set_fold_constants(!show); });
+  });
+
   // View > Theme.
   QMenu* themes = view->addMenu(tr("&Theme"));
   themes->setObjectName(QStringLiteral("menu_theme"));

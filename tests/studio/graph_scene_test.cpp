@@ -167,6 +167,25 @@ class GraphSceneTest : public QObject {
     QCOMPARE(static_cast<int>(scene.node_positions().size()), 6);
   }
 
+  // Issue 17, item 1: an in-place rebuild (a theme switch, a move undone) of one graph must not
+  // pin the boxes of the next graph opened, which has no layout of its own.
+  void positions_do_not_leak_into_the_next_file() {
+    auto calls = std::make_shared<std::atomic<int>>(0);
+    Document doc(registry_);
+    GraphScene scene(doc, SceneLayoutOptions{scripted(calls), 2000});
+    QSignalSpy changed(&scene, &GraphScene::layout_changed);
+    QVERIFY(doc.load(write_graph("big.tir", 9)).is_ok());
+    QVERIFY(changed.wait(10000));
+    scene.apply_theme();  // an in-place rebuild pins every box where it is
+    scene.flush_update();
+    QVERIFY(doc.load(write_graph("small.tir", 4)).is_ok());
+    QVERIFY(scene.layout_note() != QStringLiteral("saved positions"));
+    QVERIFY(scene.is_refining());
+    QVERIFY(changed.wait(10000));
+    for (int i = 0; i < 4; ++i)  // box i + 1 at the scripted layout's place
+      QCOMPARE(scene.node_item(i)->pos(), QPointF(10.0 * (i + 1), 100.0 * (i + 1)));
+  }
+
   void all_positions_known_means_no_layout_job() {
     auto calls = std::make_shared<std::atomic<int>>(0);
     Document doc(registry_);

@@ -1,0 +1,162 @@
+// The canvas on real models (issue 17): zoo models exported by PyTorch (build/zoo, made by
+// tests/zoo/make_zoo.py before the tests in scripts/test.sh) opened as the app opens them: a
+// Document, a GraphScene with the real Graphviz layout, a GraphView at 1280x720's canvas size.
+// For each model: the first view is not blank (a share of the canvas's pixels differs from the
+// background), no two boxes overlap, fit shows every box, and Constant nodes are rows of their
+// consumers (MobileNetV2's Clip shows "min = 0" and "max = 6" inside its box). Skipped when the zoo
+// is absent (a tree where make_zoo.py has not run).
+#include <QFile>
+#include <QImage>
+#include <QPainter>
+#include <QSignalSpy>
+#include <QTest>
+#include <string>
+#include <vector>
+
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
+#include "engine/ops/op_def.h"
+#include "studio/canvas_style.h"
+#include "studio/document.h"
+#include "studio/graph_items.h"
+#include "studio/graph_scene.h"
+#include "studio/graph_view.h"
+
+using tessera::studio::BoxItem;
+using tessera::studio::CanvasItemType;
+using tessera::studio::Document;
+using tessera::studio::GraphScene;
+using tessera::studio::GraphView;
+using tessera::studio::NodeItem;
+
+namespace {
+
+QString zoo_path(const char* model) {
+  return QString::fromStdString(tessera::test::source_dir() + "/build/zoo/") + QLatin1String(model) +
+         QLatin1String(".onnx");
+}
+
+// The share of the viewport's pixels that are not the canvas background.
+double ink_share(GraphView& view) {
+  QImage image(view.viewport()->size(), QImage::Format_ARGB32);
+  image.fill(Qt::white);
+  QPainter painter(&image);
+  view.viewport()->render(&painter);
+  painter.end();
+  const QRgb background = tessera::studio::style::colours().background.rgb();
+  qint64 ink = 0;
+  for (int y = 0; y < image.height(); ++y)
+    for (int x = 0; x < image.width(); ++x) {
+      const QRgb p = image.pixel(x, y);
+      const int d = std::abs(qRed(p) - qRed(background)) + std::abs(qGreen(p) - qGreen(background)) +
+                    std::abs(qBlue(p) - qBlue(background));
+      ink += d > 24;
+    }
+  return static_cast<double>(ink) / (image.width() * image.height());
+}
+
+std::vector<const BoxItem*> boxes(const GraphScene& scene) {
+  std::vector<const BoxItem*> out;
+  for (QGraphicsItem* item : scene.items())
+    if (item->isVisible() && (item->type() == static_cast<int>(CanvasItemType::kNode) ||
+                              item->type() == static_cast<int>(CanvasItemType::kTerminal)))
+      out.push_back(static_cast<const BoxItem*>(item));
+  return out;
+}
+
+}  // namespace
+
+class ZooCanvasTest : public QObject {
+  Q_OBJECT
+
+ private:
+  tessera::ops::OpRegistry registry_ = tessera::ops::make_default_registry();
+
+ private Q_SLOTS:
+  void opens_readable_without_overlaps_data() {
+    QTest::addColumn<QString>("model");
+    for (const char* m : {"resnet50", "mobilenetv2", "transformer", "bert", "gpt", "efficientnet_b0",
+                          "inception_v3", "googlenet", "squeezenet", "unet", "shufflenet_v2",
+                          "convnext_tiny", "lraspp"})
+      QTest::newRow(m) << QString::fromLatin1(m);
+  }
+
+  void opens_readable_without_overlaps() {
+    QFETCH(QString, model);
+    const QString path = zoo_path(model.toLatin1().constData());
+    if (!QFile::exists(path)) QSKIP("build/zoo is absent (tests/zoo/make_zoo.py makes it)");
+    Document doc(registry_);
+    GraphScene scene(doc);
+    GraphView view(&scene);
+    view.resize(640, 650);  // the canvas of a 1280x720 window with both docks open
+    view.show();
+    QSignalSpy refined(&scene, &GraphScene::layout_changed);
+    QVERIFY2(doc.load(path.toStdString()).is_ok(), qPrintable(path));
+    if (scene.is_refining()) QVERIFY2(refined.wait(120000), qPrintable(scene.layout_note()));
+    QCOMPARE(scene.layout_note(), QStringLiteral("Graphviz layout"));
+    QCoreApplication::processEvents();
+
+    // The first view: the graph's start, at a readable zoom, with something on it.
+    QVERIFY(view.zoom() >= 0.74);
+    const double ink = ink_share(view);
+    QVERIFY2(ink > 0.04, qPrintable(QStringLiteral("%1: %2% of the first view drawn")
+                                         .arg(model).arg(100 * ink, 0, 'f', 2)));
+
+    // No two boxes overlap.
+    const std::vector<const BoxItem*> all = boxes(scene);
+    QVERIFY(all.size() >= 10);
+    for (size_t i = 0; i < all.size(); ++i)
+      for (size_t j = i + 1; j < all.size(); ++j)
+        QVERIFY2(!all[i]->sceneBoundingRect().intersects(all[j]->sceneBoundingRect()),
+                 qPrintable(QStringLiteral("%1: boxes %2 and %3 overlap").arg(model).arg(i).arg(j)));
+
+    // Fit shows every box.
+    view.fit();
+    QCoreApplication::processEvents();  // the scroll bars go away
+    const QRectF visible = view.mapToScene(view.viewport()->rect()).boundingRect().adjusted(-1, -1, 1, 1);
+    for (const BoxItem* b : all)
+      QVERIFY2(visible.contains(b->sceneBoundingRect()),
+               qPrintable(QStringLiteral("%1: a box at (%2, %3) outside fit (%4, %5, %6 x %7) at zoom %8")
+                              .arg(model).arg(b->sceneBoundingRect().x()).arg(b->sceneBoundingRect().y())
+                              .arg(visible.x()).arg(visible.y()).arg(visible.width())
+                              .arg(visible.height()).arg(view.zoom())));
+
+    // Constants are rows of their consumers, not boxes.
+    for (const auto* b : all)
+      if (b->type() == static_cast<int>(CanvasItemType::kNode))
+        QVERIFY(static_cast<const NodeItem*>(b)->content().op != QStringLiteral("Constant"));
+  }
+
+  void clip_constants_are_rows() {
+    const QString path = zoo_path("mobilenetv2");
+    if (!QFile::exists(path)) QSKIP("build/zoo is absent (tests/zoo/make_zoo.py makes it)");
+    Document doc(registry_);
+    GraphScene scene(doc, tessera::studio::SceneLayoutOptions{{}, 5000});  // layered only
+    QVERIFY(doc.load(path.toStdString()).is_ok());
+    int clips = 0, constants = 0;
+    for (tessera::ir::NodeId id : doc.graph().node_ids()) {
+      const std::string& op = doc.graph().node(id).op;
+      constants += op == "Constant";
+      if (op != "Clip") continue;
+      ++clips;
+      const NodeItem* item = scene.node_item(id);
+      QVERIFY(item);
+      QCOMPARE(static_cast<int>(item->content().params.size()), 2);
+      QCOMPARE(item->content().params[0].port, QStringLiteral("min"));
+      QCOMPARE(item->content().params[0].type, QStringLiteral("= 0"));
+      QCOMPARE(item->content().params[1].type, QStringLiteral("= 6"));
+      QCOMPARE(item->content().data_inputs, 1);
+    }
+    QVERIFY(clips >= 30);
+    QVERIFY(constants >= 2 * clips);
+    QCOMPARE(scene.node_item_count(), doc.graph().num_nodes() - constants);
+    // Shown on demand: a box per constant again, with an edge into the Clip.
+    scene.set_fold_constants(false);
+    QCOMPARE(scene.node_item_count(), doc.graph().num_nodes());
+    scene.set_fold_constants(true);
+    QCOMPARE(scene.node_item_count(), doc.graph().num_nodes() - constants);
+  }
+};
+
+TESSERA_QTEST(ZooCanvasTest)
+#include "zoo_canvas_test.moc"
