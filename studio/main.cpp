@@ -5,6 +5,8 @@
 // the error to stderr and exits 1 instead of showing a dialog (scripts and tests use this).
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QSize>
+#include <QTabWidget>
 #include <QDir>
 #include <QIcon>
 #include <QImageReader>
@@ -89,6 +91,17 @@ int run(StudioApplication& app) {
                      "~/.local/share/tessera/insight.db)."),
       QStringLiteral("PATH"));
   parser.addOption(db_option);
+  const QCommandLineOption size_option(
+      QStringLiteral("size"),
+      QStringLiteral("The window's size, e.g. 1280x720 (default: the saved size, 1200x760 the "
+                     "first time and with --screenshot)."),
+      QStringLiteral("WxH"));
+  parser.addOption(size_option);
+  const QCommandLineOption tab_option(
+      QStringLiteral("tab"),
+      QStringLiteral("The tab shown at start: graph, runs, passes or profile."),
+      QStringLiteral("NAME"));
+  parser.addOption(tab_option);
   parser.process(app);  // exits on --help, --version and unknown options
   const QStringList files = parser.positionalArguments();
   if (files.size() > 1) {
@@ -96,6 +109,28 @@ int run(StudioApplication& app) {
     return 2;
   }
   const bool shooting = parser.isSet(screenshot);
+  QSize size(1200, 760);
+  if (parser.isSet(size_option)) {
+    const QStringList wh = parser.value(size_option).split(QLatin1Char('x'));
+    bool w_ok = false, h_ok = false;
+    const int w = wh.size() == 2 ? wh[0].toInt(&w_ok) : 0;
+    const int h = wh.size() == 2 ? wh[1].toInt(&h_ok) : 0;
+    if (!w_ok || !h_ok || w < 200 || h < 150 || w > 16384 || h > 16384) {
+      print_error(QStringLiteral("--size %1: expected WIDTHxHEIGHT, each from 200x150 to 16384 "
+                                 "pixels, e.g. 1280x720")
+                      .arg(parser.value(size_option)));
+      return 2;
+    }
+    size = QSize(w, h);
+  }
+  const QStringList tab_names = {QStringLiteral("graph"), QStringLiteral("runs"),
+                                 QStringLiteral("passes"), QStringLiteral("profile")};
+  const int tab = parser.isSet(tab_option) ? tab_names.indexOf(parser.value(tab_option).toLower()) : 0;
+  if (tab < 0) {
+    print_error(QStringLiteral("--tab %1: expected one of graph, runs, passes, profile")
+                    .arg(parser.value(tab_option)));
+    return 2;
+  }
 
   const tessera::ops::OpRegistry registry = tessera::ops::make_default_registry();
   Document document(registry);
@@ -110,7 +145,9 @@ int run(StudioApplication& app) {
                                        qEnvironmentVariable("XDG_DATA_HOME").toStdString(),
                                        QDir::homePath().toStdString()));
   MainWindow window(document, options);
-  if (shooting) window.resize(1200, 760);  // otherwise the saved size, or 1200x760 the first time
+  // Otherwise the saved size, or 1200x760 the first time.
+  if (shooting || parser.isSet(size_option)) window.resize(size);
+  window.tabs()->setCurrentIndex(tab);
   if (!files.isEmpty()) {
     const QString path = files.front();
     if (Status st = window.open_file(path); !st) {

@@ -1,6 +1,8 @@
 // The main window's canvas actions: File > Import ONNX / Export ONNX, View > Find, View > Theme,
 // the Group actions (Ctrl+G, Ungroup, Collapse/Expand), and the icons of the main actions.
 #include <QAction>
+#include <QChart>
+#include <QChartView>
 #include <QActionGroup>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -14,6 +16,7 @@
 #include "studio/graph_view.h"
 #include "studio/guard.h"
 #include "studio/main_window.h"
+#include "studio/runs_chart.h"
 #include "studio/theme.h"
 
 namespace tessera::studio {
@@ -91,6 +94,12 @@ void MainWindow::set_theme(style::Theme theme) {
   apply_theme(theme);
   scene_->apply_theme();
   view_->viewport()->update();
+  // Charts: the dashboard's (which redraws its curves) and the Train panel's.
+  for (MetricChart* chart : findChildren<MetricChart*>()) chart->apply_theme();
+  for (QChartView* view : findChildren<QChartView*>()) {
+    if (qobject_cast<MetricChart*>(view->parentWidget())) continue;
+    view->chart()->setTheme(theme == style::Theme::kDark ? QChart::ChartThemeDark : QChart::ChartThemeLight);
+  }
   if (QAction* a = findChild<QAction*>(QStringLiteral("action_theme_") + theme_name(theme)))
     a->setChecked(true);
   if (!options_.settings_file.isEmpty())

@@ -20,6 +20,7 @@
 #include <tuple>
 
 #include "studio/guard.h"
+#include "studio/theme.h"
 
 namespace tessera::studio {
 namespace {
@@ -81,33 +82,39 @@ std::vector<QPointF> log_drawable(const std::vector<QPointF>& points, int* dropp
 MetricChart::MetricChart(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
+  // Two rows, so that the chart fits a narrow pane (a 1280x720 window with both docks open): the
+  // metric, then how it is drawn.
   auto* controls = new QHBoxLayout();
   metric_box_ = new QComboBox(this);
-  metric_box_->setMinimumContentsLength(18);
+  metric_box_->setMinimumContentsLength(12);
   metric_box_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  metric_box_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
   controls->addWidget(new QLabel(tr("Metric"), this));
-  controls->addWidget(metric_box_);
-  controls->addSpacing(12);
-  controls->addWidget(new QLabel(tr("Smoothing"), this));
+  controls->addWidget(metric_box_, 1);
+  layout->addLayout(controls);
+  auto* drawing = new QHBoxLayout();
+  drawing->addWidget(new QLabel(tr("Smoothing"), this));
   smoothing_slider_ = new QSlider(Qt::Horizontal, this);
   smoothing_slider_->setRange(0, 99);
-  smoothing_slider_->setMaximumWidth(160);
+  smoothing_slider_->setMinimumWidth(80);  // a handle with room to drag
+  smoothing_slider_->setMaximumWidth(200);
   smoothing_slider_->setToolTip(tr("TensorBoard's debiased exponential moving average; the raw curve stays behind it"));
-  controls->addWidget(smoothing_slider_);
+  drawing->addWidget(smoothing_slider_, 1);
   smoothing_label_ = new QLabel(QStringLiteral("0.00"), this);
-  smoothing_label_->setMinimumWidth(32);
-  controls->addWidget(smoothing_label_);
-  controls->addSpacing(12);
+  smoothing_label_->setMinimumWidth(smoothing_label_->fontMetrics().horizontalAdvance(QStringLiteral("0.00")) + 4);
+  drawing->addWidget(smoothing_label_);
+  drawing->addSpacing(8);
   log_box_ = new QCheckBox(tr("Log y"), this);
-  controls->addWidget(log_box_);
-  controls->addSpacing(12);
-  controls->addWidget(new QLabel(tr("x"), this));
+  drawing->addWidget(log_box_);
+  drawing->addSpacing(8);
+  drawing->addWidget(new QLabel(tr("x"), this));
   x_box_ = new QComboBox(this);
   x_box_->addItem(tr("step"));
-  x_box_->addItem(tr("wall time (s from start)"));
-  controls->addWidget(x_box_);
-  controls->addStretch(1);
-  layout->addLayout(controls);
+  x_box_->addItem(tr("wall time (s)"));
+  x_box_->setToolTip(tr("step, or seconds from each run's start"));
+  drawing->addWidget(x_box_);
+  drawing->addStretch(1);
+  layout->addLayout(drawing);
 
   chart_ = new QChart();
   chart_->legend()->setAlignment(Qt::AlignRight);
@@ -121,6 +128,7 @@ MetricChart::MetricChart(QWidget* parent) : QWidget(parent) {
   chart_->addAxis(y_linear_, Qt::AlignLeft);
   chart_->addAxis(y_log_, Qt::AlignLeft);
   chart_->setMargins(QMargins(4, 4, 4, 4));
+  if (style::current_theme() == style::Theme::kDark) chart_->setTheme(QChart::ChartThemeDark);
   view_ = new QChartView(chart_, this);
   view_->setRenderHint(QPainter::Antialiasing);
   view_->setMinimumHeight(200);
@@ -162,12 +170,20 @@ void MetricChart::set_series(std::map<int64_t, std::vector<insight::MetricPoint>
   labels_ = std::move(labels);
   const QStringList names = metric_names();
   if (!names.contains(metric_)) {
-    // Prefer a loss: what one looks at first.
-    metric_ = names.isEmpty() ? QString() : names.first();
-    for (const QString& n : names)
-      if (n.contains(QLatin1String("loss"))) {
-        metric_ = n;
-        break;
+    // Prefer a loss, what one looks at first, and of the losses the one with the most values (the
+    // training loss by step, not the test loss recorded once per epoch).
+    std::map<QString, size_t> counts;
+    for (const auto& [run, points] : series_)
+      for (const auto& p : points) ++counts[QString::fromStdString(p.name)];
+    metric_ = QString();
+    size_t best = 0;
+    for (int pass = 0; pass < 2 && metric_.isEmpty(); ++pass)
+      for (const QString& n : names) {
+        if (pass == 0 && !n.contains(QLatin1String("loss"))) continue;
+        if (metric_.isEmpty() || counts[n] > best) {
+          metric_ = n;
+          best = counts[n];
+        }
       }
   }
   updating_ = true;
@@ -221,6 +237,13 @@ std::vector<QPointF> MetricChart::drawn_points(int64_t run) const {
 }
 
 QString MetricChart::note() const { return note_->text(); }
+
+void MetricChart::apply_theme() {
+  chart_->setTheme(style::current_theme() == style::Theme::kDark ? QChart::ChartThemeDark
+                                                                  : QChart::ChartThemeLight);
+  chart_->setMargins(QMargins(4, 4, 4, 4));
+  rebuild();  // the theme reset the curves' pens
+}
 
 void MetricChart::rebuild() {
   // The points first, then the axes' ranges, then the series: Qt Charts recomputes a series'
@@ -306,7 +329,10 @@ void MetricChart::rebuild() {
     x_min = 0, x_max = 1;
     y_min = log_y_ ? 0.1 : 0, y_max = 1;
   }
-  if (x_max <= x_min) x_max = x_min + 1;
+  if (x_max <= x_min) {  // one x value: in the middle, not on the frame
+    x_min -= 1;
+    x_max += 1;
+  }
   x->setTickCount(5);
   x->setLabelFormat(QStringLiteral("%g"));
   x->setRange(x_min, x_max);
@@ -340,6 +366,12 @@ void MetricChart::rebuild() {
     s->attachAxis(y_axis);
     if (curve.faint)
       for (QLegendMarker* m : chart_->legend()->markers(s)) m->setVisible(false);
+    // A sparse metric (one value per epoch, a single test loss) gets a marker per value: a line
+    // through one point draws nothing.
+    if (!curve.faint && curve.points.size() <= kMarkedPoints) {
+      s->setPointsVisible(true);
+      s->setMarkerSize(7);
+    }
     s->replace(QList<QPointF>(curve.points.begin(), curve.points.end()));
   }
   chart_->legend()->setVisible(!labels_.empty());

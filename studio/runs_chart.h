@@ -64,6 +64,11 @@ class MetricChart : public QWidget {
   std::vector<QPointF> drawn_points(int64_t run) const;
   QString note() const;
   QChart* chart() const { return chart_; }
+  // Curves of at most this many values show a marker at each value (a sparse metric, such as a
+  // test loss per epoch, would otherwise be an invisible line through one point).
+  static constexpr size_t kMarkedPoints = 30;
+  // The chart's colours follow style::current_theme() (dark charts in the dark theme).
+  void apply_theme();
 
  Q_SIGNALS:
   void metric_changed(const QString& name);

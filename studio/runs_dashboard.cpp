@@ -89,6 +89,8 @@ RunsDashboard::RunsDashboard(QWidget* parent) : QWidget(parent) {
   bottom->addWidget(chart_);
   bottom->setStretchFactor(0, 2);
   bottom->setStretchFactor(1, 3);
+  bottom->setChildrenCollapsible(false);
+  tabs_->setMinimumWidth(200);  // both tab titles and a key column with a value beside it
   bottom->setSizes({520, 760});  // room for the compare table's key column and two or three runs
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(table_);

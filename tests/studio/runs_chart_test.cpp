@@ -1,7 +1,10 @@
 // Tests of studio/runs_chart.cpp: TensorBoard's debiased EMA against hand-computed values, the log
 // axis with zeros and negative values (left out, counted in the note, no crash), x by step or by
 // relative wall time, the metric picker, and the note for runs that recorded no metrics.
+#include <QChart>
 #include <QTest>
+#include <QValueAxis>
+#include <QXYSeries>
 #include <cmath>
 #include <limits>
 
@@ -101,6 +104,29 @@ class RunsChartTest : public QObject {
     // The choice survives new data.
     chart.set_series({{1, p}}, {{1, "a"}});
     QCOMPARE(chart.metric(), QStringLiteral("train/accuracy"));
+  }
+
+  // Issue 17, item 4: a metric with one value per run (test/loss after a 1-epoch run) is drawn
+  // as a marker inside the frame, and the default metric is the loss with the most values.
+  void singlePointMetricsAreMarkedAndTheDenseLossIsTheDefault() {
+    MetricChart chart;
+    auto p = points("test/loss", {0.65});
+    auto l = points("train/loss", {2, 1.5, 1.2, 1.0});
+    p.insert(p.end(), l.begin(), l.end());
+    chart.set_series({{1, p}}, {{1, "a"}});
+    QCOMPARE(chart.metric(), QStringLiteral("train/loss"));
+    chart.set_metric(QStringLiteral("test/loss"));
+    QCOMPARE(chart.curve_count(), 1);
+    auto* line = qobject_cast<QXYSeries*>(chart.chart()->series().front());
+    QVERIFY(line);
+    QVERIFY(line->pointsVisible());
+    QCOMPARE(line->count(), 1);
+    auto* x = qobject_cast<QValueAxis*>(chart.chart()->axes(Qt::Horizontal).front());
+    QVERIFY(x->min() < 1 && x->max() > 1);  // the point (step 1) is not on the frame
+    // A dense curve is a plain line.
+    chart.set_metric(QStringLiteral("train/loss"));
+    chart.set_series({{1, points("train/loss", std::vector<double>(100, 1.0))}}, {{1, "a"}});
+    QVERIFY(!qobject_cast<QXYSeries*>(chart.chart()->series().front())->pointsVisible());
   }
 
   void runsWithoutMetricsAreNamedInTheNote() {
