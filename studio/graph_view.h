@@ -38,8 +38,11 @@ class GraphView : public QGraphicsView {
 
   double zoom() const;  // 1.0 = one scene pixel per screen pixel
 
+  // Selects the nodes and scrolls to the first (at a readable zoom at least): the canvas follows
+  // a click in the profiler, the pass stepper or a search.
+  void reveal_nodes(const QList<ir::NodeId>& ids);
   // Shows the whole graph, but never magnified past kMaxFitZoom (a three-node graph stays at a
-  // natural size).
+  // natural size), and keeps doing so on resizes until the user zooms or pans.
   void fit();
   // The whole graph when that needs no zoom below kReadableZoom, else its top at kReadableZoom.
   void overview();

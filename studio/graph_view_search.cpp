@@ -121,14 +121,19 @@ ir::NodeId GraphView::find_next(bool from_start) {
   }
   search_index_ = from_start ? 0 : (search_index_ + 1) % found.size();
   const ir::NodeId id = found[search_index_];
+  reveal_nodes({id});
+  return id;
+}
+
+void GraphView::reveal_nodes(const QList<ir::NodeId>& ids) {
   graph_scene_->flush_update();
-  graph_scene_->select_nodes({id});
-  if (NodeItem* item = graph_scene_->node_item(id)) {
+  graph_scene_->select_nodes(ids);
+  if (ids.isEmpty()) return;
+  if (NodeItem* item = graph_scene_->node_item(ids.front())) {
     follow_ = Follow::kNone;
-    if (zoom() < kReadableZoom) set_zoom(kReadableZoom);  // the match readable, not a speck
+    if (zoom() < kReadableZoom) set_zoom(kReadableZoom);  // readable, not a speck
     centerOn(item->sceneBoundingRect().center());
   }
-  return id;
 }
 
 }  // namespace tessera::studio

@@ -146,6 +146,7 @@ void ImGuiWidget::paintGL() {
   const double elapsed = static_cast<double>(clock_.nsecsElapsed()) * 1e-9;
   clock_.restart();
   io.DeltaTime = static_cast<float>(elapsed > 1e-4 ? elapsed : 1e-4);
+  apply_button_events();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui::NewFrame();
   if (draw_) draw_();
@@ -165,8 +166,8 @@ void ImGuiWidget::mousePressEvent(QMouseEvent* event) {
   if (!context_) return;
   ContextScope scope(context_);
   ImGuiIO& io = ImGui::GetIO();
-  io.MousePos = ImVec2(static_cast<float>(event->position().x()), static_cast<float>(event->position().y()));
-  if (int b = mouse_button(event->button()); b >= 0) io.MouseDown[b] = true;
+  if (int b = mouse_button(event->button()); b >= 0) queue_button(b, true, event->position());
+  else io.MousePos = ImVec2(static_cast<float>(event->position().x()), static_cast<float>(event->position().y()));
   animate();
 }
 
@@ -174,17 +175,44 @@ void ImGuiWidget::mouseReleaseEvent(QMouseEvent* event) {
   if (!context_) return;
   ContextScope scope(context_);
   ImGuiIO& io = ImGui::GetIO();
-  io.MousePos = ImVec2(static_cast<float>(event->position().x()), static_cast<float>(event->position().y()));
-  if (int b = mouse_button(event->button()); b >= 0) io.MouseDown[b] = false;
+  if (int b = mouse_button(event->button()); b >= 0) queue_button(b, false, event->position());
+  else io.MousePos = ImVec2(static_cast<float>(event->position().x()), static_cast<float>(event->position().y()));
   animate();
 }
 
 void ImGuiWidget::mouseMoveEvent(QMouseEvent* event) {
   if (!context_) return;
   ContextScope scope(context_);
-  ImGui::GetIO().MousePos =
-      ImVec2(static_cast<float>(event->position().x()), static_cast<float>(event->position().y()));
+  // While button changes wait for their frame, the move waits behind them (a drag starts where
+  // its press was).
+  if (button_events_.empty())
+    ImGui::GetIO().MousePos =
+        ImVec2(static_cast<float>(event->position().x()), static_cast<float>(event->position().y()));
+  else
+    button_events_.push_back({-1, false, static_cast<float>(event->position().x()),
+                              static_cast<float>(event->position().y())});
   animate();
+}
+
+void ImGuiWidget::queue_button(int button, bool down, QPointF at) {
+  button_events_.push_back({button, down, static_cast<float>(at.x()), static_cast<float>(at.y())});
+}
+
+void ImGuiWidget::apply_button_events() {
+  ImGuiIO& io = ImGui::GetIO();
+  bool changed[IM_ARRAYSIZE(io.MouseDown)] = {};
+  size_t used = 0;
+  for (; used < button_events_.size(); ++used) {
+    const ButtonEvent& e = button_events_[used];
+    if (e.button >= 0 && changed[e.button]) break;  // the next frame sees this one
+    io.MousePos = ImVec2(e.x, e.y);
+    if (e.button >= 0) {
+      io.MouseDown[e.button] = e.down;
+      changed[e.button] = true;
+    }
+  }
+  button_events_.erase(button_events_.begin(), button_events_.begin() + static_cast<std::ptrdiff_t>(used));
+  if (!button_events_.empty()) update();  // another frame for what is left
 }
 
 void ImGuiWidget::leaveEvent(QEvent* event) {

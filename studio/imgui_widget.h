@@ -19,6 +19,7 @@
 #include <QOpenGLWidget>
 #include <QTimer>
 #include <functional>
+#include <vector>
 
 struct ImGuiContext;
 
@@ -61,6 +62,17 @@ class ImGuiWidget : public QOpenGLWidget {
  private:
   void key(QKeyEvent* event, bool down);
   void animate();  // a few more frames after input, for hover and tooltips
+  // Dear ImGui 1.86 samples io.MouseDown once per frame, so a press and a release that arrive
+  // between two frames (a touchpad tap, a loaded machine, QTest::mouseClick) would never be seen
+  // as a click. Button changes are queued and applied at most one per button per frame.
+  struct ButtonEvent {
+    int button;
+    bool down;
+    float x, y;
+  };
+  void queue_button(int button, bool down, QPointF at);
+  void apply_button_events();  // before NewFrame
+  std::vector<ButtonEvent> button_events_;
 
   std::function<void()> draw_;
   ImGuiContext* context_ = nullptr;

@@ -158,7 +158,7 @@ void MainWindow::select_executed_node(int32_t node, const QString& name) {
                              8000);
     return;
   }
-  scene_->select_nodes(ids);
+  view_->reveal_nodes(ids);
   statusBar()->showMessage(tr("Selected '%1' (node #%2 of the executed graph)").arg(name).arg(node), 8000);
 }
 

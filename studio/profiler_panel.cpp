@@ -110,6 +110,8 @@ void ProfilerPanel::showEvent(QShowEvent* event) {
   body_->addWidget(widget_, 1);
 }
 
+QString ProfilerPanel::header_text() const { return header_->text(); }
+
 void ProfilerPanel::join() {
   if (worker_.joinable()) worker_.join();
 }
@@ -125,6 +127,7 @@ void ProfilerPanel::refresh_runs() {
   if (db_path_.isEmpty()) return;
   // Listing never creates the database: a missing file only says so.
   if (!QFileInfo::exists(db_path_)) {
+    header_about_database_ = true;
     header_->setText(tr("No runs yet: %1 does not exist. Run or train a graph to record one.").arg(db_path_));
     return;
   }
@@ -132,14 +135,22 @@ void ProfilerPanel::refresh_runs() {
   options.mark_crashed = false;  // a reader: the recorder's own open marks crashes
   auto db = insight::Database::open(db_path_.toStdString(), options);
   if (!db) {
+    header_about_database_ = true;
     header_->setText(qs(db.error().to_string()));
     return;
   }
   auto runs = insight::list_runs(*db, 500);
   if (!runs) {
+    header_about_database_ = true;
     header_->setText(qs(runs.error().to_string()));
     return;
   }
+  // The file exists now: a header still saying it does not (or an old error) gives way.
+  if (header_about_database_ || header_->text().isEmpty())  // no timeline's title to keep
+    header_->setText(runs->empty() ? tr("No runs yet in %1. Run or train a graph to record one.").arg(db_path_)
+                                   : tr("%n run(s) in %1: choose one to open its timeline.", nullptr,
+                                        static_cast<int>(runs->size()))
+                                         .arg(db_path_));
   for (const insight::RunRecord& r : *runs)
     runs_->addItem(QStringLiteral("#%1 %2 (%3, %4)").arg(r.id).arg(qs(r.name), qs(r.kind), qs(r.status)),
                    QVariant::fromValue<qlonglong>(r.id));
@@ -149,6 +160,7 @@ void ProfilerPanel::refresh_runs() {
 void ProfilerPanel::start_load(std::function<Expected<tl::Loaded>()> load) {
   join();
   loading_ = true;
+  header_about_database_ = false;
   header_->setText(tr("Loading..."));
   worker_ = std::thread([this, load = std::move(load)] {
     auto loaded = std::make_shared<Expected<tl::Loaded>>(make_error("not loaded"));

@@ -59,6 +59,7 @@ class ProfilerPanel : public QWidget {
   // What the panel shows: the title of what is loaded, or the message instead of the timeline.
   const QString& title() const { return title_; }
   const QString& message() const { return message_; }
+  QString header_text() const;  // the line above the timeline
   // The GL widget: made on first show, never on the offscreen platform (nullptr until then).
   ImGuiWidget* timeline_widget() const { return widget_; }
   insight::timeline::TimelineView* view() const { return view_.get(); }
@@ -82,6 +83,7 @@ class ProfilerPanel : public QWidget {
   QComboBox* runs_ = nullptr;
   QPushButton* open_trace_ = nullptr;
   QLabel* header_ = nullptr;
+  bool header_about_database_ = false;  // the header tells of the database, not of a timeline
   ImGuiWidget* widget_ = nullptr;
   QLabel* no_gl_ = nullptr;     // instead of widget_ on the offscreen platform
   QVBoxLayout* body_ = nullptr;

@@ -53,6 +53,22 @@ uint32_t fnv1a(const std::string& s) {
   return h;
 }
 
+// The longest tail of a span's name, cut after a '/', that fits `width` pixels: ONNX exporters
+// name nodes by scope ("/layer1/layer1.0/conv1/Conv"), and the scope they share is the least
+// telling part. The last part when none fits (clipped by the caller).
+const char* fitting_suffix(const std::string& name, float width) {
+  const char* begin = name.c_str();
+  const char* end = begin + name.size();
+  if (ImGui::CalcTextSize(begin, end).x <= width) return begin;
+  const char* last = begin;
+  for (size_t i = 0; i + 1 < name.size(); ++i) {
+    if (name[i] != '/') continue;
+    last = begin + i + 1;
+    if (ImGui::CalcTextSize(last, end).x <= width) return last;
+  }
+  return last;
+}
+
 }  // namespace
 
 TimelineView::TimelineView(std::shared_ptr<const TimelineModel> model) : model_(std::move(model)) {
@@ -121,8 +137,8 @@ void TimelineView::centre_on(const SpanRef& r) {
                e = static_cast<double>(t.end_ns[r.index]);
   const double d = std::max(e - s, 1.0);
   double w = t1_ - t0_;
-  if (d > 0.8 * w || d < w / 200)
-    w = d * 10;  // too wide to see whole, or too narrow to click: 10% of the view
+  if (d > 0.8 * w || d < w / 20)
+    w = d * 10;  // too wide to see whole, or too narrow to read its label: 10% of the view
   const double c = (s + e) / 2;
   zoom_to(c - w / 2, c + w / 2);
   selected_ = r;
@@ -312,8 +328,9 @@ void TimelineView::draw_lanes(float x0, float width, float height) {
           if (b - a > 24) {
             const std::string& name = st.text(tr.name[i]);
             const ImVec4 clip(std::max(a, x0) + 2, p0.y, std::min(b, x0 + width) - 2, p1.y);
+            const char* label = fitting_suffix(name, clip.z - clip.x - 2);
             dl->AddText(nullptr, 0.0f, ImVec2(std::max(a, x0) + 3, y + 2), kTextColour,
-                        name.c_str(), name.c_str() + name.size(), 0.0f, &clip);
+                        label, name.c_str() + name.size(), 0.0f, &clip);
           }
         } else {
           ++frame_.folds;

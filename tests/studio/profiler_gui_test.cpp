@@ -84,11 +84,39 @@ class ProfilerGuiTest : public QObject {
     // does not replace, and conv1 (fused or not) keeps its name.
     QVERIFY(args.at(0).toInt() >= 0);
 
+    // Issue 17, item 5: a press and release in one frame is a click too.
+    QVERIFY(quick_click(gl, *at));
+    QVERIFY(clicked.count() > 0 || clicked.wait(2000));
+    QCOMPARE(clicked.takeFirst().at(1).toString(), QStringLiteral("conv1"));
+
     profiler.select_node(args.at(0).toInt());
     QVERIFY(wait_frames(gl, 2));
     const QImage shot = gl->grabFramebuffer();
     QVERIFY(!shot.isNull());
     QVERIFY(shot.save(QString::fromStdString(tessera::test::output_dir() + "/profiler_gui.png")));
+  }
+
+  // Issue 17, item 5: the header stops saying that the database does not exist once it does.
+  void header_follows_the_database() {
+    QTemporaryDir dir;
+    ProfilerPanel profiler;
+    profiler.resize(900, 500);
+    profiler.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&profiler));
+    const QString db = dir.filePath(QStringLiteral("later.db"));
+    profiler.set_database_path(db);
+    QVERIFY2(profiler.header_text().contains(QStringLiteral("does not exist")), qPrintable(profiler.header_text()));
+    Document doc(registry_);
+    QVERIFY(doc.load(kLenet).is_ok());
+    RunPanel panel(doc);
+    panel.set_database_path(db);
+    QSignalSpy done(&panel, &RunPanel::finished);
+    QVERIFY(panel.run());
+    QVERIFY(done.wait(60000));
+    profiler.refresh_runs();
+    QCOMPARE(profiler.run_list()->count(), 1);
+    QVERIFY2(!profiler.header_text().contains(QStringLiteral("does not exist")), qPrintable(profiler.header_text()));
+    QVERIFY2(profiler.header_text().contains(QStringLiteral("1 run")), qPrintable(profiler.header_text()));
   }
 
   void errors_show_in_the_view() {

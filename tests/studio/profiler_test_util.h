@@ -53,4 +53,13 @@ inline bool click(tessera::studio::ImGuiWidget* gl, QPoint at) {
   return wait_frames(gl, 2);
 }
 
+// A quick click: press and release delivered before the next frame (a touchpad tap, a loaded
+// machine), which Dear ImGui 1.86 alone would never see as a click.
+inline bool quick_click(tessera::studio::ImGuiWidget* gl, QPoint at) {
+  QTest::mouseMove(gl, at);
+  if (!wait_frames(gl, 2)) return false;
+  QTest::mouseClick(gl, Qt::LeftButton, Qt::NoModifier, at);
+  return wait_frames(gl, 3);
+}
+
 }  // namespace profiler_test
