@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 
+#include "engine/train/checkpoint.h"
 #include "engine/ir/text.h"
 #include "engine/ops/cost.h"
 #include "engine/ops/infer.h"
@@ -268,7 +269,7 @@ int run_run(const RunOptions& o) {
   auto g = load_typed(o.file, reg);
   if (!g) return fail(g.error());
   if (!o.checkpoint.empty()) {
-    Status st = apply_checkpoint(*g, o.checkpoint);
+    Status st = train::apply_checkpoint(*g, o.checkpoint);
     if (!st.is_ok()) return fail(st.error());
   }
 

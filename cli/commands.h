@@ -78,7 +78,7 @@ class RunRecording {
   // Waits until everything recorded so far is in the database.
   void flush();
   // Records the run finished; returns 0.
-  int finish();
+  int finish(bool stopped = false);  // stopped: ended early by the user (Ctrl+C), cleanly
   // Prints the error (as cli::fail), records the run failed with it; returns 1.
   int fail(const Error& e);
 
@@ -119,8 +119,6 @@ struct TrainOptions {
 int run_train(const TrainOptions& o);
 // The hyper-parameters of a training run as recorded (runs_command.cpp).
 std::map<std::string, std::string> train_hyperparams(const TrainOptions& o);
-// Loads a checkpoint's tensors into the graph's params of the same names (train_command.cpp).
-Status apply_checkpoint(ir::Graph& g, const std::string& path);
 
 struct PassesOptions {
   std::string file;

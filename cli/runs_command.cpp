@@ -391,9 +391,9 @@ void RunRecording::flush() {
   if (recorder_) (void)recorder_->flush();  // a write error is reported by finish()
 }
 
-int RunRecording::finish() {
+int RunRecording::finish(bool stopped) {
   if (!recorder_) return 0;
-  Status st = recorder_->finish_run(insight::RunStatus::kFinished);
+  Status st = recorder_->finish_run(stopped ? insight::RunStatus::kStopped : insight::RunStatus::kFinished);
   if (!st.is_ok()) std::cerr << "tessera: warning: the run was not fully recorded: " << st.error().to_string() << "\n";
   recorder_.reset();
   return 0;

@@ -160,47 +160,8 @@ int run_train(const TrainOptions& o) {
                         {"steps", result->steps}, {"checkpoint", result->last_checkpoint}};
     print_json(j);
   }
-  return rec.finish();
+  return rec.finish(result->stopped && g_stop.load());
 }
 
-// Loads a checkpoint's weights into a graph's params (`tessera run --checkpoint`). Everything is
-// checked before the graph is touched. Training saves every float param (autodiff::
-// trainable_params, running statistics included) and the optimizer's buffers ("NAME/momentum",
-// "NAME/adam_m", "NAME/adam_v"): a param left out, or any other tensor, means the checkpoint was
-// written for another graph, and half-applied weights would run silently wrong.
-Status apply_checkpoint(ir::Graph& g, const std::string& path) {
-  TRY(train::Checkpoint c, train::read_checkpoint(path));
-  std::vector<std::pair<ir::ValueId, const Tensor*>> updates;
-  std::string missing;
-  for (ir::ValueId p : g.params()) {
-    const Tensor* t = c.find(g.value(p).name);
-    if (!t) {
-      if (is_float(g.value(p).type.dtype)) missing += (missing.empty() ? "'" : ", '") + g.value(p).name + "'";
-      continue;
-    }
-    const Tensor* old = g.param_data(p);
-    if (old && (old->dtype() != t->dtype() || old->shape() != t->shape()))
-      return make_error("checkpoint tensor '" + g.value(p).name + "' is " + std::string(dtype_name(t->dtype())) +
-                            shape_to_string(t->shape()) + ", the graph's param is " + std::string(dtype_name(old->dtype())) +
-                            shape_to_string(old->shape()), path);
-    updates.emplace_back(p, t);
-  }
-  if (updates.empty()) return make_error("no tensor of the checkpoint matches a param of graph '" + g.name() + "'", path);
-  if (!missing.empty())
-    return make_error("the checkpoint has no tensor for param(s) " + missing + " of graph '" + g.name() +
-                          "' (it was written for another graph)", path);
-  for (const auto& [name, t] : c.tensors) {
-    const size_t slash = name.rfind('/');
-    const std::string owner = slash == std::string::npos ? name : name.substr(0, slash);
-    const std::string buffer = slash == std::string::npos ? "" : name.substr(slash + 1);
-    const bool known = g.find_value(name).has_value() ||
-                       (g.find_value(owner).has_value() && (buffer == "momentum" || buffer == "adam_m" || buffer == "adam_v"));
-    if (!known)
-      return make_error("the checkpoint holds tensor '" + name + "', which is no param of graph '" + g.name() +
-                            "' nor an optimizer buffer of one (it was written for another graph)", path);
-  }
-  for (const auto& [p, t] : updates) g.set_param_data(p, t->clone());
-  return Status::ok();
-}
 
 }  // namespace tessera::cli

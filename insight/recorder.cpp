@@ -45,6 +45,7 @@ const char* run_status_name(RunStatus s) {
     case RunStatus::kFinished: return "finished";
     case RunStatus::kFailed: return "failed";
     case RunStatus::kCrashed: return "crashed";
+    case RunStatus::kStopped: return "stopped";
   }
   return "failed";
 }

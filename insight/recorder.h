@@ -37,7 +37,8 @@
 
 namespace tessera::insight {
 
-enum class RunStatus { kRunning, kFinished, kFailed, kCrashed };
+// kStopped: ended early by the user (the Train panel's Stop, Ctrl+C of `tessera train`), cleanly.
+enum class RunStatus { kRunning, kFinished, kFailed, kCrashed, kStopped };
 const char* run_status_name(RunStatus s);
 
 enum class LineageKind { kResumedFrom, kFineTunedFrom, kDerivedFrom };

@@ -177,6 +177,38 @@ const std::vector<const char*>& schema_migrations() {
         PRIMARY KEY (snapshot, node, from_node)
       ) WITHOUT ROWID;
       )sql",
+      // v2 -> v3: runs may be "stopped" (ended early by the user, cleanly). SQLite cannot change a
+      // CHECK constraint in place: the table is rebuilt (its id column keeps every reference of
+      // the other tables valid; foreign keys are not enforced on these connections).
+      R"sql(
+      CREATE TABLE runs_v3 (
+        id INTEGER PRIMARY KEY,
+        command TEXT NOT NULL,
+        graph_name TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'failed', 'crashed', 'stopped')),
+        started_ns INTEGER NOT NULL,
+        ended_ns INTEGER,
+        name TEXT NOT NULL DEFAULT '',
+        kind TEXT NOT NULL DEFAULT '',
+        engine_version TEXT NOT NULL DEFAULT '',
+        host TEXT NOT NULL DEFAULT '',
+        pid INTEGER,
+        seed INTEGER,
+        heartbeat_ns INTEGER,
+        steady_offset_ns INTEGER NOT NULL DEFAULT 0,
+        max_span_ns INTEGER NOT NULL DEFAULT 0,
+        error TEXT
+      );
+      INSERT INTO runs_v3 (id, command, graph_name, status, started_ns, ended_ns, name, kind,
+                           engine_version, host, pid, seed, heartbeat_ns, steady_offset_ns,
+                           max_span_ns, error)
+        SELECT id, command, graph_name, status, started_ns, ended_ns, name, kind, engine_version,
+               host, pid, seed, heartbeat_ns, steady_offset_ns, max_span_ns, error FROM runs;
+      DROP TABLE runs;
+      ALTER TABLE runs_v3 RENAME TO runs;
+      CREATE INDEX runs_by_status ON runs(status);
+      CREATE INDEX runs_by_name ON runs(name);
+      )sql",
   };
   return kMigrations;
 }

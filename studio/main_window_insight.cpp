@@ -102,9 +102,17 @@ void MainWindow::create_insight_views() {
           [this](formats::GraphDocument graph, const QString& title) {
             guarded(this, tr("Opening the run's graph"), [&] {
               if (!maybe_save()) return;
+              const auto& props = graph.metadata.properties;
+              QString weights = tr("no checkpoint of the run is on disk: its weights are inputs");
+              if (auto it = props.find("insight.checkpoint"); it != props.end())
+                weights = tr("weights of step %1 from %2")
+                              .arg(QString::fromStdString(props.at("insight.checkpoint_step")),
+                                   QString::fromStdString(it->second));
+              else if (auto e = props.find("insight.checkpoint_error"); e != props.end())
+                weights = tr("its checkpoint does not fit: %1").arg(QString::fromStdString(e->second));
               document_.open(std::move(graph));
               show_tab(view_);
-              statusBar()->showMessage(tr("Opened %1 (unsaved: its weights are not in the run)").arg(title), 8000);
+              statusBar()->showMessage(tr("Opened %1 (unsaved; %2)").arg(title, weights), 15000);
             });
           });
   connect(runs_, &RunsDashboard::diff_graphs_requested, this,

@@ -18,6 +18,8 @@
 #include <exception>
 
 #include "engine/ir/text.h"
+#include "engine/train/checkpoint.h"
+#include "insight/query.h"
 #include "formats/json_graph.h"
 #include "insight/runs_query.h"
 #include "studio/guard.h"
@@ -362,6 +364,25 @@ Expected<formats::GraphDocument> RunsDashboard::graph_document(int64_t run) {
   doc.metadata.properties["insight.run"] = std::to_string(run);
   doc.metadata.properties["insight.graph_hash"] = rg.hash;
   doc.metadata.properties["insight.database"] = path_.toStdString();
+  // The weights: the run's last checkpoint that is still on disk (the recorded graph holds them as
+  // inputs). A checkpoint that does not fit the graph is reported, and the graph opens without it.
+  if (auto details = insight::run_details(*db_, run)) {
+    std::vector<insight::CheckpointRecord> cps = details->checkpoints;
+    std::sort(cps.begin(), cps.end(), [](const auto& a, const auto& b) { return a.step > b.step; });
+    for (const insight::CheckpointRecord& cp : cps) {
+      if (!QFileInfo::exists(qs(cp.path))) continue;
+      ir::Graph with_weights = doc.graph;
+      if (Status st = train::apply_checkpoint(with_weights, cp.path, /*inputs_become_params=*/true); st) {
+        doc.graph = std::move(with_weights);
+        doc.metadata.content_hash = formats::graph_content_hash(doc.graph);
+        doc.metadata.properties["insight.checkpoint"] = cp.path;
+        doc.metadata.properties["insight.checkpoint_step"] = std::to_string(cp.step);
+      } else {
+        doc.metadata.properties["insight.checkpoint_error"] = st.error().to_string();
+      }
+      break;
+    }
+  }
   return doc;
 }
 

@@ -34,6 +34,7 @@ QColor run_status_colour(const QString& status) {
   if (status == QLatin1String("finished")) return QColor(0x2e, 0x8b, 0x3e);
   if (status == QLatin1String("failed")) return QColor(0xc6, 0x28, 0x28);
   if (status == QLatin1String("crashed")) return QColor(0xd9, 0x6c, 0x00);
+  if (status == QLatin1String("stopped")) return QColor(0x8a, 0x6d, 0x00);
   return QColor(0x70, 0x70, 0x70);
 }
 

@@ -277,6 +277,7 @@ Status TrainPanel::start() {
   bar_->setValue(0);
   progress_label_->clear();
   recording_->clear();
+  has_test_split_.store(false);
   status_->setText(tr("Training..."));
   update_buttons();
 
@@ -321,11 +322,29 @@ Status TrainPanel::start() {
             id = (*r)->start_run(info);
             if (id) rec = std::move(*r);
           }
-          if (!rec)
+          if (!rec) {
             post_recording(
                 tr("Not recorded (training anyway): %1").arg(qs(id.error().to_string())));
-          else
-            post_recording(tr("Recording run %1 in %2").arg(*id).arg(qs(db)));
+          } else {
+            // Checkpoints beside the database, one folder per run (lineage, "Open graph" with the
+            // trained weights, `tessera train --resume`).
+            const std::filesystem::path dbp(db);
+            const std::filesystem::path dir = dbp.parent_path() /
+                                              (dbp.stem().string() + "-checkpoints") /
+                                              ("run-" + std::to_string(*id));
+            std::error_code ec;
+            std::filesystem::create_directories(dir, ec);
+            if (ec) {
+              post_recording(tr("Recording run %1 in %2; no checkpoints: cannot create %3: %4")
+                                 .arg(*id)
+                                 .arg(qs(db), qs(dir.string()), qs(ec.message())));
+            } else {
+              cfg.checkpoint_dir = dir.string();
+              post_recording(tr("Recording run %1 in %2; checkpoints in %3")
+                                 .arg(*id)
+                                 .arg(qs(db), qs(cfg.checkpoint_dir)));
+            }
+          }
         }
         if (rec) {
           rec->log_graph_structure(graph, "input");
@@ -335,6 +354,7 @@ Status TrainPanel::start() {
             if (auto fp = data::fingerprint(**test_src))
               rec->log_dataset("test", *fp, s.data, (*test_src)->size());
           cfg.metrics = rec.get();
+          cfg.trace = rec.get();  // stage spans and the kernels of sampled steps, as `tessera train`
         }
         data::LoaderOptions lo;
         lo.batch_size = s.batch;
@@ -348,10 +368,16 @@ Status TrainPanel::start() {
         std::unique_ptr<data::DataLoader> test_loader;
         if (*test_src)
           test_loader = std::make_unique<data::DataLoader>(*test_src, data::Transforms{}, to);
+        has_test_split_.store(test_loader != nullptr);
 
         train::Trainer trainer(graph, registry, cfg);
         train::TrainCallbacks cb;
         cb.stop = &stop_;
+        cb.on_checkpoint = [&](const std::string& path) {
+          if (!rec) return;
+          auto sum = insight::file_checksum(path);
+          rec->log_checkpoint(path, trainer.global_step(), sum ? *sum : std::string("unreadable"));
+        };
         TrainProgress pending;
         auto last_post = std::chrono::steady_clock::now() - std::chrono::seconds(1);
         cb.on_step = [&](const train::StepInfo& info) {
@@ -380,8 +406,11 @@ Status TrainPanel::start() {
         if (rec) {
           if (result && result->test_accuracy >= 0)
             rec->log_hyperparam("test_accuracy", num(result->test_accuracy));
-          Status st = rec->finish_run(
-              error.empty() ? insight::RunStatus::kFinished : insight::RunStatus::kFailed, error);
+          const insight::RunStatus status = !error.empty() ? insight::RunStatus::kFailed
+                                            : result && result->stopped && stop_.load()
+                                                ? insight::RunStatus::kStopped
+                                                : insight::RunStatus::kFinished;
+          Status st = rec->finish_run(status, error);
           if (!st) post_recording(tr("Recording failed: %1").arg(qs(st.error().to_string())));
         }
       }
@@ -449,6 +478,8 @@ void TrainPanel::on_finished(std::optional<train::TrainResult> result,
                                    : tr("Finished: %1 steps.").arg(result_->steps);
     if (result_->test_accuracy >= 0)
       text += tr(" Test accuracy %1%.").arg(100 * result_->test_accuracy, 0, 'f', 2);
+    else if (has_test_split_.load())
+      text += tr(" Not evaluated on the test split (stopped before an epoch ended).");
     else
       text += tr(" No test split.");
     text += tr(" Train loss %1.").arg(result_->train_loss, 0, 'f', 4);

@@ -109,6 +109,7 @@ class TrainPanel : public QWidget {
   int loss_points() const;
   int accuracy_points() const;
   const std::optional<train::TrainResult>& result() const { return result_; }
+  const ir::Graph* trained_graph() const { return trained_.get(); }  // nullptr before a success
   const QString& error_text() const { return error_; }
   QPushButton* start_button() const { return start_button_; }
   QPushButton* stop_button() const { return stop_button_; }
@@ -149,6 +150,7 @@ class TrainPanel : public QWidget {
   QChartView* accuracy_view_ = nullptr;
 
   std::thread worker_;
+  std::atomic<bool> has_test_split_{false};  // set by the worker before training
   std::atomic<bool> stop_{false};
   bool running_ = false;
   int progress_updates_ = 0;

@@ -125,6 +125,17 @@ void Graph::make_input(ValueId param) {
   inputs_.push_back(param);
 }
 
+void Graph::make_param(ValueId input, Tensor data) {
+  Value& v = values_[static_cast<size_t>(input)];
+  auto it = std::find(inputs_.begin(), inputs_.end(), input);
+  if (v.kind != ValueKind::kInput || it == inputs_.end()) return;
+  inputs_.erase(it);
+  v.kind = ValueKind::kParam;
+  v.type = TensorType::of(data.dtype(), data.shape());
+  params_.push_back(input);
+  param_data_[input] = std::move(data);
+}
+
 Status Graph::define_value(ValueId id, Value v) {
   if (id < 0) return make_error("negative value id %" + std::to_string(id));
   while (value_capacity() <= id) {

@@ -174,6 +174,10 @@ class Graph {
   // Turns a param into a graph input (appended to inputs), dropping its data: training feeds the
   // current weights each step. Same id, name and type.
   void make_input(ValueId param);
+  // The inverse: a graph input becomes a param holding `data` (a recorded graph, whose weights
+  // were stored as inputs, gets its weights back from a checkpoint). Same id, name; the type is
+  // the data's. Nothing happens to a value that is not a graph input.
+  void make_param(ValueId input, Tensor data);
 
   // ---- access ----
   bool has_node(NodeId id) const { return id >= 0 && id < node_capacity() && nodes_[id].alive; }

@@ -1,6 +1,7 @@
 // Training checkpoints (see checkpoint.h).
 #include "engine/train/checkpoint.h"
 #include "engine/core/file_kind.h"
+#include "engine/ir/graph.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -216,6 +217,64 @@ Expected<std::string> checkpoint_checksum(const std::string& path) {
   uint64_t stored = 0;
   std::memcpy(&stored, data.data() + data.size() - 8, 8);
   return hex64(stored);
+}
+
+// Loads a checkpoint's weights into a graph's params (`tessera run --checkpoint`, the studio's
+// "Open graph" of a recorded run). Everything is checked before the graph's params are touched. Training saves every float param (autodiff::
+// trainable_params, running statistics included) and the optimizer's buffers ("NAME/momentum",
+// "NAME/adam_m", "NAME/adam_v"): a param left out, or any other tensor, means the checkpoint was
+// written for another graph, and half-applied weights would run silently wrong.
+Status apply_checkpoint(ir::Graph& g, const std::string& path, bool inputs_become_params) {
+  TRY(Checkpoint c, read_checkpoint(path));
+  if (inputs_become_params) {
+    // Checked first, changed after: an input that names a checkpoint tensor of another dtype or
+    // rank refuses the whole checkpoint.
+    std::vector<std::pair<ir::ValueId, const Tensor*>> turned;
+    for (ir::ValueId v : g.inputs()) {
+      const Tensor* t = c.find(g.value(v).name);
+      if (!t) continue;
+      const ir::TensorType& type = g.value(v).type;
+      bool fits = type.dtype == t->dtype() && type.rank() == static_cast<int>(t->shape().size());
+      for (int d = 0; fits && d < type.rank(); ++d)
+        fits = !type.dims[d].is_known() || type.dims[d].size == t->shape()[d];
+      if (!fits)
+        return make_error("checkpoint tensor '" + g.value(v).name + "' is " + std::string(dtype_name(t->dtype())) +
+                              shape_to_string(t->shape()) + ", the graph's input is " + type.to_string(), path);
+      turned.emplace_back(v, t);
+    }
+    for (const auto& [v, t] : turned) g.make_param(v, t->clone());
+  }
+  std::vector<std::pair<ir::ValueId, const Tensor*>> updates;
+  std::string missing;
+  for (ir::ValueId p : g.params()) {
+    const Tensor* t = c.find(g.value(p).name);
+    if (!t) {
+      if (is_float(g.value(p).type.dtype)) missing += (missing.empty() ? "'" : ", '") + g.value(p).name + "'";
+      continue;
+    }
+    const Tensor* old = g.param_data(p);
+    if (old && (old->dtype() != t->dtype() || old->shape() != t->shape()))
+      return make_error("checkpoint tensor '" + g.value(p).name + "' is " + std::string(dtype_name(t->dtype())) +
+                            shape_to_string(t->shape()) + ", the graph's param is " + std::string(dtype_name(old->dtype())) +
+                            shape_to_string(old->shape()), path);
+    updates.emplace_back(p, t);
+  }
+  if (updates.empty()) return make_error("no tensor of the checkpoint matches a param of graph '" + g.name() + "'", path);
+  if (!missing.empty())
+    return make_error("the checkpoint has no tensor for param(s) " + missing + " of graph '" + g.name() +
+                          "' (it was written for another graph)", path);
+  for (const auto& [name, t] : c.tensors) {
+    const size_t slash = name.rfind('/');
+    const std::string owner = slash == std::string::npos ? name : name.substr(0, slash);
+    const std::string buffer = slash == std::string::npos ? "" : name.substr(slash + 1);
+    const bool known = g.find_value(name).has_value() ||
+                       (g.find_value(owner).has_value() && (buffer == "momentum" || buffer == "adam_m" || buffer == "adam_v"));
+    if (!known)
+      return make_error("the checkpoint holds tensor '" + name + "', which is no param of graph '" + g.name() +
+                            "' nor an optimizer buffer of one (it was written for another graph)", path);
+  }
+  for (const auto& [p, t] : updates) g.set_param_data(p, t->clone());
+  return Status::ok();
 }
 
 }  // namespace tessera::train

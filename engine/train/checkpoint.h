@@ -25,6 +25,10 @@
 #include "engine/core/status.h"
 #include "engine/core/tensor.h"
 
+namespace tessera::ir {
+class Graph;
+}
+
 namespace tessera::train {
 
 struct Checkpoint {
@@ -41,5 +45,11 @@ Expected<Checkpoint> read_checkpoint(const std::string& path);
 std::string hex64(uint64_t v);
 // The checksum stored in a checkpoint file, as 16 hex digits (for lineage records).
 Expected<std::string> checkpoint_checksum(const std::string& path);
+
+// Loads a checkpoint's tensors into the params of the same names; refused (the graph unchanged)
+// when a float param has no tensor, a tensor is no param nor optimizer buffer of one, or a dtype or
+// shape differs. With `inputs_become_params`, graph inputs named like a checkpoint tensor become
+// params first (graphs recorded by insight store their weights as inputs).
+Status apply_checkpoint(ir::Graph& g, const std::string& path, bool inputs_become_params = false);
 
 }  // namespace tessera::train

@@ -87,7 +87,7 @@ TEST(Database, MigratesAVersion1DatabaseKeepingItsRuns) {
     PRAGMA user_version = 1;)sql");
   auto db = Database::open(path);
   ASSERT_TRUE(db.has_value()) << db.error().to_string();
-  EXPECT_EQ(db->schema_version(), 2);
+  EXPECT_EQ(db->schema_version(), kSchemaVersion);
   EXPECT_EQ(*db->count_runs(), 2);
   EXPECT_EQ(raw_text(path, "SELECT command FROM runs WHERE id = 1;"), "tessera run a.json");
   EXPECT_EQ(raw_text(path, "SELECT status FROM runs WHERE id = 1;"), "finished");

@@ -24,12 +24,14 @@
 #include "insight/database.h"
 #include "insight/query.h"
 #include "studio/document.h"
+#include "studio/runs_dashboard.h"
 #include "studio/train_panel.h"
 
 using tessera::DType;
 using tessera::Status;
 using tessera::Tensor;
 using tessera::studio::Document;
+using tessera::studio::RunsDashboard;
 using tessera::studio::TrainPanel;
 using tessera::studio::TrainSettings;
 
@@ -169,6 +171,24 @@ class TrainPanelTest : public QObject {
     auto metrics = tessera::insight::run_metrics(*database, (*runs)[0].id);
     QVERIFY(metrics.has_value());
     QVERIFY(metrics->size() >= 16);
+    // Issue 17, item 6: spans for the profiler and a checkpoint per epoch, on disk and recorded.
+    QVERIFY2(details->spans > 0, "no spans recorded");
+    QCOMPARE(details->checkpoints.size(), size_t{2});
+    for (const auto& cp : details->checkpoints) QVERIFY2(QFile::exists(QString::fromStdString(cp.path)), cp.path.c_str());
+    // "Open graph" of the run gets the trained weights back from the last checkpoint.
+    {
+      RunsDashboard dashboard;
+      QVERIFY(dashboard.open_database(db).is_ok());
+      auto recorded = dashboard.graph_document((*runs)[0].id);
+      QVERIFY2(recorded.has_value(), recorded ? "" : recorded.error().to_string().c_str());
+      QCOMPARE(recorded->graph.params().size(), doc.graph().params().size());
+      QCOMPARE(recorded->metadata.properties.at("insight.checkpoint_step"), std::string("16"));
+      const tessera::ir::ValueId w0 = *recorded->graph.find_value(doc.graph().value(doc.graph().params()[0]).name);
+      const Tensor& trained_w = *panel.trained_graph()->param_data(
+          *panel.trained_graph()->find_value(doc.graph().value(doc.graph().params()[0]).name));
+      for (int64_t i = 0; i < trained_w.numel(); i += 37)
+        QCOMPARE(recorded->graph.param_data(w0)->get(i), trained_w.get(i));
+    }
 
     // Use trained weights: one undo step that changes the params, undone back to the file's.
     const tessera::ir::ValueId w = doc.graph().params()[0];
@@ -196,6 +216,8 @@ class TrainPanelTest : public QObject {
     Document doc(registry_);
     QVERIFY(doc.load(kMlp).is_ok());
     TrainPanel panel(doc);
+    const QString db = dir_.filePath("stopped.db");
+    panel.set_database_path(db);
     panel.set_settings(tiny(200));  // 1,600 steps
     QSignalSpy progress(&panel, &TrainPanel::progress);
     QSignalSpy finished(&panel, &TrainPanel::finished);
@@ -207,6 +229,13 @@ class TrainPanelTest : public QObject {
     QVERIFY(panel.result()->stopped);
     QVERIFY(panel.result()->steps < 1600);
     QVERIFY2(contains(panel.status_text(), "Stopped at step"), qPrintable(panel.status_text()));
+    // Issue 17, item 6: recorded as stopped, and the test split is not called missing.
+    QVERIFY2(!contains(panel.status_text(), "No test split"), qPrintable(panel.status_text()));
+    auto database = tessera::insight::Database::open(db.toStdString());
+    QVERIFY(database.has_value());
+    auto runs = tessera::insight::list_runs(*database);
+    QVERIFY(runs.has_value() && runs->size() == 1);
+    QVERIFY2((*runs)[0].status == "stopped", ((*runs)[0].status + " " + panel.recording_text().toStdString()).c_str());
     QVERIFY(!panel.is_running());
     QVERIFY(panel.start_button()->isEnabled());
   }
