@@ -89,13 +89,19 @@ class DiffGraphicsView : public QGraphicsView {
     setViewportUpdateMode(QGraphicsView::SmartViewportUpdate);
   }
   std::function<void(ir::NodeId, bool)> on_activate;
+  bool user_placed = false;  // zoomed or panned by the user: kept across snapshots
 
  protected:
   void wheelEvent(QWheelEvent* e) override {
     const double factor = std::pow(1.0015, e->angleDelta().y());
     const double zoom = transform().m11() * factor;
     if (zoom < 0.02 || zoom > 6) return;
+    user_placed = true;
     scale(factor, factor);
+  }
+  void mousePressEvent(QMouseEvent* e) override {
+    user_placed = true;  // a drag pans
+    QGraphicsView::mousePressEvent(e);
   }
   void mouseDoubleClickEvent(QMouseEvent* e) override {
     for (QGraphicsItem* item : items(e->pos()))
@@ -128,6 +134,7 @@ GraphDiffView::GraphDiffView(QWidget* parent)
   layout->setContentsMargins(0, 0, 0, 0);
   layout->setSpacing(2);
   legend_->setTextFormat(Qt::RichText);
+  legend_->setWordWrap(true);  // a narrow pane (1280x720 with both docks) wraps it
   layout->addWidget(legend_);
   layout->addWidget(view_, 1);
   rebuild();
@@ -139,8 +146,41 @@ void GraphDiffView::set_graphs(formats::GraphDocument before, formats::GraphDocu
   after_ = std::move(after);
   provenance_ = std::move(provenance);
   diff_ = diff_graphs(before_.graph, after_.graph, provenance_, match);
+  // Stepping through snapshots keeps the user's zoom and place; until the user moves, each
+  // snapshot opens at its overview.
+  auto* v = static_cast<DiffGraphicsView*>(view_);
+  const QTransform t = view_->transform();
+  const QPointF centre = view_->mapToScene(view_->viewport()->rect().center());
   rebuild();
-  fit();
+  if (v->user_placed) {
+    view_->setTransform(t);
+    view_->centerOn(centre);
+  } else {
+    overview();
+  }
+}
+
+void GraphDiffView::reset_view() {
+  static_cast<DiffGraphicsView*>(view_)->user_placed = false;
+  overview();
+}
+
+void GraphDiffView::overview() {
+  // Both graphs whole when their labels stay readable (half size or more); else their tops at
+  // that size, as the canvas opens a tall graph.
+  constexpr double kReadable = 0.5;
+  const QRectF r = scene_->itemsBoundingRect().adjusted(-20, -20, 20, 20);
+  const QSize port = view_->viewport()->size();
+  if (r.isEmpty() || port.isEmpty()) return;
+  const double fit_zoom = std::min(port.width() / r.width(), port.height() / r.height());
+  if (fit_zoom >= kReadable) {
+    fit();
+    return;
+  }
+  const double zoom = std::max(kReadable, port.width() / r.width());
+  view_->setTransform(QTransform::fromScale(std::min(zoom, 1.0), std::min(zoom, 1.0)));
+  const double visible_height = port.height() / view_->transform().m11();
+  view_->centerOn(r.center().x(), r.top() + visible_height / 2);
 }
 
 void GraphDiffView::set_after_marks(std::map<ir::NodeId, NodeMark> marks, bool redraw) {
@@ -263,7 +303,10 @@ double GraphDiffView::draw_graph(Side side, double left) {
     }
     if (!n.provenance.from.empty()) {
       QStringList from;
-      for (ir::NodeId f2 : n.provenance.from) from << QString("#%1").arg(f2);
+      for (ir::NodeId f2 : n.provenance.from)  // by name in the graph before, as the boxes are
+        from << (before_.graph.has_node(f2) && !before_.graph.node(f2).name.empty()
+                     ? QStringLiteral("%1 (%2)").arg(qs(before_.graph.node(f2).name), qs(before_.graph.node(f2).op))
+                     : QString("#%1").arg(f2));
       tip += tr("\nfrom %1").arg(from.join(", "));
     }
     if (mark && !mark->tooltip.isEmpty()) tip += "\n" + mark->tooltip;

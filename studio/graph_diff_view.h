@@ -68,6 +68,10 @@ class GraphDiffView : public QWidget {
   QGraphicsView* view() const { return view_; }
   QLabel* legend() const { return legend_; }
   void fit();
+  // Forgets the user's zoom and place (a new compilation) and shows the overview: both graphs
+  // whole when readable, else their tops at half size.
+  void reset_view();
+  void overview();
   // Outlines node `id` of one side and centres the view on it (false: no such box); any earlier
   // focus outline goes.
   bool focus_node(Side side, ir::NodeId id);

@@ -32,6 +32,8 @@ void MainWindow::create_insight_views() {
   stepper_ = new PassStepperPanel(document_.registry());
   stepper_->setObjectName(QStringLiteral("pass_stepper"));
   add_tab(stepper_, tr("Passes"));
+  stepper_->set_graph_source(
+      [this]() -> const ir::Graph* { return document_.is_empty() ? nullptr : &document_.graph(); });
   profiler_ = new ProfilerPanel;
   profiler_->setObjectName(QStringLiteral("profiler"));
   add_tab(profiler_, tr("Profile"));

@@ -168,8 +168,18 @@ void MemoryPlanChart::paintEvent(QPaintEvent*) {
     hline(d->plan.lower_bound_bytes, QColor(30, 120, 30),
           tr("lower bound %1").arg(format_bytes(d->plan.lower_bound_bytes)));
   p.setPen(palette().text().color());
-  p.drawText(QRectF(plot.left(), plot.bottom() + 4, plot.width(), kMarginBottom - 4), Qt::AlignHCenter | Qt::AlignTop,
-             tr("step (0 .. %1), %2 buffers, %3 without reuse")
+  // The caption across the whole width (not the plot's alone), shortened to what fits: a narrow
+  // pane must never cut its start off.
+  const QRectF caption(2, plot.bottom() + 4, width() - 4, kMarginBottom - 4);
+  QString text = tr("step (0 .. %1), %2 buffers, %3 without reuse")
+                     .arg(std::max(0, d->num_steps - 1))
+                     .arg(d->requests.size())
+                     .arg(format_bytes(d->plan.total_bytes));
+  if (p.fontMetrics().horizontalAdvance(text) > caption.width())
+    text = tr("%1 steps, %2 buffers").arg(d->num_steps).arg(d->requests.size());
+  p.drawText(caption, Qt::AlignHCenter | Qt::AlignTop,
+             p.fontMetrics().elidedText(text, Qt::ElideRight, static_cast<int>(caption.width())));
+  setToolTip(tr("step (0 .. %1), %2 buffers, %3 without reuse")
                  .arg(std::max(0, d->num_steps - 1))
                  .arg(d->requests.size())
                  .arg(format_bytes(d->plan.total_bytes)));

@@ -76,7 +76,7 @@ PassStepperPanel::PassStepperPanel(const ops::OpRegistry& registry, QWidget* par
   split->addWidget(diff_);
   split->setStretchFactor(0, 0);
   split->setStretchFactor(1, 1);
-  split->setSizes({380, 800});
+  split->setSizes({330, 900});  // the diff gets the room; the splitter gives it back
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addWidget(split);
@@ -87,7 +87,19 @@ PassStepperPanel::PassStepperPanel(const ops::OpRegistry& registry, QWidget* par
   });
   connect(model_, &PassStepperModel::finished, this,
           [this](bool ok) { guarded(this, tr("Pass stepper"), [&] { on_finished(ok); }); });
-  connect(compile_button_, &QPushButton::clicked, this, [this] { compile(); });
+  connect(compile_button_, &QPushButton::clicked, this, [this] {
+    guarded(this, tr("Pass stepper"), [&] {
+      if (source_) {
+        const ir::Graph* g = source_();
+        if (!g || g->num_nodes() == 0) {
+          status_->setText(tr("No graph to compile: open or build one on the Graph tab."));
+          return;
+        }
+        set_graph(*g);
+      }
+      compile();
+    });
+  });
   connect(table_, &QTableWidget::currentCellChanged, this, [this](int row, int, int, int) {
     if (!selecting_ && row >= 0) guarded(this, tr("Pass stepper"), [&] { select_snapshot(row); });
   });
@@ -147,6 +159,7 @@ void PassStepperPanel::on_finished(bool) {
   error_ = model_->message();
   fill_table();
   chart_->set_plans(model_->memory());
+  diff_->reset_view();  // a new compilation opens at its overview
   selected_ = -1;
   if (!model_->snapshots().empty())
     select_snapshot(static_cast<int>(model_->snapshots().size()) - 1);
@@ -195,8 +208,15 @@ void PassStepperPanel::select_snapshot(int index) {
     return;
   }
   ir::Graph before_graph("empty");
-  if (index > 0) {
-    auto before = model_->snapshot_graph(index - 1);
+  // A stage's own row compares with the graph the stage started from (as its node counts do),
+  // not with its last pass's: the passes of the stage are the rows just above it.
+  int from = index - 1;
+  if (snaps[static_cast<size_t>(index)].pass.empty())
+    while (from >= 0 && !snaps[static_cast<size_t>(from)].pass.empty() &&
+           snaps[static_cast<size_t>(from)].stage == snaps[static_cast<size_t>(index)].stage)
+      --from;
+  if (from >= 0) {
+    auto before = model_->snapshot_graph(from);
     if (!before) {
       error_ = qs(before.error().to_string());
       diff_->clear();

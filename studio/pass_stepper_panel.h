@@ -14,6 +14,7 @@
 #pragma once
 
 #include <QWidget>
+#include <functional>
 #include <cstdint>
 #include <string>
 
@@ -43,6 +44,9 @@ class PassStepperPanel : public QWidget {
   void set_graph(const ir::Graph& graph, StepperShapes shapes = {});
   // Compiles on a worker thread (false while one runs); the panel fills when it finishes.
   bool compile();
+  // Where the Compile button takes its graph from (the window's document): the graph is read
+  // when the button is pressed. nullptr from the source: nothing to compile, said in the panel.
+  void set_graph_source(std::function<const ir::Graph*()> source) { source_ = std::move(source); }
   // Shows the snapshots of run `run` in the insight database `db_path`; the error is also shown.
   Status load_run(const std::string& db_path, int64_t run);
 
@@ -60,6 +64,7 @@ class PassStepperPanel : public QWidget {
   QLabel* status_label() const { return status_; }
   // The last problem shown ("" when none): a failed compilation, a snapshot that does not parse.
   const QString& error_text() const { return error_; }
+  QPushButton* compile_button() const { return compile_button_; }
 
  Q_SIGNALS:
   // A node of the shown (after) graph was double-clicked.
@@ -77,6 +82,7 @@ class PassStepperPanel : public QWidget {
   QSlider* slider_;
   QCheckBox* overlay_;
   QPushButton* compile_button_;
+  std::function<const ir::Graph*()> source_;
   GraphDiffView* diff_;
   MemoryPlanChart* chart_;
   int selected_ = -1;

@@ -9,6 +9,8 @@
 #include <QMenuBar>
 #include <QSettings>
 #include <QTemporaryDir>
+#include <QPushButton>
+#include <QSignalSpy>
 #include <QTest>
 
 #include "tests/studio/qtest_main.h"
@@ -19,6 +21,8 @@
 #include "studio/graph_scene.h"
 #include "studio/graph_view.h"
 #include "studio/main_window.h"
+#include "studio/pass_stepper_model.h"
+#include "studio/pass_stepper_panel.h"
 #include "studio/theme.h"
 
 using tessera::studio::Document;
@@ -85,6 +89,21 @@ class MainWindowViewTest : public QObject {
     QCOMPARE(other.parameter_count(), int64_t{61706});
     QCOMPARE(other.graph().node(other.graph().node_ids().front()).name, std::string("first"));
     QVERIFY(!other.inference_error());
+  }
+
+  // Issue 17: the Passes tab's Compile button compiles the open document (it compiled an empty
+  // graph "main" unless Insight > Step Through Optimisation had run first).
+  void compile_button_compiles_the_document() {
+    Document doc(registry_);
+    QVERIFY(doc.load(kLenet.toStdString()).is_ok());
+    MainWindow w(doc);
+    tessera::studio::PassStepperPanel* stepper = w.pass_stepper();
+    QSignalSpy done(&stepper->model(), &tessera::studio::PassStepperModel::finished);
+    stepper->compile_button()->click();
+    QVERIFY(done.wait(30000));
+    QCOMPARE(stepper->model().graph().num_nodes(), 12);
+    QVERIFY(!stepper->model().snapshots().empty());
+    QCOMPARE(stepper->model().snapshots().front().nodes_before, 12);
   }
 
   void import_error_names_the_file_and_keeps_the_document() {
