@@ -15,6 +15,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QRegularExpression>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTimer>
@@ -75,6 +76,13 @@ MainWindow::MainWindow(Document& document, MainWindowOptions options, QWidget* p
     graph_status_ << separator << label;
   }
   file_label_->setContentsMargins(6, 0, 6, 0);
+  // A refusal's message gone: the labels come back.
+  connect(statusBar(), &QStatusBar::messageChanged, this, [this](const QString& text) {
+    if (!text.isEmpty()) return;
+    statusBar()->setToolTip(QString());
+    if (!document_.is_empty())
+      for (QWidget* w : graph_status_) w->show();
+  });
 
   // Which layout is shown: "Graphviz layout", or the layered one and why.
   connect(scene_, &GraphScene::layout_note_changed, layout_label_, &QLabel::setText);
@@ -138,8 +146,39 @@ void MainWindow::create_docks() {
   resizeDocks({palette_dock_, inspector_dock_}, {220, 320}, Qt::Horizontal);
 }
 
+QString MainWindow::readable_message(const QString& message) const {
+  // The engine names nodes "Conv 'conv1' (#3)" and values "%12": a person knows them by name.
+  QString text = message;
+  text.replace(QRegularExpression(QStringLiteral("('[^']+') \\(#\\d+\\)")), QStringLiteral("\\1"));
+  if (!document_.is_empty()) {
+    const ir::Graph& g = document_.graph();
+    QRegularExpression value_ref(QStringLiteral("%(\\d+)\\b"));
+    QString out;
+    qsizetype last = 0;
+    for (auto it = value_ref.globalMatch(text); it.hasNext();) {
+      const QRegularExpressionMatch m = it.next();
+      const ir::ValueId v = m.captured(1).toInt();
+      out += text.mid(last, m.capturedStart() - last);
+      out += g.has_value(v) && !g.value(v).name.empty()
+                 ? QStringLiteral("'%1'").arg(QString::fromStdString(g.value(v).name))
+                 : m.captured(0);
+      last = m.capturedEnd();
+    }
+    text = out + text.mid(last);
+  }
+  return text;
+}
+
 void MainWindow::show_refusal(const QString& message) {
-  statusBar()->showMessage(message, 10000);
+  // The whole message, never cut: the permanent labels (file, counts) make room while it shows,
+  // and what still does not fit is elided with the full text in the tooltip.
+  const QString text = readable_message(message);
+  for (QWidget* w : graph_status_) w->hide();
+  const int room = statusBar()->width() - 24;
+  const QFontMetrics metrics(statusBar()->font());
+  statusBar()->setToolTip(metrics.horizontalAdvance(text) > room ? text : QString());
+  statusBar()->showMessage(metrics.elidedText(text, Qt::ElideMiddle, room), 10000);
+  last_refusal_ = text;
 }
 
 void MainWindow::create_menus() {

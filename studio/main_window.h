@@ -149,6 +149,13 @@ class MainWindow : public QMainWindow {
   int tab_index(QWidget* page) const;
   ProfilerPanel* profiler() const { return profiler_; }
   RunsDashboard* runs_dashboard() const { return runs_; }
+  // `message` with the engine's ids replaced by names ("Conv 'conv1' (#3)" -> "Conv 'conv1'",
+  // "%12" -> "'x'" when the value has a name).
+  QString readable_message(const QString& message) const;
+  // A refusal in the status bar, readable and whole (labels make room; the tooltip holds the
+  // text when it still does not fit).
+  void show_refusal(const QString& message);
+  const QString& last_refusal() const { return last_refusal_; }  // as shown, for tests
   PassStepperPanel* pass_stepper() const { return stepper_; }
   GraphDiffView* graph_diff() const { return diff_; }
   QDockWidget* run_dock() const { return run_dock_; }
@@ -169,7 +176,6 @@ class MainWindow : public QMainWindow {
   void create_insight_views();  // main_window_insight.cpp: the Runs, Passes and Profile tabs
   void select_executed_node(int32_t node, const QString& name);
   void add_tab(QWidget* page, const QString& title);
-  void show_refusal(const QString& message);
   void open_with_dialog();
   void open_interactive(const QString& path);
   bool save();     // to the document's path, else Save As
@@ -206,6 +212,7 @@ class MainWindow : public QMainWindow {
   QDockWidget* run_dock_ = nullptr;
   QDockWidget* train_dock_ = nullptr;
   QMenu* recent_menu_ = nullptr;
+  QString last_refusal_;
   QTimer* autosave_timer_ = nullptr;
   QLabel* file_label_;
   QLabel* nodes_label_;

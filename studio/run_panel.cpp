@@ -146,6 +146,20 @@ RunPanel::RunPanel(Document& document, QWidget* parent) : QWidget(parent), docum
   connect(run_button_, &QPushButton::clicked, this,
           [this] { guarded(this, tr("Run"), [&] { run(); }); });
   auto rebuild = [this] { guarded(this, tr("Run panel"), [&] { rebuild_inputs(); }); };
+  // Another graph opened: the previous graph's outputs are not this one's (a run still going
+  // belongs to the old graph: its result is dropped when it arrives).
+  connect(&document_, &Document::graph_reset, this, [this] {
+    guarded(this, tr("Run panel"), [&] {
+      ++generation_;
+      outputs_.clear();
+      output_names_.clear();
+      error_.clear();
+      recorded_run_ = 0;
+      recording_note_.clear();
+      table_->setRowCount(0);
+      if (!running_.load()) status_->setText(tr("Ready"));
+    });
+  });
   connect(&document_, &Document::graph_reset, this, rebuild);
   connect(&document_, &Document::terminals_changed, this, rebuild);
   connect(&document_, &Document::types_changed, this, rebuild);
@@ -301,7 +315,7 @@ bool RunPanel::run() {
   recorded_run_ = 0;
   recording_note_.clear();
   worker_ = std::thread(
-      [this, graph = std::move(graph), &registry, feeds = feeds_, dims = dims_,
+      [this, graph = std::move(graph), &registry, feeds = feeds_, dims = dims_, generation = generation_,
        db = database_path_.toStdString(), file = document_.path()]() mutable {
         std::vector<Tensor> outs;
         std::vector<std::string> names;
@@ -358,7 +372,13 @@ bool RunPanel::run() {
         QMetaObject::invokeMethod(
             this,
             [this, outs = std::move(outs), names = std::move(names), error = std::move(error),
-             note = std::move(note), run_id]() mutable {
+             note = std::move(note), run_id, generation]() mutable {
+              running_.store(false);
+              if (generation != generation_) {  // the document changed while it ran
+                guarded(this, tr("Run"), [&] { update_enabled(); });
+                Q_EMIT finished();
+                return;
+              }
               recorded_run_ = run_id;
               recording_note_ = qs(note);
               outputs_ = std::move(outs);

@@ -128,6 +128,7 @@ class RunPanel : public QWidget {
   std::thread worker_;
   std::atomic<bool> running_{false};
   std::vector<Tensor> outputs_;
+  uint64_t generation_ = 0;  // counts documents opened; a run's result is shown for its own only
   std::vector<std::string> output_names_;
   QString error_;
   QString database_path_;

@@ -8,6 +8,7 @@
 #include <QLabel>
 #include <QMimeData>
 #include <QUndoStack>
+#include <QStatusBar>
 #include <QTest>
 #include <memory>
 #include <string>
@@ -94,6 +95,32 @@ class MainWindowTest : public QObject {
     QVERIFY(labels.contains(QStringLiteral("12 nodes")));
     QVERIFY(labels.contains(QStringLiteral("61,706 parameters")));
     QVERIFY(labels.contains(QStringLiteral("types inferred")));
+  }
+
+  // Issue 17, item 8: refusals name nodes and values by name, and are never cut in the status bar.
+  void refusals_are_readable_and_whole() {
+    Document doc(registry_);
+    MainWindow window(doc);
+    window.resize(800, 500);
+    QVERIFY(window.open_file(kLenet).is_ok());
+    const std::string x_name = doc.graph().value(doc.graph().inputs()[0]).name;
+    const QString message = QStringLiteral("Cannot connect: Conv 'conv1' (#0): connecting %%1 would close a cycle")
+                                .arg(doc.graph().inputs()[0]);
+    QCOMPARE(window.readable_message(message),
+             QStringLiteral("Cannot connect: Conv 'conv1': connecting '%1' would close a cycle")
+                 .arg(QString::fromStdString(x_name)));
+    const QString long_text = QStringLiteral("Cannot set kernel_shape: ") + QString(300, QLatin1Char('x'));
+    window.show_refusal(long_text);
+    QCOMPARE(window.last_refusal(), long_text);
+    QCOMPARE(window.statusBar()->toolTip(), long_text);  // the whole of it, where it does not fit
+    QLabel* nodes = nullptr;
+    for (QLabel* l : window.findChildren<QLabel*>())
+      if (l->text() == QStringLiteral("12 nodes")) nodes = l;
+    QVERIFY(nodes);
+    QVERIFY(nodes->isHidden());  // room for the message
+    window.statusBar()->clearMessage();
+    QVERIFY(window.statusBar()->toolTip().isEmpty());
+    QVERIFY(!nodes->isHidden());
   }
 
   void open_error_is_returned_not_shown() {

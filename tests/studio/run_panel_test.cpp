@@ -111,6 +111,11 @@ class RunPanelTest : public QObject {
     QCOMPARE(table->item(0, 2)->text(), QStringLiteral("[1, 10]"));
     QCOMPARE(table->item(0, 1)->text(), QStringLiteral("f32"));
     QVERIFY(table->item(0, 6)->text().startsWith(QString::number(want.get(0), 'g', 6)));
+    // Issue 17, item 8: another graph opened: LeNet's outputs are not its outputs.
+    QVERIFY(doc.load(tessera::test::source_dir() + "/samples/mlp.json").is_ok());
+    QVERIFY(panel.outputs().empty());
+    QCOMPARE(table->rowCount(), 0);
+    QCOMPARE(panel.status_text(), QStringLiteral("Ready"));
   }
 
   void records_the_run_in_insight() {
