@@ -176,8 +176,9 @@ void MainWindow::show_refusal(const QString& message) {
   for (QWidget* w : graph_status_) w->hide();
   const int room = statusBar()->width() - 24;
   const QFontMetrics metrics(statusBar()->font());
-  statusBar()->setToolTip(metrics.horizontalAdvance(text) > room ? text : QString());
-  statusBar()->showMessage(metrics.elidedText(text, Qt::ElideMiddle, room), 10000);
+  const bool cut = statusBar()->isVisible() && metrics.horizontalAdvance(text) > room;
+  statusBar()->setToolTip(cut ? text : QString());
+  statusBar()->showMessage(cut ? metrics.elidedText(text, Qt::ElideMiddle, room) : text, 10000);
   last_refusal_ = text;
 }
 

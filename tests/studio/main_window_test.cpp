@@ -110,6 +110,7 @@ class MainWindowTest : public QObject {
              QStringLiteral("Cannot connect: Conv 'conv1': connecting '%1' would close a cycle")
                  .arg(QString::fromStdString(x_name)));
     const QString long_text = QStringLiteral("Cannot set kernel_shape: ") + QString(300, QLatin1Char('x'));
+    window.show();
     window.show_refusal(long_text);
     QCOMPARE(window.last_refusal(), long_text);
     QCOMPARE(window.statusBar()->toolTip(), long_text);  // the whole of it, where it does not fit
