@@ -223,10 +223,11 @@ void GroupFrameItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, Q
                     Qt::AlignLeft | Qt::AlignBottom, name_);
 }
 
-GroupBoxItem::GroupBoxItem(QString name, int nodes, int num_inputs, int num_outputs)
-    : BoxItem(num_inputs, num_outputs), name_(std::move(name)) {
-  caption_ = nodes == 1 ? QStringLiteral("group of 1 node")
-                        : QStringLiteral("group of %1 nodes").arg(nodes);
+GroupBoxItem::GroupBoxItem(QString name, int nodes, int num_inputs, int num_outputs, QString caption)
+    : BoxItem(num_inputs, num_outputs), name_(std::move(name)), caption_(std::move(caption)), nodes_(nodes) {
+  if (caption_.isEmpty())
+    caption_ = nodes == 1 ? QStringLiteral("group of 1 node")
+                          : QStringLiteral("group of %1 nodes").arg(nodes);
   const QFontMetricsF name_metrics(style::canvas_font(style::kTitlePx, true));
   const QFontMetricsF caption_metrics(style::canvas_font(style::kDetailPx));
   const double width = std::max(name_metrics.horizontalAdvance(name_),
@@ -252,6 +253,14 @@ void GroupBoxItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWi
   painter->setFont(style::canvas_font(style::kDetailPx));
   painter->drawText(QRectF(0, 28, size_.width(), 18), Qt::AlignCenter, caption_);
   paint_ports(painter);
+}
+
+ScopeBoxItem::ScopeBoxItem(QString scope, int nodes, int num_inputs, int num_outputs)
+    : GroupBoxItem(std::move(scope), nodes, num_inputs, num_outputs,
+                   nodes == 1 ? QStringLiteral("1 node") : QStringLiteral("%1 nodes").arg(nodes)) {
+  setToolTip(QStringLiteral("scope <b>%1</b> (%2): double-click expands it")
+                 .arg(name().toHtmlEscaped(), nodes == 1 ? QStringLiteral("1 node")
+                                                         : QStringLiteral("%1 nodes").arg(nodes)));
 }
 
 // ---- EdgeLabelItem ----

@@ -26,6 +26,7 @@ enum class CanvasItemType : int {
   kEdgeLabel,
   kGroupFrame,
   kGroupBox,
+  kScopeBox,
 };
 
 // Anything an edge attaches to: a rounded box with input ports spread along its top edge and
@@ -125,14 +126,26 @@ class GroupFrameItem : public QGraphicsItem {
 // expands it).
 class GroupBoxItem : public BoxItem {
  public:
-  GroupBoxItem(QString name, int nodes, int num_inputs, int num_outputs);
+  // `caption` empty: "group of N nodes".
+  GroupBoxItem(QString name, int nodes, int num_inputs, int num_outputs, QString caption = {});
   int type() const override { return static_cast<int>(CanvasItemType::kGroupBox); }
   const QString& name() const { return name_; }
+  int nodes() const { return nodes_; }
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
 
  private:
   QString name_;
   QString caption_;  // "group of 3 nodes"
+  int nodes_;
+};
+
+// A collapsed name scope ("/layer1/layer1.0", as ONNX exporters name nodes): one box, laid out
+// like a node, in place of every node of the scope; its ports are the values crossing its border.
+// A view state of the canvas, not an edit of the document.
+class ScopeBoxItem : public GroupBoxItem {
+ public:
+  ScopeBoxItem(QString scope, int nodes, int num_inputs, int num_outputs);
+  int type() const override { return static_cast<int>(CanvasItemType::kScopeBox); }
 };
 
 // The type of the value an edge carries, on a light plate so that lines behind it do not hurt.

@@ -183,6 +183,19 @@ std::set<ir::NodeId> foldable_constants(const ir::Graph& g) {
   return folded;
 }
 
+std::vector<QString> name_scopes(const std::string& node_name) {
+  std::vector<QString> parts;
+  for (const QString& part : QString::fromStdString(node_name).split(QLatin1Char('/'), Qt::SkipEmptyParts))
+    parts.push_back(part);
+  std::vector<QString> out;
+  QString scope;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    scope += QLatin1Char('/') + parts[i];
+    out.push_back(scope);
+  }
+  return out;
+}
+
 namespace {
 
 QString terminal_tooltip(const Document& doc, const char* what, ir::ValueId v) {
@@ -213,18 +226,21 @@ GraphScene::GraphScene(const Document& document, SceneLayoutOptions options, QOb
   setBackgroundBrush(style::colours().background);
   connect(&document_, &Document::graph_reset, this, [this] {
     guarded(nullptr, tr("Drawing the graph"), [&] {
+      collapsed_scopes_.clear();  // a new graph opens with its scopes expanded
+      scope_positions_.clear();
       try {
         rebuild();
       } catch (...) {
         job_->cancel();
         node_items_.clear();  // first: clear() reports the selection, which reads node_items_
+        scope_boxes_.clear();
         clear();  // never leave a half-built scene behind
         boxes_.clear();
         pinned_.clear();
         edges_.clear();
         edge_items_.clear();
-  group_items_.clear();
-  group_edges_.clear();
+        group_items_.clear();
+        group_edges_.clear();
         throw;
       }
     });
@@ -266,6 +282,7 @@ GraphScene::~GraphScene() {
   disconnect(this, &QGraphicsScene::selectionChanged, this, nullptr);
   clear();
   node_items_.clear();
+  scope_boxes_.clear();
   group_items_.clear();
   group_edges_.clear();
 }
@@ -291,6 +308,58 @@ void GraphScene::set_fold_constants(bool fold) {
   // The boxes of the other nodes stay where they are; unfolded constants get places of their own
   // next to their first consumer (the layered layout of the whole graph otherwise).
   rebuild();
+}
+
+QString GraphScene::collapsed_scope_of(const std::string& node_name) const {
+  for (const QString& scope : name_scopes(node_name))  // outermost first
+    if (collapsed_scopes_.count(scope)) return scope;
+  return {};
+}
+
+std::map<QString, int> GraphScene::scopes() const {
+  std::map<QString, int> out;
+  if (document_.is_empty()) return out;
+  const ir::Graph& g = document_.graph();
+  for (ir::NodeId id : g.node_ids()) {
+    if (folded_.count(id)) continue;
+    for (const QString& scope : name_scopes(g.node(id).name)) ++out[scope];
+  }
+  return out;
+}
+
+void GraphScene::collapse_scopes(int depth) {
+  collapsed_scopes_.clear();
+  scope_positions_.clear();
+  if (depth > 0)
+    for (const auto& [scope, count] : scopes())
+      if (count >= 2 && scope.count(QLatin1Char('/')) == depth) collapsed_scopes_.insert(scope);
+  rebuild();
+}
+
+void GraphScene::expand_scope(const QString& scope) {
+  if (!collapsed_scopes_.erase(scope)) return;
+  const int depth = static_cast<int>(scope.count(QLatin1Char('/')));
+  for (const auto& [sub, count] : scopes())
+    if (count >= 2 && sub.startsWith(scope + QLatin1Char('/')) && sub.count(QLatin1Char('/')) == depth + 1)
+      collapsed_scopes_.insert(sub);
+  scope_positions_.clear();
+  rebuild();
+}
+
+bool GraphScene::expand_to(ir::NodeId id) {
+  if (document_.is_empty() || !document_.graph().has_node(id)) return false;
+  bool changed = false;
+  for (const QString& scope : name_scopes(document_.graph().node(id).name))
+    changed = collapsed_scopes_.erase(scope) > 0 || changed;
+  if (!changed) return false;
+  scope_positions_.clear();
+  rebuild();
+  return true;
+}
+
+ScopeBoxItem* GraphScene::scope_box(const QString& scope) const {
+  auto it = scope_boxes_.find(scope);
+  return it == scope_boxes_.end() ? nullptr : it->second;
 }
 
 void GraphScene::set_note(const QString& note) {
@@ -444,9 +513,23 @@ void GraphScene::rebuild(bool in_place) {
     pinned_.push_back(false);
   }
   folded_ = fold_constants_ ? foldable_constants(g) : std::set<ir::NodeId>{};
+  scope_boxes_.clear();
+  scope_inputs_.clear();
+  std::map<QString, std::vector<ir::NodeId>> scope_members;  // collapsed scope -> its nodes
+  std::vector<QString> scope_order;
+  std::map<ir::NodeId, QString> member_scope;
   for (ir::NodeId id : g.node_ids()) {
     if (folded_.count(id)) continue;  // drawn as a row of each consumer
     const ir::Node& n = g.node(id);
+    if (!collapsed_scopes_.empty()) {
+      const QString scope = collapsed_scope_of(n.name);
+      if (!scope.isEmpty()) {
+        if (!scope_members.count(scope)) scope_order.push_back(scope);
+        scope_members[scope].push_back(id);
+        member_scope[id] = scope;
+        continue;
+      }
+    }
     const int box = static_cast<int>(boxes_.size());
     auto* item = add(new NodeItem(id, node_content(document_, n, folded_)));
     item->setFlag(QGraphicsItem::ItemIsSelectable);
@@ -457,6 +540,51 @@ void GraphScene::rebuild(bool in_place) {
     pinned_.push_back(known != pinned_at.end());
     if (pinned_.back()) item->setPos(known->second);
     for (size_t k = 0; k < n.outputs.size(); ++k) source[n.outputs[k]] = {box, static_cast<int>(k)};
+  }
+  // A box per collapsed scope: a port per value entering it, one per value leaving it (read by a
+  // node outside or a graph output).
+  if (!scope_order.empty()) {
+    std::set<ir::ValueId> graph_outputs(g.outputs().begin(), g.outputs().end());
+    std::map<ir::ValueId, std::set<QString>> read_outside;  // value -> scopes ("" : no scope) reading it
+    for (ir::NodeId id : g.node_ids()) {
+      if (folded_.count(id)) continue;
+      auto ms = member_scope.find(id);
+      const QString reader = ms == member_scope.end() ? QString() : ms->second;
+      for (ir::ValueId v : g.node(id).inputs)
+        if (v != ir::kNoValue) read_outside[v].insert(reader);
+    }
+    for (const QString& scope : scope_order) {
+      std::vector<ir::ValueId> ins, outs;
+      std::set<ir::ValueId> seen_in;
+      for (ir::NodeId id : scope_members[scope]) {
+        for (ir::ValueId v : g.node(id).inputs) {
+          if (!is_data_input(g, v) || seen_in.count(v)) continue;
+          const ir::NodeId producer = g.has_value(v) ? g.value(v).producer : ir::kNoNode;
+          if (producer != ir::kNoNode && folded_.count(producer)) continue;
+          auto ps = member_scope.find(producer);
+          if (producer != ir::kNoNode && ps != member_scope.end() && ps->second == scope) continue;
+          seen_in.insert(v);
+          ins.push_back(v);
+        }
+        for (ir::ValueId v : g.node(id).outputs) {
+          auto r = read_outside.find(v);
+          bool leaves = graph_outputs.count(v) > 0;
+          if (r != read_outside.end())
+            for (const QString& reader : r->second) leaves = leaves || reader != scope;
+          if (leaves) outs.push_back(v);
+        }
+      }
+      const int box = static_cast<int>(boxes_.size());
+      auto* item = add(new ScopeBoxItem(scope, static_cast<int>(scope_members[scope].size()),
+                                        static_cast<int>(ins.size()), static_cast<int>(outs.size())));
+      boxes_.push_back(item);
+      auto known = scope_positions_.find(scope);
+      pinned_.push_back(in_place && known != scope_positions_.end());
+      if (pinned_.back()) item->setPos(known->second);
+      for (size_t k = 0; k < outs.size(); ++k) source[outs[k]] = {box, static_cast<int>(k)};
+      scope_boxes_[scope] = item;
+      scope_inputs_[scope] = std::move(ins);
+    }
   }
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     const ir::ValueId v = g.outputs()[i];
@@ -480,6 +608,14 @@ void GraphScene::rebuild(bool in_place) {
         auto it = source.find(v);
         if (it != source.end())
           edges_.push_back({v, it->second.box, it->second.slot, to_box, static_cast<int>(slot)});
+      }
+    } else if (boxes_[b]->type() == static_cast<int>(CanvasItemType::kScopeBox)) {
+      const auto* scope = static_cast<ScopeBoxItem*>(boxes_[b]);
+      const std::vector<ir::ValueId>& ins = scope_inputs_[scope->name()];
+      for (size_t slot = 0; slot < ins.size(); ++slot) {
+        auto it = source.find(ins[slot]);
+        if (it != source.end())
+          edges_.push_back({ins[slot], it->second.box, it->second.slot, to_box, static_cast<int>(slot)});
       }
     } else {
       auto* terminal = static_cast<TerminalItem*>(boxes_[b]);
@@ -570,6 +706,7 @@ void GraphScene::apply_layout(const Layout& layout) {
   }
   for (const auto& [id, item] : node_items_)
     if (!document_.position(id)) auto_positions_[id] = item->pos();
+  for (const auto& [scope, item] : scope_boxes_) scope_positions_[scope] = item->pos();
   graph_rect_ = itemsBoundingRect();
   setSceneRect(graph_rect_.adjusted(-kMargin, -kMargin, kMargin, kMargin));
 }

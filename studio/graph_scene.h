@@ -39,6 +39,7 @@ class EdgeItem;
 class GroupBoxItem;
 class GroupFrameItem;
 class NodeItem;
+class ScopeBoxItem;
 class TerminalItem;
 
 // A port on the canvas: an output port (the value it carries; `node` is kNoNode for a graph
@@ -62,6 +63,8 @@ struct SceneLayoutOptions {
 
 // The Constant nodes that the canvas folds into their consumers (see set_fold_constants).
 std::set<ir::NodeId> foldable_constants(const ir::Graph& g);
+// The scopes a node name lies in, outermost first: "/a/b/Conv" -> "/a", "/a/b"; "conv1" -> none.
+std::vector<QString> name_scopes(const std::string& node_name);
 
 class GraphScene : public QGraphicsScene {
   Q_OBJECT
@@ -93,6 +96,24 @@ class GraphScene : public QGraphicsScene {
   void set_fold_constants(bool fold);
   bool fold_constants() const { return fold_constants_; }
   bool is_folded(ir::NodeId id) const { return folded_.count(id) > 0; }
+
+  // Name scopes ("/layer1/layer1.0/conv1/Conv" is in "/layer1", "/layer1/layer1.0" and
+  // "/layer1/layer1.0/conv1"), as ONNX exporters name nodes. A collapsed scope is drawn as one
+  // box (ScopeBoxItem) laid out in place of its nodes; a node is hidden in the outermost collapsed
+  // scope it belongs to. A view state: the document does not change. Each call rebuilds and lays
+  // the graph out again.
+  // Every scope of the graph with its node count (constants folded away are not counted).
+  std::map<QString, int> scopes() const;
+  // Collapses every scope `depth` levels deep (1: "/layer1") that holds at least 2 nodes, after
+  // expanding all; 0 expands all.
+  void collapse_scopes(int depth);
+  // Expands a collapsed scope in place: its nodes appear, its sub-scopes of 2 nodes or more stay
+  // collapsed (one level at a time, as Netron does).
+  void expand_scope(const QString& scope);
+  // Expands whatever scopes hide node `id` (the profiler or a search reveals it); false when none.
+  bool expand_to(ir::NodeId id);
+  const std::set<QString>& collapsed_scopes() const { return collapsed_scopes_; }
+  ScopeBoxItem* scope_box(const QString& scope) const;
 
   // What placed the items, for the status bar: "Graphviz layout", "laying out with Graphviz...",
   // "layered layout (12,000 boxes: above the Graphviz limit of 2,000)", ...
@@ -174,6 +195,11 @@ class GraphScene : public QGraphicsScene {
   std::map<ir::NodeId, QPointF> known_positions_;
   bool fold_constants_ = true;
   std::set<ir::NodeId> folded_;  // Constant nodes drawn as rows of their consumers
+  std::set<QString> collapsed_scopes_;
+  std::map<QString, ScopeBoxItem*> scope_boxes_;  // drawn this rebuild
+  std::map<QString, std::vector<ir::ValueId>> scope_inputs_;  // by scope box: the value per port
+  std::map<QString, QPointF> scope_positions_;     // where the layouts put the scope boxes
+  QString collapsed_scope_of(const std::string& node_name) const;
   // The current graph's items (owned by the scene), by box index as given to the layout.
   std::vector<BoxItem*> boxes_;
   std::vector<bool> pinned_;  // by box: at a known position

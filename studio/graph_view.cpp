@@ -55,6 +55,12 @@ GraphView::GraphView(GraphScene* scene, QWidget* parent)
   // user has zoomed or panned since.
   connect(scene, &GraphScene::layout_changed, this, [this] {
     guarded(this, tr("Showing the graph"), [&] {
+      if (focus_after_layout_ != ir::kNoNode) {  // an expanded scope or a revealed node
+        if (NodeItem* item = graph_scene_->node_item(focus_after_layout_))
+          centerOn(item->sceneBoundingRect().center());
+        focus_after_layout_ = ir::kNoNode;
+        return;
+      }
       follow();
     });
   });

@@ -41,6 +41,8 @@ class GraphView : public QGraphicsView {
   // Selects the nodes and scrolls to the first (at a readable zoom at least): the canvas follows
   // a click in the profiler, the pass stepper or a search.
   void reveal_nodes(const QList<ir::NodeId>& ids);
+  // Expands a collapsed name scope in place and shows its first node (double-click on its box).
+  void expand_scope(const QString& scope);
   // Shows the whole graph, but never magnified past kMaxFitZoom (a three-node graph stays at a
   // natural size), and keeps doing so on resizes until the user zooms or pans.
   void fit();
@@ -164,6 +166,7 @@ class GraphView : public QGraphicsView {
   // overview of a graph just opened, or the fit the user asked for (F).
   enum class Follow { kNone, kOverview, kFit };
   Follow follow_ = Follow::kOverview;
+  ir::NodeId focus_after_layout_ = ir::kNoNode;  // centred on when the refined layout arrives
   void follow();
   void fit_now();
   TextPrompt text_prompt_;

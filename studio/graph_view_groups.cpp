@@ -58,6 +58,14 @@ Status refused(GraphView* view, const QString& what, Status st) {
 }  // namespace
 
 void GraphView::mouseDoubleClickEvent(QMouseEvent* event) {
+  // A double-click on a collapsed scope's box expands it in place (a view state).
+  for (QGraphicsItem* item : items(event->position().toPoint())) {
+    if (item->type() != static_cast<int>(CanvasItemType::kScopeBox)) continue;
+    const QString scope = static_cast<ScopeBoxItem*>(item)->name();
+    guarded(this, tr("Expanding the scope"), [&] { expand_scope(scope); });
+    event->accept();
+    return;
+  }
   // A double-click on a collapsed group's box expands it.
   if (document_) {
     for (QGraphicsItem* item : items(event->position().toPoint())) {

@@ -127,13 +127,36 @@ ir::NodeId GraphView::find_next(bool from_start) {
 
 void GraphView::reveal_nodes(const QList<ir::NodeId>& ids) {
   graph_scene_->flush_update();
-  graph_scene_->select_nodes(ids);
   if (ids.isEmpty()) return;
+  // A node inside a collapsed scope: the scope opens (and the layout that follows keeps it shown).
+  if (!graph_scene_->node_item(ids.front()) && graph_scene_->expand_to(ids.front()) &&
+      graph_scene_->is_refining())
+    focus_after_layout_ = ids.front();
+  graph_scene_->select_nodes(ids);
   if (NodeItem* item = graph_scene_->node_item(ids.front())) {
     follow_ = Follow::kNone;
     if (zoom() < kReadableZoom) set_zoom(kReadableZoom);  // readable, not a speck
     centerOn(item->sceneBoundingRect().center());
   }
+}
+
+void GraphView::expand_scope(const QString& scope) {
+  // The scope's first node is where the user looks: shown once the scene is rebuilt and again
+  // when the refined layout moves it.
+  ir::NodeId first = ir::kNoNode;
+  const ir::Graph& g = graph_scene_->document().graph();
+  Expected<std::vector<ir::NodeId>> order = g.topological_order();
+  for (ir::NodeId id : order ? order.value() : g.node_ids())
+    if (QString::fromStdString(g.node(id).name).startsWith(scope + QLatin1Char('/'))) {
+      first = id;
+      break;
+    }
+  graph_scene_->expand_scope(scope);
+  if (first == ir::kNoNode) return;
+  focus_after_layout_ = graph_scene_->is_refining() ? first : ir::kNoNode;
+  follow_ = Follow::kNone;
+  if (zoom() < kReadableZoom) set_zoom(kReadableZoom);
+  if (NodeItem* item = graph_scene_->node_item(first)) centerOn(item->sceneBoundingRect().center());
 }
 
 }  // namespace tessera::studio

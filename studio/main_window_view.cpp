@@ -62,6 +62,24 @@ void MainWindow::create_canvas_actions(QMenu* file, QMenu* view) {
     guarded(this, tr("Showing constants"), [&] { scene_->set_fold_constants(!show); });
   });
 
+  // View > Collapse Name Scopes / Expand All Scopes: "/layer1", "/layers.0" as one box each.
+  auto* collapse = view->addAction(tr("Co&llapse Name Scopes"));
+  collapse->setObjectName(QStringLiteral("action_collapse_scopes"));
+  collapse->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
+  collapse->setToolTip(tr("One box per top-level name scope (/layer1, /layers.0, ...); double-click "
+                          "a box to open it"));
+  connect(collapse, &QAction::triggered, this, [this] {
+    guarded(this, tr("Collapsing scopes"), [&] {
+      scene_->collapse_scopes(1);
+      if (scene_->collapsed_scopes().empty())
+        show_refusal(tr("No name scope of 2 nodes or more: node names have no '/' scopes"));
+    });
+  });
+  auto* expand = view->addAction(tr("E&xpand All Scopes"));
+  expand->setObjectName(QStringLiteral("action_expand_scopes"));
+  connect(expand, &QAction::triggered, this,
+          [this] { guarded(this, tr("Expanding scopes"), [&] { scene_->collapse_scopes(0); }); });
+
   // View > Theme.
   QMenu* themes = view->addMenu(tr("&Theme"));
   themes->setObjectName(QStringLiteral("menu_theme"));

@@ -10,6 +10,7 @@
 #include <QPainter>
 #include <QSignalSpy>
 #include <QTest>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,62 @@ class ZooCanvasTest : public QObject {
     for (const auto* b : all)
       if (b->type() == static_cast<int>(CanvasItemType::kNode))
         QVERIFY(static_cast<const NodeItem*>(b)->content().op != QStringLiteral("Constant"));
+  }
+
+  // Collapsing by name scope: ResNet-50 as input, stem, four layer boxes, head; a scope opened in
+  // place shows its blocks as boxes; a node hidden in a scope is revealed by expanding it.
+  void scopes_collapse_and_expand_in_place() {
+    const QString path = zoo_path("resnet50");
+    if (!QFile::exists(path)) QSKIP("build/zoo is absent (tests/zoo/make_zoo.py makes it)");
+    Document doc(registry_);
+    GraphScene scene(doc);
+    QSignalSpy refined(&scene, &GraphScene::layout_changed);
+    QVERIFY(doc.load(path.toStdString()).is_ok());
+    QVERIFY(refined.wait(120000));
+    const int all = scene.node_item_count();
+    scene.collapse_scopes(1);
+    QCOMPARE(scene.collapsed_scopes(), (std::set<QString>{"/layer1", "/layer2", "/layer3", "/layer4"}));
+    QVERIFY(scene.scope_box("/layer3"));
+    QCOMPARE(scene.scope_box("/layer3")->nodes(), 43);  // 6 bottleneck blocks of 7, plus the downsample
+    QCOMPARE(scene.scope_box("/layer3")->num_input_ports(), 1);
+    QCOMPARE(scene.scope_box("/layer3")->num_output_ports(), 1);
+    QCOMPARE(scene.node_item_count(), all - (22 + 29 + 43 + 22));
+    QVERIFY(refined.wait(120000));
+    std::vector<const BoxItem*> shown = boxes(scene);
+    for (QGraphicsItem* item : scene.items())
+      if (item->type() == static_cast<int>(CanvasItemType::kScopeBox)) shown.push_back(static_cast<const BoxItem*>(item));
+    for (size_t i = 0; i < shown.size(); ++i)
+      for (size_t j = i + 1; j < shown.size(); ++j)
+        QVERIFY(!shown[i]->sceneBoundingRect().intersects(shown[j]->sceneBoundingRect()));
+    // A chain: each layer box below the one before, on one axis.
+    QVERIFY(scene.scope_box("/layer2")->pos().y() > scene.scope_box("/layer1")->pos().y());
+    QCOMPARE(scene.scope_box("/layer2")->sceneBoundingRect().center().x(),
+             scene.scope_box("/layer1")->sceneBoundingRect().center().x());
+
+    scene.expand_scope("/layer2");
+    QVERIFY(!scene.scope_box("/layer2"));
+    for (const char* block : {"/layer2/layer2.0", "/layer2/layer2.1", "/layer2/layer2.2", "/layer2/layer2.3"})
+      QVERIFY2(scene.scope_box(block), block);
+
+    tessera::ir::NodeId inside = tessera::ir::kNoNode;
+    for (tessera::ir::NodeId id : doc.graph().node_ids())
+      if (doc.graph().node(id).name == "/layer3/layer3.5/conv2/Conv") inside = id;
+    QVERIFY(inside != tessera::ir::kNoNode);
+    QVERIFY(!scene.node_item(inside));
+    QVERIFY(scene.expand_to(inside));
+    QVERIFY(scene.node_item(inside));
+    QVERIFY(!scene.collapsed_scopes().count("/layer3"));
+
+    // Another file opens with its scopes expanded.
+    QVERIFY(doc.load(zoo_path("mobilenetv2").toStdString()).is_ok());
+    QVERIFY(scene.collapsed_scopes().empty());
+  }
+
+  void name_scopes_of_onnx_names() {
+    QCOMPARE(tessera::studio::name_scopes("/layer1/layer1.0/conv1/Conv"),
+             (std::vector<QString>{"/layer1", "/layer1/layer1.0", "/layer1/layer1.0/conv1"}));
+    QCOMPARE(tessera::studio::name_scopes("conv1"), std::vector<QString>{});
+    QCOMPARE(tessera::studio::name_scopes("model/dense/MatMul"), (std::vector<QString>{"/model", "/model/dense"}));
   }
 
   void clip_constants_are_rows() {
