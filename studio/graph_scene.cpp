@@ -810,6 +810,15 @@ std::optional<PortRef> GraphScene::edge_target_at(QPointF p) const {
   return std::nullopt;
 }
 
+ir::ValueId GraphScene::value_at(QPointF p, double radius) const {
+  const QRectF around(p - QPointF(radius, radius), QSizeF(2 * radius, 2 * radius));
+  for (QGraphicsItem* item : items(around, Qt::IntersectsItemShape, Qt::DescendingOrder)) {
+    if (!item->isVisible() || item->type() != static_cast<int>(CanvasItemType::kEdge)) continue;
+    return static_cast<const EdgeItem*>(item)->value_id();
+  }
+  return ir::kNoValue;
+}
+
 QPointF GraphScene::input_port_position(ir::NodeId node, int input) const {
   const NodeItem* item = node_item(node);
   if (!item) return {};

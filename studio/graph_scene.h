@@ -154,6 +154,8 @@ class GraphScene : public QGraphicsScene {
   std::optional<PortRef> input_port_at(QPointF p, double radius) const;
   // The node input that the edge drawn at `p` ends in (edges into graph outputs are skipped).
   std::optional<PortRef> edge_target_at(QPointF p) const;
+  // The value of the edge drawn within `radius` of `p` (kNoValue: none), for a click on an edge.
+  ir::ValueId value_at(QPointF p, double radius) const;
   // Where node input `input`'s port is drawn (scene coordinates); (0, 0) when it has none.
   QPointF input_port_position(ir::NodeId node, int input) const;
 

@@ -191,6 +191,7 @@ void GraphView::wheelEvent(QWheelEvent* event) {
 void GraphView::mousePressEvent(QMouseEvent* event) {
   follow_ = Follow::kNone;  // a drag pans: the user now owns the viewport
   gesture_ = Gesture::kNone;
+  press_at_ = event->position().toPoint();
   const bool left = event->button() == Qt::LeftButton;
   if (left && document_) {
     const QPointF p = mapToScene(event->position().toPoint());
@@ -243,6 +244,11 @@ void GraphView::mouseReleaseEvent(QMouseEvent* event) {
     return;
   }
   QGraphicsView::mouseReleaseEvent(event);
+  if (gesture == Gesture::kNone && event->button() == Qt::LeftButton &&
+      (event->position().toPoint() - press_at_).manhattanLength() <= 3) {
+    const ir::ValueId v = graph_scene_->value_at(mapToScene(event->position().toPoint()), 4 / zoom());
+    if (v != ir::kNoValue) Q_EMIT value_clicked(v);
+  }
   if (gesture == Gesture::kMove) guarded(this, tr("Moving"), [&] { finish_move(); });
   if (gesture == Gesture::kRubberBand) setDragMode(QGraphicsView::ScrollHandDrag);
 }

@@ -122,6 +122,8 @@ class GraphView : public QGraphicsView {
  Q_SIGNALS:
   // An edit asked for here was refused; the text says why (for the status bar).
   void edit_refused(const QString& message);
+  // A click (no drag) on an edge: the value it carries (the Value dock shows it after a run).
+  void value_clicked(ir::ValueId value);
 
  protected:
   void wheelEvent(QWheelEvent* event) override;
@@ -155,6 +157,7 @@ class GraphView : public QGraphicsView {
 
   enum class Gesture { kNone, kConnect, kMove, kRubberBand };
   Gesture gesture_ = Gesture::kNone;
+  QPoint press_at_;  // where the left button went down (a click on an edge is a press without a drag)
   ir::ValueId wire_value_ = ir::kNoValue;
   QPointF wire_start_;
   QGraphicsLineItem* wire_ = nullptr;         // the temporary line while connecting (scene-owned)

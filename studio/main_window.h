@@ -49,6 +49,7 @@ class ProfilerPanel;
 class RunsDashboard;
 class RunPanel;
 class TrainPanel;
+class ValueView;
 
 struct MainWindowOptions {
   // INI file for window geometry and docks, recent files and the last folder; empty: nothing is
@@ -160,6 +161,11 @@ class MainWindow : public QMainWindow {
   GraphDiffView* graph_diff() const { return diff_; }
   QDockWidget* run_dock() const { return run_dock_; }
   QDockWidget* train_dock() const { return train_dock_; }
+  QDockWidget* value_dock() const { return value_dock_; }
+  ValueView* value_view() const { return value_view_; }
+  // Shows value `v` of the last run in the Value dock (false, with the reason there, when the run
+  // kept no such value).
+  bool show_value(int32_t v);  // v: an ir::ValueId (int32_t; the IR headers stay out of here)
   QDockWidget* palette_dock() const { return palette_dock_; }
   QDockWidget* inspector_dock() const { return inspector_dock_; }
   QMenu* recent_menu() const { return recent_menu_; }
@@ -211,6 +217,8 @@ class MainWindow : public QMainWindow {
   GraphDiffView* diff_ = nullptr;  // two runs' graphs, from the dashboard
   QDockWidget* run_dock_ = nullptr;
   QDockWidget* train_dock_ = nullptr;
+  QDockWidget* value_dock_ = nullptr;
+  ValueView* value_view_ = nullptr;
   QMenu* recent_menu_ = nullptr;
   QString last_refusal_;
   QTimer* autosave_timer_ = nullptr;

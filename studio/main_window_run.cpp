@@ -16,6 +16,8 @@
 #include "studio/guard.h"
 #include "studio/run_panel.h"
 #include "studio/train_panel.h"
+#include "studio/graph_view.h"
+#include "studio/value_view.h"
 
 namespace tessera::studio {
 
@@ -34,6 +36,23 @@ void MainWindow::create_run_and_train() {
   tabifyDockWidget(run_dock_, train_dock_);
   run_dock_->hide();
   train_dock_->hide();
+
+  // Values: a click on an edge after a run shows that value's tensor.
+  value_view_ = new ValueView(this);
+  value_dock_ = new QDockWidget(tr("Value"), this);
+  value_dock_->setObjectName(QStringLiteral("value_dock"));
+  value_dock_->setWidget(value_view_);
+  addDockWidget(Qt::RightDockWidgetArea, value_dock_);
+  tabifyDockWidget(run_dock_, value_dock_);
+  value_dock_->hide();
+  connect(view_, &GraphView::value_clicked, this,
+          [this](ir::ValueId v) { guarded(this, tr("Showing the value"), [&] { (void)show_value(v); }); });
+  connect(run_panel_, &RunPanel::values_changed, this, [this] {
+    guarded(this, tr("Showing the value"), [&] {
+      if (value_view_->has_value() && run_panel_->value_count() == 0)
+        value_view_->clear(tr("The graph changed since the run: run it again to inspect its values."));
+    });
+  });
 
   train_panel_->set_database_path(options_.insight_database);
   run_panel_->set_database_path(options_.insight_database);
@@ -56,6 +75,25 @@ void MainWindow::create_run_and_train() {
   QAction* show_train = train_dock_->toggleViewAction();
   show_train->setText(tr("&Train Panel"));
   menu->addAction(show_train);
+  QAction* show_value = value_dock_->toggleViewAction();
+  show_value->setText(tr("&Value Panel"));
+  menu->addAction(show_value);
+}
+
+bool MainWindow::show_value(ir::ValueId v) {
+  if (document_.is_empty() || !document_.graph().has_value(v)) return false;
+  const std::string& name = document_.graph().value(v).name;
+  const QString label = QString::fromStdString(name.empty() ? "%" + std::to_string(v) : name);
+  value_dock_->show();
+  value_dock_->raise();
+  if (const Tensor* t = run_panel_->value(v)) {
+    value_view_->set_value(label, *t);
+    return true;
+  }
+  value_view_->clear(run_panel_->value_count() == 0
+                         ? tr("No value of '%1' yet: run the graph (F5) with \"Keep every value\" ticked.").arg(label)
+                         : tr("'%1' was not kept by the last run.").arg(label));
+  return false;
 }
 
 }  // namespace tessera::studio

@@ -6,6 +6,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QGridLayout>
+#include <QCheckBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -131,6 +132,11 @@ RunPanel::RunPanel(Document& document, QWidget* parent) : QWidget(parent), docum
   layout->addWidget(inputs_widget_);
   run_button_ = new QPushButton(tr("Run (F5)"), this);
   layout->addWidget(run_button_);
+  keep_values_ = new QCheckBox(tr("Keep every value (click an edge to inspect it)"), this);
+  keep_values_->setChecked(true);
+  keep_values_->setToolTip(tr("Runs the graph a second time, unrecorded, with every edge's value as an "
+                              "output, and keeps them in memory"));
+  layout->addWidget(keep_values_);
   status_ = new QLabel(this);
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -148,8 +154,21 @@ RunPanel::RunPanel(Document& document, QWidget* parent) : QWidget(parent), docum
   auto rebuild = [this] { guarded(this, tr("Run panel"), [&] { rebuild_inputs(); }); };
   // Another graph opened: the previous graph's outputs are not this one's (a run still going
   // belongs to the old graph: its result is dropped when it arrives).
-  connect(&document_, &Document::graph_reset, this, [this] {
+  // Any change of the graph: the kept values no longer describe it.
+  auto forget_values = [this] {
+    if (values_.empty()) return;
+    values_.clear();
+    Q_EMIT values_changed();
+  };
+  connect(&document_, &Document::node_added, this, forget_values);
+  connect(&document_, &Document::node_removed, this, forget_values);
+  connect(&document_, &Document::node_changed, this, forget_values);
+  connect(&document_, &Document::edges_changed, this, forget_values);
+  connect(&document_, &Document::terminals_changed, this, forget_values);
+  connect(&document_, &Document::value_changed, this, forget_values);
+  connect(&document_, &Document::graph_reset, this, [this, forget_values] {
     guarded(this, tr("Run panel"), [&] {
+      forget_values();
       ++generation_;
       outputs_.clear();
       output_names_.clear();
@@ -316,9 +335,11 @@ bool RunPanel::run() {
   recording_note_.clear();
   worker_ = std::thread(
       [this, graph = std::move(graph), &registry, feeds = feeds_, dims = dims_, generation = generation_,
+       keep = keep_values_->isChecked(),
        db = database_path_.toStdString(), file = document_.path()]() mutable {
         std::vector<Tensor> outs;
         std::vector<std::string> names;
+        std::map<ir::ValueId, Tensor> values;
         std::string error, note;
         int64_t run_id = 0;
         try {
@@ -346,6 +367,19 @@ bool RunPanel::run() {
                 note = "Not recorded: " + id.error().to_string();
               }
             }
+            // The values for the canvas: every node output read by a node or the graph, as outputs
+            // of a copy (fusion then keeps them), run after the recorded run.
+            std::vector<ir::ValueId> wanted;
+            ir::Graph all = keep ? graph : ir::Graph();
+            if (keep) {
+              std::set<ir::ValueId> read(graph.outputs().begin(), graph.outputs().end());
+              for (ir::NodeId id : graph.node_ids())
+                for (ir::ValueId v : graph.node(id).inputs) read.insert(v);
+              for (ir::NodeId id : graph.node_ids())
+                for (ir::ValueId v : graph.node(id).outputs)
+                  if (read.count(v)) wanted.push_back(v);
+              all.set_outputs(wanted);
+            }
             stages::SessionOptions options;
             options.trace = rec.get();
             options.snapshots = rec.get();
@@ -355,6 +389,13 @@ bool RunPanel::run() {
               error = r.error().to_string();
             else
               outs = std::move(*r);
+            if (r && keep && !wanted.empty()) {
+              stages::Session every(std::move(all), registry, stages::SessionOptions{});
+              if (auto v = every.run(*fed); v && v->size() == wanted.size())
+                for (size_t i = 0; i < wanted.size(); ++i) values[wanted[i]] = std::move((*v)[i]);
+              else if (!v)
+                note = "Values not kept: " + v.error().to_string();
+            }
             if (rec) {
               Status st = rec->finish_run(error.empty() ? insight::RunStatus::kFinished : insight::RunStatus::kFailed,
                                           error);
@@ -372,7 +413,7 @@ bool RunPanel::run() {
         QMetaObject::invokeMethod(
             this,
             [this, outs = std::move(outs), names = std::move(names), error = std::move(error),
-             note = std::move(note), run_id, generation]() mutable {
+             note = std::move(note), run_id, generation, values = std::move(values)]() mutable {
               running_.store(false);
               if (generation != generation_) {  // the document changed while it ran
                 guarded(this, tr("Run"), [&] { update_enabled(); });
@@ -380,6 +421,8 @@ bool RunPanel::run() {
                 return;
               }
               recorded_run_ = run_id;
+              values_ = std::move(values);
+              Q_EMIT values_changed();
               recording_note_ = qs(note);
               outputs_ = std::move(outs);
               output_names_ = std::move(names);
@@ -439,6 +482,11 @@ Status RunPanel::save_output(int index, const QString& path) {
   if (index < 0 || static_cast<size_t>(index) >= outputs_.size())
     return make_error("no output " + std::to_string(index));
   return formats::write_npy(path.toStdString(), outputs_[static_cast<size_t>(index)]);
+}
+
+const Tensor* RunPanel::value(ir::ValueId v) const {
+  auto it = values_.find(v);
+  return it == values_.end() ? nullptr : &it->second;
 }
 
 QString RunPanel::status_text() const {

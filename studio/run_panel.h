@@ -38,6 +38,7 @@
 #include "engine/ir/graph.h"
 #include "engine/runtime/interpreter.h"
 
+class QCheckBox;
 class QLabel;
 class QPushButton;
 class QTableWidget;
@@ -106,9 +107,18 @@ class RunPanel : public QWidget {
   // Writes output I to PATH (.npy); the error names the file.
   Status save_output(int index, const QString& path);
 
+  // Every value the canvas draws as an edge, kept from the last run when "Keep every value" is
+  // ticked (the default): the graph is run a second time, unrecorded, with each of them as an
+  // output, so that a click on an edge shows its tensor. Forgotten when the graph changes.
+  QCheckBox* keep_values_box() const { return keep_values_; }
+  const Tensor* value(ir::ValueId v) const;
+  size_t value_count() const { return values_.size(); }
+
  Q_SIGNALS:
   // A run ended (check error_text()).
   void finished();
+  // The kept values changed (a run ended, or they were forgotten).
+  void values_changed();
 
  private:
   void rebuild_inputs();
@@ -130,6 +140,8 @@ class RunPanel : public QWidget {
   std::vector<Tensor> outputs_;
   uint64_t generation_ = 0;  // counts documents opened; a run's result is shown for its own only
   std::vector<std::string> output_names_;
+  std::map<ir::ValueId, Tensor> values_;
+  QCheckBox* keep_values_ = nullptr;
   QString error_;
   QString database_path_;
   int64_t recorded_run_ = 0;
