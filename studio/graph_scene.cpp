@@ -5,6 +5,7 @@
 #include <QLineF>
 #include <QLocale>
 #include <QStringList>
+#include <QPainter>
 #include <QPainterPath>
 #include <QTimer>
 #include <QtGlobal>
@@ -481,6 +482,7 @@ void GraphScene::rebuild(bool in_place) {
   group_items_.clear();
   group_edges_.clear();
   graph_rect_ = QRectF();
+  sketch_dirty_ = true;
   if (document_.is_empty()) {
     setSceneRect(QRectF());
     set_note(QString());
@@ -652,6 +654,59 @@ void GraphScene::rebuild(bool in_place) {
   start_refinement();
 }
 
+const GraphScene::Sketch& GraphScene::sketch() const {
+  if (!sketch_dirty_) return sketch_;
+  sketch_ = Sketch{};
+  sketch_.boxes.reserve(boxes_.size());
+  for (const BoxItem* box : boxes_) {
+    if (!box->isVisible()) continue;
+    QColor c = style::colours().box_border;
+    if (box->type() == static_cast<int>(CanvasItemType::kNode)) c = static_cast<const NodeItem*>(box)->content().colour;
+    sketch_.boxes.push_back(QRectF(box->pos(), box->size()));
+    sketch_.colours.push_back(c.rgb());
+  }
+  for (const EdgeItem* edge : edge_items_)
+    if (edge && edge->isVisible()) {
+      const QPainterPath& path = edge->path();
+      if (path.elementCount() > 0)
+        sketch_.edges.emplace_back(edge->mapToScene(path.pointAtPercent(0)), edge->mapToScene(path.pointAtPercent(1)));
+    }
+  sketch_dirty_ = false;
+  return sketch_;
+}
+
+void GraphScene::paint_sketch(QPainter& painter, const QRectF& visible) const {
+  const Sketch& s = sketch();
+  const QTransform t = painter.transform();
+  const double scale = t.m11();
+  painter.save();
+  painter.setRenderHint(QPainter::Antialiasing, false);
+  // Edges first, under the boxes; those shorter than 3 pixels would only blur the boxes.
+  QColor line = style::colours().muted_text;
+  line.setAlpha(140);
+  painter.setPen(QPen(line, 0));
+  std::vector<QLineF> lines;
+  for (const QLineF& e : s.edges) {
+    if (e.length() * scale < 3) continue;
+    if (std::max(e.y1(), e.y2()) < visible.top() || std::min(e.y1(), e.y2()) > visible.bottom() ||
+        std::max(e.x1(), e.x2()) < visible.left() || std::min(e.x1(), e.x2()) > visible.right())
+      continue;
+    lines.push_back(e);
+  }
+  if (!lines.empty()) painter.drawLines(lines.data(), static_cast<int>(lines.size()));
+  // Boxes: at least a device pixel each, in device coordinates (no per-box transform).
+  painter.resetTransform();
+  for (size_t i = 0; i < s.boxes.size(); ++i) {
+    const QRectF& r = s.boxes[i];
+    if (!r.intersects(visible)) continue;
+    QRectF d = t.mapRect(r);
+    if (d.width() < 1) d.setWidth(1);
+    if (d.height() < 1) d.setHeight(1);
+    painter.fillRect(d, QColor::fromRgb(s.colours[i]));
+  }
+  painter.restore();
+}
+
 void GraphScene::start_refinement() {
   const int count = static_cast<int>(boxes_.size());
   if (!options_.refine) {
@@ -707,6 +762,7 @@ void GraphScene::apply_layout(const Layout& layout) {
   for (const auto& [id, item] : node_items_)
     if (!document_.position(id)) auto_positions_[id] = item->pos();
   for (const auto& [scope, item] : scope_boxes_) scope_positions_[scope] = item->pos();
+  sketch_dirty_ = true;
   graph_rect_ = itemsBoundingRect();
   setSceneRect(graph_rect_.adjusted(-kMargin, -kMargin, kMargin, kMargin));
 }
@@ -739,6 +795,7 @@ void GraphScene::place_terminals_by_pinned_neighbours() {
 // ---- canvas editing helpers ----
 
 void GraphScene::refresh_edges() {
+  sketch_dirty_ = true;
   for (EdgeItem* edge : edge_items_)
     if (edge) edge->update_geometry();
   for (EdgeItem* edge : group_edges_) edge->update_geometry();

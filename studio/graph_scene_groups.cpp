@@ -54,6 +54,7 @@ void GraphScene::clear_groups() {
 }
 
 void GraphScene::draw_groups() {
+  sketch_dirty_ = true;  // collapsed groups hide boxes
   clear_groups();
   const std::vector<formats::NodeGroup>& groups = document_.layout().groups;
   if (groups.empty()) return;

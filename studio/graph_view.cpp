@@ -514,6 +514,24 @@ void GraphView::resizeEvent(QResizeEvent* event) {
   follow();
 }
 
+bool GraphView::sketching() const {
+  return graph_scene_->box_count() >= GraphScene::kSketchMinBoxes && zoom() < GraphScene::kSketchZoom;
+}
+
+void GraphView::paintEvent(QPaintEvent* event) {
+  if (!sketching()) {
+    QGraphicsView::paintEvent(event);
+    return;
+  }
+  guarded(this, tr("Drawing the graph"), [&] {
+    QPainter painter(viewport());
+    painter.fillRect(event->rect(), style::colours().background);
+    painter.setTransform(viewportTransform());
+    const QRectF visible = mapToScene(event->rect()).boundingRect().adjusted(-2, -2, 2, 2);
+    graph_scene_->paint_sketch(painter, visible);
+  });
+}
+
 void GraphView::drawForeground(QPainter* painter, const QRectF& rect) {
   QGraphicsView::drawForeground(painter, rect);
   if (!graph_scene_->document().is_empty()) return;

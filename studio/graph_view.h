@@ -134,6 +134,14 @@ class GraphView : public QGraphicsView {
   void contextMenuEvent(QContextMenuEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
   void drawForeground(QPainter* painter, const QRectF& rect) override;
+  // A big graph zoomed out is drawn as the scene's sketch (GraphScene::paint_sketch).
+  void paintEvent(QPaintEvent* event) override;
+
+ public:
+  // Whether the view draws the sketch now (a big graph below GraphScene::kSketchZoom).
+  bool sketching() const;
+
+ protected:
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dragMoveEvent(QDragMoveEvent* event) override;
   void dropEvent(QDropEvent* event) override;

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "studio/canvas_style.h"
+#include "studio/graph_scene.h"
 #include "studio/guard.h"
 
 namespace tessera::studio {
@@ -76,7 +77,17 @@ void Minimap::paintEvent(QPaintEvent*) {
       picture_.fill(Qt::transparent);
       QPainter p(&picture_);
       p.setRenderHint(QPainter::Antialiasing);
-      view_->scene()->render(&p, target, view_->sceneRect());
+      auto* scene = qobject_cast<GraphScene*>(view_->scene());
+      if (scene && scene->box_count() >= GraphScene::kSketchMinBoxes) {
+        // A big graph in a minimap is a sketch: rendering its items took seconds.
+        const QRectF source = view_->sceneRect();
+        p.translate(target.topLeft());
+        p.scale(target.width() / source.width(), target.height() / source.height());
+        p.translate(-source.topLeft());
+        scene->paint_sketch(p, source);
+      } else {
+        view_->scene()->render(&p, target, view_->sceneRect());
+      }
       dirty_ = false;
     }
     painter.drawPixmap(0, 0, picture_);

@@ -3,6 +3,8 @@
 // only the layered layout is used; known positions that no layout moves; a reload while a layout
 // is pending. Graphs are ResNet-like chains written as IR text.
 #include <QFile>
+#include <QImage>
+#include <QPainter>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QThreadPool>
@@ -16,6 +18,8 @@
 #include "studio/document.h"
 #include "studio/graph_items.h"
 #include "studio/graph_scene.h"
+#include "studio/graph_view.h"
+#include "studio/canvas_style.h"
 
 using tessera::Expected;
 using tessera::make_error;
@@ -150,6 +154,32 @@ class GraphSceneTest : public QObject {
              QStringLiteral("layered layout (8 boxes: above the Graphviz limit of 7)"));
     QTest::qWait(50);
     QCOMPARE(calls->load(), 0);
+  }
+
+  // Issue 17, large graphs: 3,000 nodes zoomed out are drawn as the sketch (a rectangle per box,
+  // lines for edges) and the picture is not empty; zoomed in, the items draw themselves.
+  void big_graphs_zoomed_out_draw_a_sketch() {
+    Document doc(registry_);
+    GraphScene scene(doc, SceneLayoutOptions{{}, 5000});
+    QVERIFY(doc.load(write_graph("big.tir", 3000)).is_ok());
+    tessera::studio::GraphView view(&scene);
+    view.resize(640, 480);
+    view.show();
+    view.fit();
+    QVERIFY(view.zoom() < GraphScene::kSketchZoom);
+    QVERIFY(view.sketching());
+    QImage image(view.viewport()->size(), QImage::Format_ARGB32);
+    image.fill(Qt::white);
+    QPainter painter(&image);
+    view.viewport()->render(&painter);
+    painter.end();
+    const QRgb background = tessera::studio::style::colours().background.rgb();
+    int ink = 0;
+    for (int y = 0; y < image.height(); ++y)
+      for (int x = 0; x < image.width(); ++x) ink += image.pixel(x, y) != background;
+    QVERIFY2(ink > 100, qPrintable(QString::number(ink)));
+    view.reset_zoom();  // Actual Size
+    QVERIFY(!view.sketching());
   }
 
   void known_positions_stay_put() {
