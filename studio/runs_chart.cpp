@@ -84,6 +84,10 @@ MetricChart::MetricChart(QWidget* parent) : QWidget(parent) {
   layout->setContentsMargins(0, 0, 0, 0);
   // Two rows, so that the chart fits a narrow pane (a 1280x720 window with both docks open): the
   // metric, then how it is drawn.
+  controls_ = new QWidget(this);
+  auto* rows = new QVBoxLayout(controls_);
+  rows->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(controls_);
   auto* controls = new QHBoxLayout();
   metric_box_ = new QComboBox(this);
   metric_box_->setMinimumContentsLength(12);
@@ -91,7 +95,7 @@ MetricChart::MetricChart(QWidget* parent) : QWidget(parent) {
   metric_box_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
   controls->addWidget(new QLabel(tr("Metric"), this));
   controls->addWidget(metric_box_, 1);
-  layout->addLayout(controls);
+  rows->addLayout(controls);
   auto* drawing = new QHBoxLayout();
   drawing->addWidget(new QLabel(tr("Smoothing"), this));
   smoothing_slider_ = new QSlider(Qt::Horizontal, this);
@@ -114,7 +118,7 @@ MetricChart::MetricChart(QWidget* parent) : QWidget(parent) {
   x_box_->setToolTip(tr("step, or seconds from each run's start"));
   drawing->addWidget(x_box_);
   drawing->addStretch(1);
-  layout->addLayout(drawing);
+  rows->addLayout(drawing);
 
   chart_ = new QChart();
   chart_->legend()->setAlignment(Qt::AlignRight);
@@ -237,6 +241,14 @@ std::vector<QPointF> MetricChart::drawn_points(int64_t run) const {
 }
 
 QString MetricChart::note() const { return note_->text(); }
+
+void MetricChart::set_compact(bool compact) {
+  controls_->setVisible(!compact);
+  view_->setMinimumHeight(compact ? 150 : 200);
+  chart_->legend()->setVisible(!compact && !labels_.empty());
+  chart_->setTitle(compact ? metric_ : QString());
+  compact_ = compact;
+}
 
 void MetricChart::apply_theme() {
   chart_->setTheme(style::current_theme() == style::Theme::kDark ? QChart::ChartThemeDark
@@ -374,7 +386,8 @@ void MetricChart::rebuild() {
     }
     s->replace(QList<QPointF>(curve.points.begin(), curve.points.end()));
   }
-  chart_->legend()->setVisible(!labels_.empty());
+  chart_->legend()->setVisible(!compact_ && !labels_.empty());
+  if (compact_) chart_->setTitle(metric_);
   note_->setText(notes.join(QLatin1String("; ")));
   note_->setVisible(!notes.isEmpty());
 }

@@ -69,12 +69,16 @@ class MetricChart : public QWidget {
   static constexpr size_t kMarkedPoints = 30;
   // The chart's colours follow style::current_theme() (dark charts in the dark theme).
   void apply_theme();
+  // Compact: no controls, no legend, the metric as the title (the dashboard's small multiples).
+  void set_compact(bool compact);
 
  Q_SIGNALS:
   void metric_changed(const QString& name);
 
  private:
   void rebuild();
+  QWidget* controls_ = nullptr;
+  bool compact_ = false;
 
   std::map<int64_t, std::vector<insight::MetricPoint>> series_;
   std::map<int64_t, QString> labels_;

@@ -2,12 +2,14 @@
 #include "studio/runs_dashboard.h"
 
 #include <QFileInfo>
+#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QScrollBar>
 #include <QSplitter>
 #include <QTabWidget>
@@ -16,6 +18,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <exception>
+#include <set>
 
 #include "engine/ir/text.h"
 #include "engine/train/checkpoint.h"
@@ -25,6 +28,7 @@
 #include "studio/guard.h"
 #include "studio/runs_chart.h"
 #include "studio/runs_compare.h"
+#include "studio/runs_hparams.h"
 #include "studio/runs_lineage.h"
 #include "studio/runs_model.h"
 
@@ -86,9 +90,19 @@ RunsDashboard::RunsDashboard(QWidget* parent) : QWidget(parent) {
   tabs_ = new QTabWidget(this);
   tabs_->addTab(compare_, tr("Compare"));
   tabs_->addTab(lineage_, tr("Lineage"));
+  chart_tabs_ = new QTabWidget(this);
+  chart_tabs_->addTab(chart_, tr("Curves"));
+  auto* multiples_scroll = new QScrollArea(this);
+  multiples_scroll->setWidgetResizable(true);
+  multiples_box_ = new QWidget(multiples_scroll);
+  new QGridLayout(multiples_box_);
+  multiples_scroll->setWidget(multiples_box_);
+  chart_tabs_->addTab(multiples_scroll, tr("All Metrics"));
+  hparams_ = new HParamsView(this);
+  chart_tabs_->addTab(hparams_, tr("HParams"));
   auto* bottom = new QSplitter(Qt::Horizontal, this);
   bottom->addWidget(tabs_);
-  bottom->addWidget(chart_);
+  bottom->addWidget(chart_tabs_);
   bottom->setStretchFactor(0, 2);
   bottom->setStretchFactor(1, 3);
   bottom->setChildrenCollapsible(false);
@@ -108,8 +122,11 @@ RunsDashboard::RunsDashboard(QWidget* parent) : QWidget(parent) {
     guarded(this, tr("Filter runs"), [&] {
       proxy_->set_query(text);
       update_count();
+      update_hparams();
     });
   });
+  connect(hparams_, &HParamsView::run_clicked, this,
+          [this](qint64 run) { guarded(this, tr("HParams"), [&] { select_runs({run}); }); });
   connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
     guarded(this, tr("Runs"), [&] {
       update_selection_views();
@@ -235,6 +252,7 @@ Status RunsDashboard::refresh() {
                false);
   update_count();
   update_buttons();
+  update_hparams();
   return reload_lineage();
 }
 
@@ -328,8 +346,48 @@ void RunsDashboard::update_selection_views() {
     }
   }
   compare_->set_runs(runs, full);
+  update_multiples(series, labels);
   chart_->set_series(std::move(series), std::move(labels));
   lineage_->mark_runs(ids);
+  update_hparams();
+}
+
+void RunsDashboard::update_multiples(const std::map<int64_t, std::vector<insight::MetricPoint>>& series,
+                                     const std::map<int64_t, QString>& labels) {
+  // A compact chart per metric the selected runs recorded, two columns, metric names in order.
+  std::set<std::string> names;
+  for (const auto& [run, points] : series)
+    for (const auto& p : points) names.insert(p.name);
+  auto* grid = static_cast<QGridLayout*>(multiples_box_->layout());
+  while (multiples_.size() > names.size()) {
+    delete multiples_.back();
+    multiples_.pop_back();
+  }
+  while (multiples_.size() < names.size()) {
+    auto* chart = new MetricChart(multiples_box_);
+    chart->set_compact(true);
+    const int i = static_cast<int>(multiples_.size());
+    grid->addWidget(chart, i / 2, i % 2);
+    multiples_.push_back(chart);
+  }
+  size_t i = 0;
+  for (const std::string& name : names) {
+    multiples_[i]->set_series(series, labels);
+    multiples_[i]->set_metric(QString::fromStdString(name));
+    multiples_[i]->set_compact(true);
+    ++i;
+  }
+}
+
+void RunsDashboard::update_hparams() {
+  // Every run the table shows (the filter applies), the selected ones thick.
+  std::vector<insight::RunSummary> shown;
+  for (int r = 0; r < proxy_->rowCount(); ++r) {
+    const int64_t id = proxy_->index(r, RunsTableModel::kIdColumn).data(RunsTableModel::kRunIdRole).toLongLong();
+    if (const insight::RunSummary* s = model_->run_at(model_->row_of(id))) shown.push_back(*s);
+  }
+  const std::vector<int64_t> selected = selected_runs();
+  hparams_->set_runs(shown, std::set<int64_t>(selected.begin(), selected.end()));
 }
 
 void RunsDashboard::update_buttons() {

@@ -19,6 +19,7 @@
 #include <QString>
 #include <QWidget>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,7 @@
 #include "engine/core/status.h"
 #include "formats/document.h"
 #include "insight/database.h"
+#include "insight/query.h"
 
 class QLabel;
 class QLineEdit;
@@ -37,6 +39,7 @@ class QTimer;
 
 namespace tessera::studio {
 
+class HParamsView;
 class MetricChart;
 class RunsCompareTable;
 class RunsFilterProxy;
@@ -85,6 +88,11 @@ class RunsDashboard : public QWidget {
   MetricChart* chart() const { return chart_; }
   RunsLineageView* lineage_view() const { return lineage_; }
   QTabWidget* tabs() const { return tabs_; }
+  // Right of the compare area: the curve, the small multiples (every metric of the selected runs,
+  // a compact chart each) and the HParams view (every run shown in the table).
+  QTabWidget* chart_tabs() const { return chart_tabs_; }
+  const std::vector<MetricChart*>& small_multiples() const { return multiples_; }
+  HParamsView* hparams_view() const { return hparams_; }
   QTimer* poll_timer() const { return timer_; }
   QPushButton* open_graph_button() const { return open_button_; }
   QPushButton* diff_button() const { return diff_button_; }
@@ -119,6 +127,13 @@ class RunsDashboard : public QWidget {
   QTabWidget* tabs_ = nullptr;
   RunsCompareTable* compare_ = nullptr;
   MetricChart* chart_ = nullptr;
+  QTabWidget* chart_tabs_ = nullptr;
+  QWidget* multiples_box_ = nullptr;
+  std::vector<MetricChart*> multiples_;
+  HParamsView* hparams_ = nullptr;
+  void update_multiples(const std::map<int64_t, std::vector<insight::MetricPoint>>& series,
+                        const std::map<int64_t, QString>& labels);
+  void update_hparams();
   RunsLineageView* lineage_ = nullptr;
   QPushButton* open_button_ = nullptr;
   QPushButton* diff_button_ = nullptr;

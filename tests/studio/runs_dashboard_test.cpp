@@ -15,6 +15,7 @@
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QTreeWidget>
+#include <QTabWidget>
 #include <QTest>
 #include <cmath>
 #include <optional>
@@ -27,7 +28,9 @@
 #include "studio/runs_chart.h"
 #include "studio/runs_compare.h"
 #include "studio/runs_dashboard.h"
+#include "studio/runs_hparams.h"
 #include "studio/runs_lineage.h"
+#include "studio/runs_chart.h"
 #include "studio/runs_model.h"
 
 using tessera::formats::GraphDocument;
@@ -64,6 +67,47 @@ class RunsDashboardTest : public QObject {
 
  private Q_SLOTS:
   void initTestCase() { QVERIFY(dir_.isValid()); }
+
+  // Issue 17, "the dashboard for real sweeps": a compact chart per metric of the selected runs,
+  // and the HParams view over every run shown: an axis per varying hyper-parameter (lr on a log
+  // axis: 0.001 to 0.5), the metric last, a line per run, a click on a line selecting its run.
+  void smallMultiplesAndParallelCoordinates() {
+    const std::string p = path("sweep.db");
+    int id = 0;
+    for (double lr : {0.001, 0.01, 0.5}) {
+      runs_test::RunSpec s = training_run("mlp", lr, 20, 1);
+      s.metrics.emplace_back("test/accuracy", 20, lr == 0.01 ? 0.9 : 0.7);
+      QCOMPARE(runs_test::record_run(p, s), ++id);
+    }
+    RunsDashboard dash;
+    dash.resize(1000, 700);
+    dash.show();
+    QVERIFY(dash.open_database(QString::fromStdString(p)).is_ok());
+    dash.select_runs({1, 2});
+    QCOMPARE(static_cast<int>(dash.small_multiples().size()), 3);  // test/accuracy, train/accuracy, train/loss
+    QCOMPARE(dash.small_multiples()[2]->metric(), QStringLiteral("train/loss"));
+    QCOMPARE(dash.small_multiples()[2]->curve_count(), 2);
+
+    tessera::studio::HParamsView* h = dash.hparams_view();
+    dash.chart_tabs()->setCurrentWidget(h);
+    QCoreApplication::processEvents();
+    h->set_metric(QStringLiteral("test/accuracy"));
+    QCOMPARE(h->axes(), (QStringList{"lr", "test/accuracy"}));  // batch, epochs, optimizer do not vary
+    const auto a = h->line(1), b = h->line(2), c = h->line(3);
+    QCOMPARE(a.size(), size_t{2});
+    QVERIFY(a[0].y() > b[0].y() && b[0].y() > c[0].y());  // lr up the axis
+    // Log axis: 0.01 sits at log(10)/log(500) of the way from 0.001 to 0.5.
+    const double frac = (a[0].y() - b[0].y()) / (a[0].y() - c[0].y());
+    QVERIFY2(std::abs(frac - std::log(10.0) / std::log(500.0)) < 0.01, qPrintable(QString::number(frac)));
+    QVERIFY(b[1].y() < a[1].y());  // the best accuracy on top
+    QCOMPARE(a[1].y(), c[1].y());
+    QSignalSpy selected(&dash, &RunsDashboard::selection_changed);
+    const QPointF mid = (c[0] + c[1]) / 2;
+    QCOMPARE(h->run_at(mid), int64_t{3});
+    QTest::mouseClick(h, Qt::LeftButton, {}, mid.toPoint());
+    QVERIFY(selected.count() > 0);
+    QCOMPARE(dash.selected_runs(), std::vector<int64_t>{3});
+  }
 
   void missingDatabaseIsSaidAndNotCreated() {
     RunsDashboard dash;
