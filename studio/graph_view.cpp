@@ -348,6 +348,13 @@ void GraphView::contextMenuEvent(QContextMenuEvent* event) {
                   guarded(this, tr("Adding a weight"), [&] { (void)add_weight(id, index); });
                 });
       }
+      // Nested graphs: one entry per graph attribute.
+      for (const auto& [key, attr] : n.attrs) {
+        if (attr.kind() != ir::AttrKind::kGraph) continue;
+        const QString name = QString::fromStdString(key);
+        connect(menu.addAction(tr("Open Graph '%1' (%2 nodes)").arg(name).arg(attr.g().num_nodes())),
+                &QAction::triggered, this, [this, id, name] { Q_EMIT open_subgraph_requested(id, name); });
+      }
       const std::vector<ir::ValueId>& outputs = document_->graph().outputs();
       for (ir::ValueId v : n.outputs) {
         if (std::find(outputs.begin(), outputs.end(), v) != outputs.end()) continue;

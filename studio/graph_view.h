@@ -124,6 +124,9 @@ class GraphView : public QGraphicsView {
   void edit_refused(const QString& message);
   // A click (no drag) on an edge: the value it carries (the Value dock shows it after a run).
   void value_clicked(ir::ValueId value);
+  // The user asked to open a nested graph (If's branches, Loop's and Scan's bodies): the node and
+  // the attribute holding it (the node's menu, or a double-click on the node).
+  void open_subgraph_requested(ir::NodeId node, const QString& attribute);
 
  protected:
   void wheelEvent(QWheelEvent* event) override;

@@ -66,6 +66,24 @@ void GraphView::mouseDoubleClickEvent(QMouseEvent* event) {
     event->accept();
     return;
   }
+  // A double-click on a node holding a nested graph (If, Loop, Scan) opens its first one.
+  if (document_)
+    for (QGraphicsItem* item : items(event->position().toPoint())) {
+      if (item->type() != static_cast<int>(CanvasItemType::kNode)) continue;
+      const ir::NodeId id = static_cast<NodeItem*>(item)->node_id();
+      if (!document_->graph().has_node(id)) break;
+      // then_branch before else_branch (the attributes are in name order), else the first.
+      const ir::Node& n = document_->graph().node(id);
+      std::string chosen;
+      for (const auto& [key, attr] : n.attrs)
+        if (attr.kind() == ir::AttrKind::kGraph && (chosen.empty() || key == "then_branch")) chosen = key;
+      if (!chosen.empty()) {
+        Q_EMIT open_subgraph_requested(id, QString::fromStdString(chosen));
+        event->accept();
+        return;
+      }
+      break;
+    }
   // A double-click on a collapsed group's box expands it.
   if (document_) {
     for (QGraphicsItem* item : items(event->position().toPoint())) {

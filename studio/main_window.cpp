@@ -26,6 +26,8 @@
 #include "engine/ops/cost.h"
 
 #include "studio/clipboard.h"
+#include "formats/document.h"
+#include "engine/ir/graph.h"
 #include "studio/document.h"
 #include "studio/graph_scene.h"
 #include "studio/graph_view.h"
@@ -123,6 +125,11 @@ MainWindow::~MainWindow() = default;
 void MainWindow::create_docks() {
   view_->set_document(&document_);
   connect(view_, &GraphView::edit_refused, this, &MainWindow::show_refusal);
+  connect(view_, &GraphView::open_subgraph_requested, this, [this](ir::NodeId node, const QString& attribute) {
+    guarded(this, tr("Opening the nested graph"), [&] {
+      if (!open_subgraph(node, attribute)) show_refusal(tr("Node #%1 holds no graph '%2'").arg(node).arg(attribute));
+    });
+  });
 
   palette_ = new Palette(document_.registry(), this);
   palette_dock_ = new QDockWidget(tr("Palette"), this);
@@ -167,6 +174,32 @@ QString MainWindow::readable_message(const QString& message) const {
     text = out + text.mid(last);
   }
   return text;
+}
+
+MainWindow* MainWindow::open_subgraph(int32_t node, const QString& attribute) {
+  if (document_.is_empty() || !document_.graph().has_node(node)) return nullptr;
+  const ir::Node& n = document_.graph().node(node);
+  const ir::Attribute* attr = n.attr(attribute.toStdString());
+  if (!attr || attr->kind() != ir::AttrKind::kGraph) return nullptr;
+  // Its own document and window, deleted together when the window closes (the document is the
+  // window's last child: every item that reads it is gone first).
+  auto* doc = new Document(document_.registry());
+  formats::GraphDocument sub{attr->g(), {}, {}};
+  doc->open(std::move(sub));
+  MainWindowOptions options;
+  options.insight_database = options_.insight_database;
+  auto* window = new MainWindow(*doc, options);
+  doc->setParent(window);
+  window->setAttribute(Qt::WA_DeleteOnClose);
+  const QString here = document_.path().empty() && !title_hint_.isEmpty() ? title_hint_ : document_.file_name();
+  window->set_title_hint(QStringLiteral("%1 \u203a %2%3 \u203a %4")
+                             .arg(here, QString::fromStdString(n.op),
+                                  n.name.empty() ? QString() : QStringLiteral(" '%1'").arg(QString::fromStdString(n.name)),
+                                  attribute));
+  window->resize(size());
+  window->show();
+  window->statusBar()->showMessage(tr("A view of a nested graph: edits here are not written back to %1").arg(here), 15000);
+  return window;
 }
 
 void MainWindow::show_refusal(const QString& message) {
@@ -379,7 +412,8 @@ void MainWindow::refresh() {
   }
   for (QWidget* w : graph_status_) w->show();
   const QString star = document_.is_modified() ? QStringLiteral("*") : QString();
-  setWindowTitle(QStringLiteral("%1%2 \u2014 %3").arg(document_.file_name(), star, app));
+  const QString title = document_.path().empty() && !title_hint_.isEmpty() ? title_hint_ : document_.file_name();
+  setWindowTitle(QStringLiteral("%1%2 \u2014 %3").arg(title, star, app));
   file_label_->setText(document_.file_name());
   file_label_->setToolTip(QString::fromStdString(document_.path()));
   const QLocale numbers(QLocale::English);  // digit grouping: "61,706"

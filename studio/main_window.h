@@ -166,6 +166,12 @@ class MainWindow : public QMainWindow {
   // Shows value `v` of the last run in the Value dock (false, with the reason there, when the run
   // kept no such value).
   bool show_value(int32_t v);  // v: an ir::ValueId (int32_t; the IR headers stay out of here)
+  // Opens the graph held in attribute `attribute` of node `node` (If's then_branch, Loop's body)
+  // in a window of its own, titled by where it lives ("main \u203a If 'cond' \u203a then_branch");
+  // it can open its own nested graphs. A view: edits there are not written back. nullptr when the
+  // node has no such graph.
+  MainWindow* open_subgraph(int32_t node, const QString& attribute);
+  void set_title_hint(const QString& hint) { title_hint_ = hint; refresh(); }
   QDockWidget* palette_dock() const { return palette_dock_; }
   QDockWidget* inspector_dock() const { return inspector_dock_; }
   QMenu* recent_menu() const { return recent_menu_; }
@@ -221,6 +227,7 @@ class MainWindow : public QMainWindow {
   ValueView* value_view_ = nullptr;
   QMenu* recent_menu_ = nullptr;
   QString last_refusal_;
+  QString title_hint_;  // the title of an untitled document (a nested graph's place)
   QTimer* autosave_timer_ = nullptr;
   QLabel* file_label_;
   QLabel* nodes_label_;

@@ -4,6 +4,7 @@
 // the file and the reason, and the document keeps what it had; View > Theme switches the canvas
 // colours and is kept in the settings file; the menus hold the new actions.
 #include <QAction>
+#include <QApplication>
 #include <QFile>
 #include <QMenu>
 #include <QMenuBar>
@@ -18,6 +19,7 @@
 #include "engine/ops/op_def.h"
 #include "studio/canvas_style.h"
 #include "studio/document.h"
+#include "studio/graph_items.h"
 #include "studio/graph_scene.h"
 #include "studio/graph_view.h"
 #include "studio/main_window.h"
@@ -89,6 +91,52 @@ class MainWindowViewTest : public QObject {
     QCOMPARE(other.parameter_count(), int64_t{61706});
     QCOMPARE(other.graph().node(other.graph().node_ids().front()).name, std::string("first"));
     QVERIFY(!other.inference_error());
+  }
+
+  // Issue 17: nested graphs are navigable: a double-click on an If node (ONNX's own test model)
+  // opens its then_branch in a window titled by its place, which opens a Loop body the same way.
+  void nested_graphs_open_in_their_own_window() {
+    const std::string model = "/usr/share/libonnx-testdata/data/node/test_if/model.onnx";
+    if (!QFile::exists(QString::fromStdString(model))) QSKIP("libonnx-testdata is not installed");
+    Document doc(registry_);
+    QVERIFY(doc.load(model).is_ok());
+    MainWindow w(doc);
+    w.resize(1000, 700);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    tessera::ir::NodeId if_node = tessera::ir::kNoNode;
+    for (tessera::ir::NodeId id : doc.graph().node_ids())
+      if (doc.graph().node(id).op == "If") if_node = id;
+    QVERIFY(if_node != tessera::ir::kNoNode);
+    auto* item = w.scene()->node_item(if_node);
+    QVERIFY(item);
+    w.view()->centerOn(item);
+    const QPoint at = w.view()->mapFromScene(item->sceneBoundingRect().center());
+    const int before = static_cast<int>(QApplication::topLevelWidgets().size());
+    QTest::mouseDClick(w.view()->viewport(), Qt::LeftButton, {}, at);
+    MainWindow* sub = nullptr;
+    for (QWidget* top : QApplication::topLevelWidgets())
+      if (auto* m = qobject_cast<MainWindow*>(top); m && m != &w && m->isVisible()) sub = m;
+    QVERIFY2(sub, qPrintable(QString::number(before)));
+    QVERIFY2(sub->windowTitle().contains(QStringLiteral("If")) && sub->windowTitle().contains(QStringLiteral("then_branch")),
+             qPrintable(sub->windowTitle()));
+    QCOMPARE(sub->scene()->node_item_count(),
+             doc.graph().node(if_node).attr("then_branch")->g().num_nodes());
+    QVERIFY(!w.open_subgraph(if_node, QStringLiteral("no_such_branch")));
+    sub->close();  // deletes the window and its document
+    QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
+
+    const std::string loop = "/usr/share/libonnx-testdata/data/node/test_loop11/model.onnx";
+    Document ldoc(registry_);
+    QVERIFY(ldoc.load(loop).is_ok());
+    MainWindow lw(ldoc);
+    for (tessera::ir::NodeId id : ldoc.graph().node_ids())
+      if (ldoc.graph().node(id).op == "Loop") {
+        MainWindow* body = lw.open_subgraph(id, QStringLiteral("body"));
+        QVERIFY(body);
+        QVERIFY(body->scene()->node_item_count() > 0);
+        body->close();
+      }
   }
 
   // Issue 17: the Passes tab's Compile button compiles the open document (it compiled an empty
