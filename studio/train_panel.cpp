@@ -30,6 +30,7 @@
 #include "studio/document.h"
 #include "studio/edit_commands.h"
 #include "studio/guard.h"
+#include "studio/theme.h"
 
 namespace tessera::studio {
 namespace {
@@ -68,14 +69,19 @@ std::map<std::string, std::string> hyperparams(const TrainSettings& s, double mo
 
 QChartView* make_chart(const QString& title, QLineSeries** series, QWidget* parent) {
   auto* chart = new QChart();
-  chart->setTitle(title);
+  if (style::current_theme() == style::Theme::kDark) chart->setTheme(QChart::ChartThemeDark);
+  // A dock is narrow: the axis title goes into the chart's, margins are small and the step axis
+  // has 4 ticks (5 of them elided to "..." at 300 px).
+  chart->setTitle(QObject::tr("%1 by step").arg(title));
+  chart->setMargins(QMargins(2, 2, 2, 2));
   chart->legend()->hide();
   *series = new QLineSeries(chart);
   chart->addSeries(*series);
   auto* x = new QValueAxis(chart);
   auto* y = new QValueAxis(chart);
-  x->setTitleText(QObject::tr("step"));
   x->setLabelFormat(QStringLiteral("%d"));
+  x->setTickCount(4);
+  y->setTickCount(3);
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);
   (*series)->attachAxis(x);
