@@ -15,6 +15,8 @@
 
 #include "engine/core/tensor.h"
 #include "engine/ir/verifier.h"
+#include "engine/passes/pass_manager.h"
+#include "engine/passes/passes.h"
 #include "studio/canvas_style.h"
 #include "studio/document.h"
 #include "studio/graph_items.h"
@@ -228,6 +230,7 @@ GraphScene::GraphScene(const Document& document, SceneLayoutOptions options, QOb
   connect(&document_, &Document::graph_reset, this, [this] {
     guarded(nullptr, tr("Drawing the graph"), [&] {
       collapsed_scopes_.clear();  // a new graph opens with its scopes expanded
+      pattern_of_.clear();
       scope_positions_.clear();
       try {
         rebuild();
@@ -330,6 +333,7 @@ std::map<QString, int> GraphScene::scopes() const {
 
 void GraphScene::collapse_scopes(int depth) {
   collapsed_scopes_.clear();
+  pattern_of_.clear();
   scope_positions_.clear();
   if (depth > 0)
     for (const auto& [scope, count] : scopes())
@@ -350,12 +354,44 @@ void GraphScene::expand_scope(const QString& scope) {
 bool GraphScene::expand_to(ir::NodeId id) {
   if (document_.is_empty() || !document_.graph().has_node(id)) return false;
   bool changed = false;
+  if (auto p = pattern_of_.find(id); p != pattern_of_.end()) changed = collapsed_scopes_.erase(p->second) > 0;
   for (const QString& scope : name_scopes(document_.graph().node(id).name))
     changed = collapsed_scopes_.erase(scope) > 0 || changed;
   if (!changed) return false;
   scope_positions_.clear();
   rebuild();
   return true;
+}
+
+int GraphScene::collapse_patterns() {
+  if (document_.is_empty()) return 0;
+  // The engine's own recogniser on a copy: constants folded first (its patterns compare constant
+  // operands), then fuse-patterns; each fused node's provenance names the nodes it replaced.
+  ir::Graph copy = document_.graph();
+  passes::PassContext ctx{document_.registry(), {}};
+  std::unique_ptr<passes::Pass> steps[] = {passes::make_constant_fold_pass(), passes::make_fuse_patterns_pass()};
+  for (auto& pass : steps)
+    if (!pass->run(copy, ctx)) return 0;  // a graph the passes refuse: nothing recognised
+  const ir::Graph& g = document_.graph();
+  std::map<std::string, int> counts;
+  int found = 0;
+  for (ir::NodeId id : copy.node_ids()) {
+    const ir::Node& fused = copy.node(id);
+    if (fused.provenance.from.size() < 2) continue;
+    std::vector<ir::NodeId> members;
+    for (ir::NodeId from : fused.provenance.from)
+      if (g.has_node(from) && !folded_.count(from)) members.push_back(from);
+    if (members.size() < 2) continue;
+    const QString key = QStringLiteral("%1 %2").arg(QString::fromStdString(fused.op)).arg(++counts[fused.op]);
+    for (ir::NodeId m : members) pattern_of_[m] = key;
+    collapsed_scopes_.insert(key);
+    ++found;
+  }
+  if (found) {
+    scope_positions_.clear();
+    rebuild();
+  }
+  return found;
 }
 
 ScopeBoxItem* GraphScene::scope_box(const QString& scope) const {
@@ -524,7 +560,10 @@ void GraphScene::rebuild(bool in_place) {
     if (folded_.count(id)) continue;  // drawn as a row of each consumer
     const ir::Node& n = g.node(id);
     if (!collapsed_scopes_.empty()) {
-      const QString scope = collapsed_scope_of(n.name);
+      QString scope = collapsed_scope_of(n.name);
+      if (scope.isEmpty())
+        if (auto p = pattern_of_.find(id); p != pattern_of_.end() && collapsed_scopes_.count(p->second))
+          scope = p->second;
       if (!scope.isEmpty()) {
         if (!scope_members.count(scope)) scope_order.push_back(scope);
         scope_members[scope].push_back(id);

@@ -115,6 +115,10 @@ class GraphScene : public QGraphicsScene {
   // Expands whatever scopes hide node `id` (the profiler or a search reveals it); false when none.
   bool expand_to(ir::NodeId id);
   const std::set<QString>& collapsed_scopes() const { return collapsed_scopes_; }
+  // Recognised patterns (the engine's fuse-patterns pass run on a copy: LayerNormalization, Gelu,
+  // Swish, HardSwish decompositions) collapsed to one box each, named "LayerNormalization 1", ...;
+  // opened like scopes. Returns how many were found; 0 leaves the scene as it is.
+  int collapse_patterns();
   ScopeBoxItem* scope_box(const QString& scope) const;
 
   // What placed the items, for the status bar: "Graphviz layout", "laying out with Graphviz...",
@@ -216,6 +220,7 @@ class GraphScene : public QGraphicsScene {
   std::map<QString, std::vector<ir::ValueId>> scope_inputs_;  // by scope box: the value per port
   std::map<QString, QPointF> scope_positions_;     // where the layouts put the scope boxes
   QString collapsed_scope_of(const std::string& node_name) const;
+  std::map<ir::NodeId, QString> pattern_of_;  // node -> its pattern's box name
   // The current graph's items (owned by the scene), by box index as given to the layout.
   std::vector<BoxItem*> boxes_;
   std::vector<bool> pinned_;  // by box: at a known position

@@ -75,6 +75,17 @@ void MainWindow::create_canvas_actions(QMenu* file, QMenu* view) {
         show_refusal(tr("No name scope of 2 nodes or more: node names have no '/' scopes"));
     });
   });
+  auto* patterns = view->addAction(tr("Collapse Recognised &Patterns"));
+  patterns->setObjectName(QStringLiteral("action_collapse_patterns"));
+  patterns->setToolTip(tr("One box per LayerNorm, GELU, Swish or HardSwish decomposition, as the "
+                          "engine's fuse-patterns pass recognises them"));
+  connect(patterns, &QAction::triggered, this, [this] {
+    guarded(this, tr("Collapsing patterns"), [&] {
+      const int n = scene_->collapse_patterns();
+      if (n == 0) show_refusal(tr("No LayerNorm, GELU, Swish or HardSwish decomposition in this graph"));
+      else statusBar()->showMessage(tr("%n pattern(s) collapsed; double-click one to open it", nullptr, n), 8000);
+    });
+  });
   auto* expand = view->addAction(tr("E&xpand All Scopes"));
   expand->setObjectName(QStringLiteral("action_expand_scopes"));
   connect(expand, &QAction::triggered, this,

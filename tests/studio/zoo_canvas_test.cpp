@@ -184,6 +184,28 @@ class ZooCanvasTest : public QObject {
     QVERIFY(scene.collapsed_scopes().empty());
   }
 
+  // Patterns: BERT's LayerNorm and GELU decompositions, recognised by the engine's fuse-patterns
+  // pass, become one box each (9 and 5 nodes); a double-click's expand_scope opens one.
+  void recognised_patterns_collapse() {
+    const QString path = zoo_path("bert");
+    if (!QFile::exists(path)) QSKIP("build/zoo is absent (tests/zoo/make_zoo.py makes it)");
+    Document doc(registry_);
+    GraphScene scene(doc, tessera::studio::SceneLayoutOptions{{}, 5000});
+    QVERIFY(doc.load(path.toStdString()).is_ok());
+    const int before = scene.node_item_count();
+    const int found = scene.collapse_patterns();
+    QVERIFY2(found >= 4, qPrintable(QString::number(found)));
+    QVERIFY(scene.scope_box("LayerNormalization 1"));
+    QVERIFY(scene.scope_box("Gelu 1"));
+    QVERIFY(scene.scope_box("LayerNormalization 1")->nodes() >= 7);
+    QCOMPARE(scene.scope_box("Gelu 1")->num_input_ports(), 1);
+    QCOMPARE(scene.scope_box("Gelu 1")->num_output_ports(), 1);
+    QVERIFY(scene.node_item_count() < before);
+    scene.expand_scope("Gelu 1");
+    QVERIFY(!scene.scope_box("Gelu 1"));
+    QVERIFY(scene.scope_box("LayerNormalization 1"));
+  }
+
   void name_scopes_of_onnx_names() {
     QCOMPARE(tessera::studio::name_scopes("/layer1/layer1.0/conv1/Conv"),
              (std::vector<QString>{"/layer1", "/layer1/layer1.0", "/layer1/layer1.0/conv1"}));
