@@ -295,6 +295,7 @@ void Inspector::rebuild() {
   for (size_t i = 0; i < count; ++i) {
     auto* label = new QLabel(form_);
     label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    label->setWordWrap(true);  // scoped ONNX names are long: they wrap after each '/'
     layout->addWidget(label);
     port_labels_ << label;
   }
@@ -341,8 +342,10 @@ void Inspector::refresh_values() {
     if (v == ir::kNoValue || !g.has_value(v)) return tr("(not connected)");
     const ir::Value& value = g.value(v);
     const QString name = value.name.empty() ? QStringLiteral("%") + QString::number(v) : qstr(value.name);
+    QString breakable = name;
+    breakable.replace(QLatin1Char('/'), QStringLiteral("/\u200b"));  // a line may break there
     return QStringLiteral("%1 : %2").arg(
-        name, document_.is_typed(v) ? qstr(value.type.to_string()) : QStringLiteral("?"));
+        breakable, document_.is_typed(v) ? qstr(value.type.to_string()) : QStringLiteral("?"));
   };
   int k = 0;
   for (size_t i = 0; i < n.inputs.size() && k < port_labels_.size(); ++i, ++k)
