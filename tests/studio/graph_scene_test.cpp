@@ -14,6 +14,7 @@
 #include <string>
 
 #include "tests/studio/qtest_main.h"
+#include "canvas_test_util.h"
 #include "engine/ops/op_def.h"
 #include "studio/document.h"
 #include "studio/graph_items.h"
@@ -168,16 +169,8 @@ class GraphSceneTest : public QObject {
     view.fit();
     QVERIFY(view.zoom() < GraphScene::kSketchZoom);
     QVERIFY(view.sketching());
-    QImage image(view.viewport()->size(), QImage::Format_ARGB32);
-    image.fill(Qt::white);
-    QPainter painter(&image);
-    view.viewport()->render(&painter);
-    painter.end();
-    const QRgb background = tessera::studio::style::colours().background.rgb();
-    int ink = 0;
-    for (int y = 0; y < image.height(); ++y)
-      for (int x = 0; x < image.width(); ++x) ink += image.pixel(x, y) != background;
-    QVERIFY2(ink > 100, qPrintable(QString::number(ink)));
+    const double ink = canvas_test::ink_share(view);
+    QVERIFY2(ink > 0.0005, qPrintable(QString::number(ink)));
     view.reset_zoom();  // Actual Size
     QVERIFY(!view.sketching());
   }

@@ -17,6 +17,7 @@
 
 #include "tests/studio/qtest_main.h"
 #include "tests/support/paths.h"
+#include "canvas_test_util.h"
 #include "engine/ops/op_def.h"
 #include "studio/canvas_style.h"
 #include "studio/document.h"
@@ -38,25 +39,6 @@ QString zoo_path(const char* model) {
          QLatin1String(".onnx");
 }
 
-// The share of the viewport's pixels that are not the canvas background.
-double ink_share(GraphView& view) {
-  QImage image(view.viewport()->size(), QImage::Format_ARGB32);
-  image.fill(Qt::white);
-  QPainter painter(&image);
-  view.viewport()->render(&painter);
-  painter.end();
-  const QRgb background = tessera::studio::style::colours().background.rgb();
-  qint64 ink = 0;
-  for (int y = 0; y < image.height(); ++y)
-    for (int x = 0; x < image.width(); ++x) {
-      const QRgb p = image.pixel(x, y);
-      const int d = std::abs(qRed(p) - qRed(background)) + std::abs(qGreen(p) - qGreen(background)) +
-                    std::abs(qBlue(p) - qBlue(background));
-      ink += d > 24;
-    }
-  return static_cast<double>(ink) / (image.width() * image.height());
-}
-
 std::vector<const BoxItem*> boxes(const GraphScene& scene) {
   std::vector<const BoxItem*> out;
   for (QGraphicsItem* item : scene.items())
@@ -67,6 +49,8 @@ std::vector<const BoxItem*> boxes(const GraphScene& scene) {
 }
 
 }  // namespace
+
+using canvas_test::ink_share;
 
 class ZooCanvasTest : public QObject {
   Q_OBJECT
