@@ -855,10 +855,12 @@ std::optional<PortRef> GraphScene::output_port_at(QPointF p, double radius) cons
         const ir::Node& n = g.node(static_cast<const NodeItem*>(box)->node_id());
         ref.node = n.id;
         ref.value = n.outputs[static_cast<size_t>(slot)];
-      } else {
+      } else if (box->type() == static_cast<int>(CanvasItemType::kTerminal)) {
         const auto* t = static_cast<const TerminalItem*>(box);
         if (t->kind() != TerminalItem::Kind::kInput) continue;
         ref.value = g.inputs()[static_cast<size_t>(t->index())];
+      } else {
+        continue;  // a collapsed scope's port: a view, nothing to connect from
       }
       return ref;
     }

@@ -131,7 +131,8 @@ void GraphView::overview() {
     const int type = item->type();
     if (!item->isVisible() || (type != static_cast<int>(CanvasItemType::kNode) &&
                                type != static_cast<int>(CanvasItemType::kTerminal) &&
-                               type != static_cast<int>(CanvasItemType::kGroupBox)))
+                               type != static_cast<int>(CanvasItemType::kGroupBox) &&
+                               type != static_cast<int>(CanvasItemType::kScopeBox)))
       continue;
     boxes.push_back(item->sceneBoundingRect());
   }

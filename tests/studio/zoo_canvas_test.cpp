@@ -136,6 +136,8 @@ class ZooCanvasTest : public QObject {
     QCOMPARE(scene.scope_box("/layer3")->nodes(), 43);  // 6 bottleneck blocks of 7, plus the downsample
     QCOMPARE(scene.scope_box("/layer3")->num_input_ports(), 1);
     QCOMPARE(scene.scope_box("/layer3")->num_output_ports(), 1);
+    // A scope's ports are a view: nothing to connect from (and no TerminalItem cast of the box).
+    QVERIFY(!scene.output_port_at(scene.scope_box("/layer3")->output_port(0), 6).has_value());
     QCOMPARE(scene.node_item_count(), all - (22 + 29 + 43 + 22));
     QVERIFY(refined.wait(120000));
     std::vector<const BoxItem*> shown = boxes(scene);
