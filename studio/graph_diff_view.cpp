@@ -260,6 +260,14 @@ double GraphDiffView::draw_graph(Side side, double left) {
     }
   const Layout layout = LayeredLayout().compute(boxes, edges);
   const double top = kTitleHeight;
+  // The after side is stretched down to the before side's height (at most 4x): a pass that
+  // removes nodes leaves a shorter graph, and its boxes then sit level with the ones they came
+  // from instead of the whole column being half as tall.
+  double stretch = 1;
+  if (!after) before_height_ = layout.height;
+  else if (layout.height > 0 && before_height_ > layout.height)
+    stretch = std::min(4.0, (before_height_ - kBoxHeight) / std::max(1.0, layout.height - kBoxHeight));
+  stretch = std::max(1.0, stretch);
 
   auto* title = scene_->addSimpleText(
       after ? tr("after: %1 nodes").arg(ids.size()) : tr("before: %1 nodes").arg(ids.size()));
@@ -272,14 +280,14 @@ double GraphDiffView::draw_graph(Side side, double left) {
   // Edges: one path per side (hundreds of edges stay one item).
   QPainterPath path;
   auto box_at = [&](int i) {
-    return QRectF(left + layout.positions[static_cast<size_t>(i)].x, top + layout.positions[static_cast<size_t>(i)].y,
-                  kBoxWidth, kBoxHeight);
+    return QRectF(left + layout.positions[static_cast<size_t>(i)].x,
+                  top + layout.positions[static_cast<size_t>(i)].y * stretch, kBoxWidth, kBoxHeight);
   };
   for (size_t e = 0; e < edges.size(); ++e) {
     const QRectF a = box_at(edges[e].from), b = box_at(edges[e].to);
     path.moveTo(a.center().x(), a.bottom());
     if (e < layout.routes.size())
-      for (const LayoutPoint& p : layout.routes[e]) path.lineTo(left + p.x, top + p.y);
+      for (const LayoutPoint& p : layout.routes[e]) path.lineTo(left + p.x, top + p.y * stretch);
     path.lineTo(b.center().x(), b.top());
   }
   auto* edge_item = scene_->addPath(path, QPen(QColor(130, 130, 130), 1.2));

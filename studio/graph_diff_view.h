@@ -88,6 +88,7 @@ class GraphDiffView : public QWidget {
   double draw_graph(Side side, double left);
 
   formats::GraphDocument before_, after_;
+  double before_height_ = 0;  // of the before side's layout (the after side is stretched to it)
   ProvenanceList provenance_;
   GraphDiff diff_;
   std::map<ir::NodeId, NodeMark> marks_;

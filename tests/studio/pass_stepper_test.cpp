@@ -391,6 +391,16 @@ class PassStepperTest : public QObject {
     // own row is diffed against the graph the stage started from, so its diff agrees with its
     // node counts (LeNet's optimise stage: 12 -> 9 nodes).
     panel.select_snapshot(2);
+    // Both columns equally tall: the fused after side (fewer nodes) is stretched to the before.
+    {
+      double before_bottom = 0, after_bottom = 0;
+      for (tessera::ir::NodeId id : v->diff().removed) before_bottom = std::max(before_bottom, v->node_rect(Side::kBefore, id).bottom());
+      for (tessera::ir::NodeId id = 0; id < 64; ++id) {
+        before_bottom = std::max(before_bottom, v->node_rect(Side::kBefore, id).bottom());
+        after_bottom = std::max(after_bottom, v->node_rect(Side::kAfter, id).bottom());
+      }
+      QVERIFY2(std::abs(before_bottom - after_bottom) < 2, qPrintable(QStringLiteral("%1 vs %2").arg(before_bottom).arg(after_bottom)));
+    }
     QVERIFY2(v->node_tooltip(Side::kAfter, 12).contains(QStringLiteral("from conv1 (Conv)")),
              qPrintable(v->node_tooltip(Side::kAfter, 12)));
     panel.select_snapshot(4);
