@@ -1,5 +1,6 @@
 // The `tessera` subcommands: info, run, convert, print.
 #include "cli/commands.h"
+#include "insight/recorder.h"
 
 #include <nlohmann/json.hpp>
 
@@ -274,7 +275,7 @@ int run_run(const RunOptions& o) {
   }
 
   const int threads = o.threads > 0 ? o.threads : default_threads();
-  RunRecording rec = start_recording(o.record, "run", g->name(), o.seed,
+  RunRecording rec = start_recording(o.record, "run", insight::run_name(g->name(), o.file), o.seed,
                                      {{"file", o.file}, {"threads", std::to_string(threads)},
                                       {"executor", o.reference ? "reference" : "stages"}, {"checkpoint", o.checkpoint}});
   rec.log_graph(*g);

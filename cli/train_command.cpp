@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "insight/recorder.h"
 #include "engine/data/fingerprint.h"
 #include "engine/train/trainer.h"
 #include "formats/dataset_path.h"
@@ -90,7 +91,8 @@ int run_train(const TrainOptions& o) {
   std::unique_ptr<data::DataLoader> test_loader;
   if (*test_src) test_loader = std::make_unique<data::DataLoader>(*test_src, data::Transforms{}, to);
 
-  RunRecording rec = start_recording(o.record, "train", graph->name(), o.seed, train_hyperparams(o));
+  RunRecording rec = start_recording(o.record, "train", insight::run_name(graph->name(), o.file), o.seed,
+                                     train_hyperparams(o));
   rec.log_graph(*graph);
   rec.log_dataset("train", **train_src, o.data);
   if (*test_src) rec.log_dataset("test", **test_src, o.test_data.empty() ? o.data : o.test_data);

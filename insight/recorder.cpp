@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
+#include <iterator>
 #include <filesystem>
 #include <fstream>
 
@@ -60,6 +62,16 @@ const char* lineage_kind_name(LineageKind k) {
 }
 
 std::string content_hash(const std::string& bytes) { return hex16(XXH3_64bits(bytes.data(), bytes.size())); }
+
+std::string run_name(const std::string& graph_name, const std::string& file) {
+  static const char* const kGeneric[] = {"", "torch_jit", "torch-jit-export", "main_graph", "main", "graph"};
+  const bool generic = std::find_if(std::begin(kGeneric), std::end(kGeneric),
+                                    [&](const char* g) { return graph_name == g; }) != std::end(kGeneric);
+  if (!generic || file.empty()) return graph_name;
+  std::string stem = file.substr(file.find_last_of('/') == std::string::npos ? 0 : file.find_last_of('/') + 1);
+  if (const size_t dot = stem.find_last_of('.'); dot != std::string::npos && dot > 0) stem.resize(dot);
+  return stem.empty() ? graph_name : stem;
+}
 
 Expected<std::string> file_checksum(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

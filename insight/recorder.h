@@ -66,6 +66,10 @@ struct RecorderOptions {
 std::string content_hash(const std::string& bytes);
 // XXH3-64 of a file's bytes; errors name the file.
 Expected<std::string> file_checksum(const std::string& path);
+// The name a run of `graph_name` loaded from `file` is recorded under: the graph's name, unless it
+// is empty or one that exporters give every graph ("torch_jit", "main_graph", "main", "graph"),
+// where the file's stem says more (resnet50.onnx -> "resnet50").
+std::string run_name(const std::string& graph_name, const std::string& file);
 
 class Recorder final : public observe::TraceSink, public observe::SnapshotSink, public observe::MetricsSink {
  public:

@@ -177,11 +177,15 @@ std::set<ir::NodeId> foldable_constants(const ir::Graph& g) {
   std::set<ir::NodeId> folded;
   for (ir::NodeId id : g.node_ids()) {
     const ir::Node& n = g.node(id);
-    if (n.op != "Constant" || n.outputs.size() != 1) continue;
-    if (std::any_of(n.inputs.begin(), n.inputs.end(), [](ir::ValueId v) { return v != ir::kNoValue; }))
-      continue;
-    if (outputs.count(n.outputs[0]) || !consumed.count(n.outputs[0])) continue;
-    folded.insert(id);
+    if (n.outputs.size() != 1 || outputs.count(n.outputs[0]) || !consumed.count(n.outputs[0])) continue;
+    // A Constant, or an Identity of a weight (exporters share one initializer between layers
+    // through Identity nodes: Swin-T and ViT have hundreds of them).
+    const bool constant =
+        n.op == "Constant" &&
+        std::none_of(n.inputs.begin(), n.inputs.end(), [](ir::ValueId v) { return v != ir::kNoValue; });
+    const bool weight_identity = n.op == "Identity" && n.inputs.size() == 1 && g.has_value(n.inputs[0]) &&
+                                 g.value(n.inputs[0]).kind == ir::ValueKind::kParam;
+    if (constant || weight_identity) folded.insert(id);
   }
   return folded;
 }

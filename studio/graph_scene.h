@@ -63,7 +63,8 @@ struct SceneLayoutOptions {
   int refine_max_boxes = 5000;
 };
 
-// The Constant nodes that the canvas folds into their consumers (see set_fold_constants).
+// The nodes the canvas folds into their consumers (see set_fold_constants): Constant nodes without
+// inputs, and Identity nodes of a weight (exporters share an initializer through them).
 std::set<ir::NodeId> foldable_constants(const ir::Graph& g);
 // The scopes a node name lies in, outermost first: "/a/b/Conv" -> "/a", "/a/b"; "conv1" -> none.
 std::vector<QString> name_scopes(const std::string& node_name);
@@ -92,8 +93,9 @@ class GraphScene : public QGraphicsScene {
   std::map<ir::NodeId, QPointF> node_positions() const;
 
   // Constants drawn inside their consumers (the default, as Netron does): a Constant node with no
-  // input, consumed by nodes and not a graph output, gets no box; each consumer shows it as a row
-  // (its values when it has at most 8 elements, "= [1, -1]", else its type). Off: a box each.
+  // input, or an Identity of a weight, consumed by nodes and not a graph output, gets no box; each
+  // consumer shows it as a row (a Constant's values when it has at most 8 elements, "= [1, -1]",
+  // else the type). Off: a box each.
   // Changing it rebuilds and lays the graph out again.
   void set_fold_constants(bool fold);
   bool fold_constants() const { return fold_constants_; }
@@ -115,6 +117,11 @@ class GraphScene : public QGraphicsScene {
   // Expands whatever scopes hide node `id` (the profiler or a search reveals it); false when none.
   bool expand_to(ir::NodeId id);
   const std::set<QString>& collapsed_scopes() const { return collapsed_scopes_; }
+  // The pattern box a node was collapsed into ("LayerNormalization 3"), or "".
+  QString pattern_of(ir::NodeId id) const {
+    auto it = pattern_of_.find(id);
+    return it == pattern_of_.end() ? QString() : it->second;
+  }
   // Recognised patterns (the engine's fuse-patterns pass run on a copy: LayerNormalization, Gelu,
   // Swish, HardSwish decompositions) collapsed to one box each, named "LayerNormalization 1", ...;
   // opened like scopes. Returns how many were found; 0 leaves the scene as it is.

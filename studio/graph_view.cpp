@@ -15,6 +15,7 @@
 #include <QWheelEvent>
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "studio/canvas_style.h"
@@ -127,6 +128,7 @@ void GraphView::overview() {
   // show as many whole ones as fit across, the topmost (the first input) among them if it can be.
   const QRectF band(target.left(), target.top(), target.width(), visible_height);
   std::vector<QRectF> boxes;
+  std::optional<QRectF> input;  // the first graph input, where a reader starts
   for (const QGraphicsItem* item : graph_scene_->items(band, Qt::IntersectsItemBoundingRect)) {
     const int type = item->type();
     if (!item->isVisible() || (type != static_cast<int>(CanvasItemType::kNode) &&
@@ -135,10 +137,18 @@ void GraphView::overview() {
                                type != static_cast<int>(CanvasItemType::kScopeBox)))
       continue;
     boxes.push_back(item->sceneBoundingRect());
+    if (type == static_cast<int>(CanvasItemType::kTerminal)) {
+      const auto* t = static_cast<const TerminalItem*>(item);
+      if (t->kind() == TerminalItem::Kind::kInput && (!input || t->sceneBoundingRect().top() < input->top()))
+        input = t->sceneBoundingRect();
+    }
   }
   double x = target.center().x();
   if (!boxes.empty()) {
-    const QRectF top = *std::min_element(boxes.begin(), boxes.end(), [](const QRectF& a, const QRectF& b) {
+    // The window must hold the first input when it is in the first screenful (a side graph of
+    // constants, such as Swin-T's attention masks, may have more boxes up there); else the
+    // topmost box when it can.
+    const QRectF top = input ? *input : *std::min_element(boxes.begin(), boxes.end(), [](const QRectF& a, const QRectF& b) {
       return a.top() != b.top() ? a.top() < b.top() : a.left() < b.left();
     });
     int best = -1;
@@ -148,12 +158,14 @@ void GraphView::overview() {
       int count = 0;
       for (const QRectF& r : boxes) count += r.left() >= left && r.right() <= left + visible_width;
       const bool has_top = top.left() >= left && top.right() <= left + visible_width;
+      if (input && !has_top) continue;
       if (count > best || (count == best && has_top && !best_has_top)) {
         best = count;
         best_has_top = has_top;
         x = left + visible_width / 2;
       }
     }
+    if (input && best < 0) x = input->center().x();
     QRectF all;
     for (const QRectF& r : boxes) all = all.united(r);
     if (all.width() <= visible_width) x = all.center().x();
@@ -245,7 +257,16 @@ void GraphView::mouseReleaseEvent(QMouseEvent* event) {
     return;
   }
   QGraphicsView::mouseReleaseEvent(event);
-  if (gesture == Gesture::kNone && event->button() == Qt::LeftButton &&
+  bool on_box = false;  // a click on a box (a node, a scope) is not a click on the edge behind it
+  for (QGraphicsItem* item : items(event->position().toPoint())) {
+    const int type = item->type();
+    on_box = on_box || type == static_cast<int>(CanvasItemType::kNode) ||
+             type == static_cast<int>(CanvasItemType::kScopeBox) ||
+             type == static_cast<int>(CanvasItemType::kGroupBox) ||
+             type == static_cast<int>(CanvasItemType::kTerminal);
+  }
+  // (kMove too: a press on empty canvas while nodes are selected is taken as a possible move.)
+  if ((gesture == Gesture::kNone || gesture == Gesture::kMove) && !on_box && event->button() == Qt::LeftButton &&
       (event->position().toPoint() - press_at_).manhattanLength() <= 3) {
     const ir::ValueId v = graph_scene_->value_at(mapToScene(event->position().toPoint()), 4 / zoom());
     if (v != ir::kNoValue) Q_EMIT value_clicked(v);

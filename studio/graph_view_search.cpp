@@ -104,7 +104,8 @@ QList<ir::NodeId> GraphView::find_nodes(const QString& text) const {
     if (graph_scene_->is_folded(id)) continue;  // a row inside its consumer, no box of its own
     const ir::Node& n = g.node(id);
     if (QString::fromStdString(n.name).contains(needle, Qt::CaseInsensitive) ||
-        QString::fromStdString(n.op).contains(needle, Qt::CaseInsensitive))
+        QString::fromStdString(n.op).contains(needle, Qt::CaseInsensitive) ||
+        graph_scene_->pattern_of(id).contains(needle, Qt::CaseInsensitive))  // "LayerNorm" finds its boxes
       found << id;
   }
   return found;

@@ -132,10 +132,10 @@ RunPanel::RunPanel(Document& document, QWidget* parent) : QWidget(parent), docum
   layout->addWidget(inputs_widget_);
   run_button_ = new QPushButton(tr("Run (F5)"), this);
   layout->addWidget(run_button_);
-  keep_values_ = new QCheckBox(tr("Keep every value (click an edge to inspect it)"), this);
+  keep_values_ = new QCheckBox(tr("Keep every value"), this);  // short: the dock stays narrow
   keep_values_->setChecked(true);
-  keep_values_->setToolTip(tr("Runs the graph a second time, unrecorded, with every edge's value as an "
-                              "output, and keeps them in memory"));
+  keep_values_->setToolTip(tr("Click an edge after a run to inspect its value. Runs the graph a second "
+                              "time, unrecorded, with every edge's value as an output, and keeps them in memory"));
   layout->addWidget(keep_values_);
   status_ = new QLabel(this);
   status_->setWordWrap(true);
@@ -351,7 +351,8 @@ bool RunPanel::run() {
             std::unique_ptr<insight::Recorder> rec;
             if (!db.empty()) {
               insight::RunInfo info;
-              info.name = graph.name().empty() ? "studio" : graph.name();
+              info.name = insight::run_name(graph.name(), file);
+              if (info.name.empty()) info.name = "studio";
               info.kind = "run";
               info.command = "tessera-studio run " + file;
               info.graph_name = graph.name();

@@ -294,7 +294,7 @@ Status TrainPanel::start() {
     QMetaObject::invokeMethod(
         this, [this, text] { recording_->setText(text); }, Qt::QueuedConnection);
   };
-  worker_ = std::thread([this, graph = std::move(graph), &registry, s, cfg, db,
+  worker_ = std::thread([this, graph = std::move(graph), &registry, s, cfg, db, file = document_.path(),
                          post_recording]() mutable {
     std::optional<train::TrainResult> result;
     std::shared_ptr<ir::Graph> trained;
@@ -319,7 +319,8 @@ Status TrainPanel::start() {
           Expected<int64_t> id = r ? Expected<int64_t>(int64_t{0}) : Expected<int64_t>(r.error());
           if (r) {
             insight::RunInfo info;
-            info.name = graph.name().empty() ? "studio" : graph.name();
+            info.name = insight::run_name(graph.name(), file);
+            if (info.name.empty()) info.name = "studio";
             info.kind = "train";
             info.command = "tessera-studio train " + s.data;
             info.graph_name = graph.name();

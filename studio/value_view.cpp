@@ -40,7 +40,7 @@ QRgb colour_of(double t, bool diverging) {
 class HistogramWidget : public QWidget {
  public:
   explicit HistogramWidget(const std::vector<int64_t>* counts, QWidget* parent) : QWidget(parent), counts_(counts) {
-    setMinimumSize(160, 90);
+    setMinimumSize(100, 80);
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
   }
   void paintEvent(QPaintEvent*) override {
@@ -124,7 +124,7 @@ ValueView::ValueView(QWidget* parent) : QWidget(parent) {
   slice_row->addStretch(1);
   layout->addLayout(slice_row);
   heatmap_view_ = new QLabel(this);
-  heatmap_view_->setMinimumSize(160, 120);
+  heatmap_view_->setMinimumSize(100, 80);
   heatmap_view_->setAlignment(Qt::AlignCenter);
   heatmap_view_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
   layout->addWidget(heatmap_view_, 1);
@@ -247,8 +247,11 @@ void ValueView::draw_slice() {
         c = diverging ? colour_of(0.5 + v / (2 * bound), true) : colour_of(hi > lo ? (v - lo) / (hi - lo) : 0.5, false);
       heatmap_.setPixel(static_cast<int>(x), static_cast<int>(y), c);
     }
-  const QSize room = heatmap_view_->size().expandedTo(QSize(160, 120));
-  heatmap_view_->setPixmap(QPixmap::fromImage(heatmap_.scaled(room, Qt::KeepAspectRatio, Qt::FastTransformation)));
+  const QSize room = heatmap_view_->size().expandedTo(QSize(100, 80));
+  // A slice much longer than wide (one row of 768) fills the room rather than a 1-pixel line.
+  const bool thin = h * 8 < w || w * 8 < h;
+  heatmap_view_->setPixmap(QPixmap::fromImage(
+      heatmap_.scaled(room, thin ? Qt::IgnoreAspectRatio : Qt::KeepAspectRatio, Qt::FastTransformation)));
   heatmap_view_->setToolTip(tr("%1 x %2, from %3 to %4%5")
                                 .arg(h)
                                 .arg(w)

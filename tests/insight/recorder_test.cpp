@@ -349,3 +349,13 @@ TEST(Recorder, SigkillMidRunLeavesAnIntactDatabaseAndACrashedRun) {
 
 }  // namespace
 }  // namespace tessera::insight
+
+// Runs of exported models are named by their file when the exporter gave the graph a generic name
+// (a new user saw ResNet-50 and ViT runs both called "torch_jit").
+TEST(Recorder, RunNamesPreferTheFileOverAnExportersGenericGraphName) {
+  EXPECT_EQ(tessera::insight::run_name("torch_jit", "build/zoo/resnet50.onnx"), "resnet50");
+  EXPECT_EQ(tessera::insight::run_name("main_graph", "/m/vit.b16.onnx"), "vit.b16");
+  EXPECT_EQ(tessera::insight::run_name("", "samples/mlp.json"), "mlp");
+  EXPECT_EQ(tessera::insight::run_name("lenet", "out/other.tsr"), "lenet");  // a real name stays
+  EXPECT_EQ(tessera::insight::run_name("torch_jit", ""), "torch_jit");       // no file: as it is
+}

@@ -111,6 +111,13 @@ class ValueViewTest : public QObject {
     w.view()->centerOn(on_curve);
     const QPoint at = w.view()->mapFromScene(on_curve);
     QSignalSpy clicked(w.view(), &tessera::studio::GraphView::value_clicked);
+    // A click on a box is not a click on an edge (a scope's double-click opened the Value dock).
+    auto* conv_box = w.scene()->node_item(doc.graph().value(conv_out).producer);
+    w.view()->centerOn(conv_box);
+    QTest::mouseClick(w.view()->viewport(), Qt::LeftButton, {},
+                      w.view()->mapFromScene(conv_box->sceneBoundingRect().center()));
+    QCOMPARE(clicked.count(), 0);
+    w.view()->centerOn(on_curve);
     QTest::mouseClick(w.view()->viewport(), Qt::LeftButton, {}, at);
     QCOMPARE(clicked.count(), 1);
     QCOMPARE(clicked[0][0].toInt(), conv_out);

@@ -63,7 +63,7 @@ class ZooCanvasTest : public QObject {
     QTest::addColumn<QString>("model");
     for (const char* m : {"resnet50", "mobilenetv2", "transformer", "bert", "gpt", "efficientnet_b0",
                           "inception_v3", "googlenet", "squeezenet", "unet", "shufflenet_v2",
-                          "convnext_tiny", "lraspp"})
+                          "convnext_tiny", "lraspp", "vit_b_16", "swin_t"})
       QTest::newRow(m) << QString::fromLatin1(m);
   }
 
@@ -88,8 +88,17 @@ class ZooCanvasTest : public QObject {
     QCOMPARE(scene.layout_note(), QStringLiteral("Graphviz layout"));
     QCoreApplication::processEvents();
 
-    // The first view: the graph's start, at a readable zoom, with something on it.
+    // The first view: the graph's start (its first input on screen), at a readable zoom, with
+    // something on it.
     QVERIFY(view.zoom() >= 0.74);
+    const QRectF shown = view.mapToScene(view.viewport()->rect()).boundingRect();
+    bool input_shown = false;
+    for (QGraphicsItem* item : scene.items())
+      if (item->type() == static_cast<int>(CanvasItemType::kTerminal) &&
+          static_cast<tessera::studio::TerminalItem*>(item)->kind() == tessera::studio::TerminalItem::Kind::kInput &&
+          static_cast<tessera::studio::TerminalItem*>(item)->index() == 0)
+        input_shown = shown.contains(item->sceneBoundingRect());
+    QVERIFY2(input_shown, qPrintable(model + QStringLiteral(": the first input is not in the first view")));
     const double ink = ink_share(view);
     QVERIFY2(ink > 0.04, qPrintable(QStringLiteral("%1: %2% of the first view drawn")
                                          .arg(model).arg(100 * ink, 0, 'f', 2)));
@@ -113,10 +122,17 @@ class ZooCanvasTest : public QObject {
                               .arg(visible.x()).arg(visible.y()).arg(visible.width())
                               .arg(visible.height()).arg(view.zoom())));
 
-    // Constants are rows of their consumers, not boxes.
+    // Constants and Identity nodes of weights are rows of their consumers, not boxes.
     for (const auto* b : all)
-      if (b->type() == static_cast<int>(CanvasItemType::kNode))
-        QVERIFY(static_cast<const NodeItem*>(b)->content().op != QStringLiteral("Constant"));
+      if (b->type() == static_cast<int>(CanvasItemType::kNode)) {
+        const NodeItem* n = static_cast<const NodeItem*>(b);
+        QVERIFY(n->content().op != QStringLiteral("Constant"));
+        if (n->content().op == QStringLiteral("Identity")) {
+          const auto& node = doc.graph().node(n->node_id());
+          QVERIFY(!(doc.graph().has_value(node.inputs[0]) &&
+                    doc.graph().value(node.inputs[0]).kind == tessera::ir::ValueKind::kParam));
+        }
+      }
   }
 
   // Collapsing by name scope: ResNet-50 as input, stem, four layer boxes, head; a scope opened in
@@ -187,6 +203,9 @@ class ZooCanvasTest : public QObject {
     QCOMPARE(scene.scope_box("Gelu 1")->num_input_ports(), 1);
     QCOMPARE(scene.scope_box("Gelu 1")->num_output_ports(), 1);
     QVERIFY(scene.node_item_count() < before);
+    // Search finds a pattern by its box's name, and opens it.
+    GraphView view(&scene);
+    QVERIFY(!view.find_nodes(QStringLiteral("LayerNormalization 2")).isEmpty());
     scene.expand_scope("Gelu 1");
     QVERIFY(!scene.scope_box("Gelu 1"));
     QVERIFY(scene.scope_box("LayerNormalization 1"));
