@@ -225,17 +225,21 @@ void RunPanel::rebuild_inputs() {
   for (ir::ValueId v : g.inputs()) {
     const ir::Value& in = g.value(v);
     const std::string name = in.name;
+    // The name and type on a line of their own: side by side with the buttons they made the
+    // dock (and so the right dock area) 450 px wide, and the Runs tab then overflowed.
+    auto* title = new QLabel(qs(name + " : " + in.type.to_string()), inputs_widget_);
+    title->setWordWrap(true);
+    inputs_box_->addWidget(title);
     auto* row = new QWidget(inputs_widget_);
     auto* h = new QHBoxLayout(row);
     h->setContentsMargins(0, 0, 0, 0);
-    h->addWidget(new QLabel(qs(name + " : " + in.type.to_string()), row), 1);
     auto* seed = new QSpinBox(row);
     seed->setRange(0, 1 << 30);
     seed->setPrefix(tr("seed "));
     seed->setValue(static_cast<int>(feeds_[name].seed));
     auto* random = new QPushButton(tr("Random"), row);
     auto* file = new QPushButton(tr("File..."), row);
-    h->addWidget(seed);
+    h->addWidget(seed, 1);
     h->addWidget(random);
     h->addWidget(file);
     auto* label = new QLabel(row);

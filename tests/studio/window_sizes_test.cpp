@@ -4,6 +4,7 @@
 // narrower or lower than its minimum size hint (the Lineage tab cut to "L", a smoothing slider
 // squeezed to its handle); at 800x500 the minimap keeps to a corner of the canvas.
 #include <QAbstractScrollArea>
+#include <QDockWidget>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QTabWidget>
@@ -13,6 +14,7 @@
 
 #include "tests/studio/qtest_main.h"
 #include "runs_test_util.h"
+#include "tests/support/paths.h"
 #include "engine/ops/op_def.h"
 #include "studio/document.h"
 #include "studio/graph_view.h"
@@ -69,12 +71,15 @@ class WindowSizesTest : public QObject {
  private Q_SLOTS:
   void runs_tab_fits_with_both_docks_open_data() {
     QTest::addColumn<QSize>("size");
-    QTest::newRow("1280x720") << QSize(1280, 720);
-    QTest::newRow("1200x760") << QSize(1200, 760);
+    QTest::addColumn<bool>("run_docks");  // the Run and Value docks shown too (tabbed, right)
+    QTest::newRow("1280x720") << QSize(1280, 720) << false;
+    QTest::newRow("1200x760") << QSize(1200, 760) << false;
+    QTest::newRow("1280x720 with Run and Value") << QSize(1280, 720) << true;
   }
 
   void runs_tab_fits_with_both_docks_open() {
     QFETCH(QSize, size);
+    QFETCH(bool, run_docks);
     const std::string db = dir_.filePath(QStringLiteral("runs.db")).toStdString();
     static bool recorded = false;
     if (!recorded) {
@@ -82,10 +87,15 @@ class WindowSizesTest : public QObject {
       recorded = true;
     }
     Document doc(registry_);
+    if (run_docks) QVERIFY(doc.load(tessera::test::source_dir() + "/samples/lenet.json").is_ok());
     MainWindowOptions options;
     options.insight_database = QString::fromStdString(db);
     MainWindow w(doc, options);
     w.resize(size);
+    if (run_docks) {
+      w.run_dock()->show();
+      w.value_dock()->show();
+    }
     w.show();
     w.show_tab(w.runs_dashboard());
     w.runs_dashboard()->select_runs({1, 2, 3});
