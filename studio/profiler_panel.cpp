@@ -146,11 +146,13 @@ void ProfilerPanel::refresh_runs() {
     return;
   }
   // The file exists now: a header still saying it does not (or an old error) gives way.
-  if (header_about_database_ || header_->text().isEmpty())  // no timeline's title to keep
+  if (header_about_database_ || header_->text().isEmpty()) {  // no timeline's title to keep
+    header_about_database_ = true;  // and the count follows later refreshes
     header_->setText(runs->empty() ? tr("No runs yet in %1. Run or train a graph to record one.").arg(db_path_)
                                    : tr("%n run(s) in %1: choose one to open its timeline.", nullptr,
                                         static_cast<int>(runs->size()))
                                          .arg(db_path_));
+  }
   for (const insight::RunRecord& r : *runs)
     runs_->addItem(QStringLiteral("#%1 %2 (%3, %4)").arg(r.id).arg(qs(r.name), qs(r.kind), qs(r.status)),
                    QVariant::fromValue<qlonglong>(r.id));

@@ -117,6 +117,12 @@ class ProfilerGuiTest : public QObject {
     QCOMPARE(profiler.run_list()->count(), 1);
     QVERIFY2(!profiler.header_text().contains(QStringLiteral("does not exist")), qPrintable(profiler.header_text()));
     QVERIFY2(profiler.header_text().contains(QStringLiteral("1 run")), qPrintable(profiler.header_text()));
+    // A second run: the count follows (it stayed at the first refresh's).
+    QVERIFY(panel.run());
+    QVERIFY(done.wait(60000));
+    profiler.refresh_runs();
+    QCOMPARE(profiler.run_list()->count(), 2);
+    QVERIFY2(profiler.header_text().contains(QStringLiteral("2 run")), qPrintable(profiler.header_text()));
   }
 
   void errors_show_in_the_view() {
