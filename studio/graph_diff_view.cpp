@@ -357,8 +357,10 @@ void GraphDiffView::rebuild() {
   auto swatch = [](GraphDiff::Status s) {
     return QString("<span style='background-color:%1'>&nbsp;&nbsp;&nbsp;&nbsp;</span>").arg(status_colour(s).name());
   };
-  legend_->setText(tr("<b>%1</b> &nbsp; %2 added (%3) &nbsp; %4 removed (%5) &nbsp; %6 changed (%7) &nbsp; "
-                      "<span style='color:#7840c8'>- - -</span> came from (%8)")
+  // Each swatch stays with its label when a narrow pane wraps the legend (non-breaking spaces).
+  legend_->setText(tr("<b>%1</b> &nbsp; %2&nbsp;added&nbsp;(%3) &nbsp; %4&nbsp;removed&nbsp;(%5) &nbsp; "
+                      "%6&nbsp;changed&nbsp;(%7) &nbsp; "
+                      "<span style='color:#7840c8'>-&nbsp;-&nbsp;-</span>&nbsp;came&nbsp;from&nbsp;(%8)")
                        .arg(counts_text().toHtmlEscaped())
                        .arg(swatch(GraphDiff::Status::kAdded))
                        .arg(diff_.added.size())
