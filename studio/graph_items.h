@@ -29,6 +29,13 @@ enum class CanvasItemType : int {
   kScopeBox,
 };
 
+// Whether the item is a box (a BoxItem: node, graph input or output, collapsed group or scope).
+inline bool is_box_item(const QGraphicsItem* item) {
+  const int t = item->type();
+  return t == static_cast<int>(CanvasItemType::kNode) || t == static_cast<int>(CanvasItemType::kTerminal) ||
+         t == static_cast<int>(CanvasItemType::kGroupBox) || t == static_cast<int>(CanvasItemType::kScopeBox);
+}
+
 // Anything an edge attaches to: a rounded box with input ports spread along its top edge and
 // output ports along its bottom edge.
 class BoxItem : public QGraphicsItem {

@@ -313,9 +313,7 @@ std::map<ir::NodeId, QPointF> GraphScene::node_positions() const {
 void GraphScene::set_fold_constants(bool fold) {
   if (fold == fold_constants_) return;
   fold_constants_ = fold;
-  // The boxes of the other nodes stay where they are; unfolded constants get places of their own
-  // next to their first consumer (the layered layout of the whole graph otherwise).
-  rebuild();
+  rebuild();  // boxes appear or go: the graph is laid out again
 }
 
 QString GraphScene::collapsed_scope_of(const std::string& node_name) const {

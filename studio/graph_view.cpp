@@ -57,8 +57,7 @@ GraphView::GraphView(GraphScene* scene, QWidget* parent)
   connect(scene, &GraphScene::layout_changed, this, [this] {
     guarded(this, tr("Showing the graph"), [&] {
       if (focus_after_layout_ != ir::kNoNode) {  // an expanded scope or a revealed node
-        if (NodeItem* item = graph_scene_->node_item(focus_after_layout_))
-          centerOn(item->sceneBoundingRect().center());
+        centre_on_node(focus_after_layout_);
         focus_after_layout_ = ir::kNoNode;
         return;
       }
@@ -130,14 +129,9 @@ void GraphView::overview() {
   std::vector<QRectF> boxes;
   std::optional<QRectF> input;  // the first graph input, where a reader starts
   for (const QGraphicsItem* item : graph_scene_->items(band, Qt::IntersectsItemBoundingRect)) {
-    const int type = item->type();
-    if (!item->isVisible() || (type != static_cast<int>(CanvasItemType::kNode) &&
-                               type != static_cast<int>(CanvasItemType::kTerminal) &&
-                               type != static_cast<int>(CanvasItemType::kGroupBox) &&
-                               type != static_cast<int>(CanvasItemType::kScopeBox)))
-      continue;
+    if (!item->isVisible() || !is_box_item(item)) continue;
     boxes.push_back(item->sceneBoundingRect());
-    if (type == static_cast<int>(CanvasItemType::kTerminal)) {
+    if (item->type() == static_cast<int>(CanvasItemType::kTerminal)) {
       const auto* t = static_cast<const TerminalItem*>(item);
       if (t->kind() == TerminalItem::Kind::kInput && (!input || t->sceneBoundingRect().top() < input->top()))
         input = t->sceneBoundingRect();
@@ -257,14 +251,9 @@ void GraphView::mouseReleaseEvent(QMouseEvent* event) {
     return;
   }
   QGraphicsView::mouseReleaseEvent(event);
-  bool on_box = false;  // a click on a box (a node, a scope) is not a click on the edge behind it
-  for (QGraphicsItem* item : items(event->position().toPoint())) {
-    const int type = item->type();
-    on_box = on_box || type == static_cast<int>(CanvasItemType::kNode) ||
-             type == static_cast<int>(CanvasItemType::kScopeBox) ||
-             type == static_cast<int>(CanvasItemType::kGroupBox) ||
-             type == static_cast<int>(CanvasItemType::kTerminal);
-  }
+  // A click on a box (a node, a scope) is not a click on the edge behind it.
+  const QList<QGraphicsItem*> under = items(event->position().toPoint());
+  const bool on_box = std::any_of(under.begin(), under.end(), is_box_item);
   // (kMove too: a press on empty canvas while nodes are selected is taken as a possible move.)
   if ((gesture == Gesture::kNone || gesture == Gesture::kMove) && !on_box && event->button() == Qt::LeftButton &&
       (event->position().toPoint() - press_at_).manhattanLength() <= 3) {

@@ -43,6 +43,8 @@ class GraphView : public QGraphicsView {
   void reveal_nodes(const QList<ir::NodeId>& ids);
   // Expands a collapsed name scope in place and shows its first node (double-click on its box).
   void expand_scope(const QString& scope);
+  // Scrolls to the node's box at a readable zoom at least (nothing when it has no box).
+  void centre_on_node(ir::NodeId id);
   // Shows the whole graph, but never magnified past kMaxFitZoom (a three-node graph stays at a
   // natural size), and keeps doing so on resizes until the user zooms or pans.
   void fit();

@@ -134,30 +134,33 @@ void GraphView::reveal_nodes(const QList<ir::NodeId>& ids) {
       graph_scene_->is_refining())
     focus_after_layout_ = ids.front();
   graph_scene_->select_nodes(ids);
-  if (NodeItem* item = graph_scene_->node_item(ids.front())) {
-    follow_ = Follow::kNone;
-    if (zoom() < kReadableZoom) set_zoom(kReadableZoom);  // readable, not a speck
-    centerOn(item->sceneBoundingRect().center());
-  }
+  centre_on_node(ids.front());
+}
+
+void GraphView::centre_on_node(ir::NodeId id) {
+  NodeItem* item = graph_scene_->node_item(id);
+  if (!item) return;
+  follow_ = Follow::kNone;
+  if (zoom() < kReadableZoom) set_zoom(kReadableZoom);  // readable, not a speck
+  centerOn(item->sceneBoundingRect().center());
 }
 
 void GraphView::expand_scope(const QString& scope) {
-  // The scope's first node is where the user looks: shown once the scene is rebuilt and again
-  // when the refined layout moves it.
+  // The scope's first node (by name scope, or a pattern's member) is where the user looks: shown
+  // once the scene is rebuilt and again when the refined layout moves it.
   ir::NodeId first = ir::kNoNode;
   const ir::Graph& g = graph_scene_->document().graph();
   Expected<std::vector<ir::NodeId>> order = g.topological_order();
   for (ir::NodeId id : order ? order.value() : g.node_ids())
-    if (QString::fromStdString(g.node(id).name).startsWith(scope + QLatin1Char('/'))) {
+    if (QString::fromStdString(g.node(id).name).startsWith(scope + QLatin1Char('/')) ||
+        graph_scene_->pattern_of(id) == scope) {
       first = id;
       break;
     }
   graph_scene_->expand_scope(scope);
   if (first == ir::kNoNode) return;
   focus_after_layout_ = graph_scene_->is_refining() ? first : ir::kNoNode;
-  follow_ = Follow::kNone;
-  if (zoom() < kReadableZoom) set_zoom(kReadableZoom);
-  if (NodeItem* item = graph_scene_->node_item(first)) centerOn(item->sceneBoundingRect().center());
+  centre_on_node(first);
 }
 
 }  // namespace tessera::studio

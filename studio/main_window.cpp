@@ -176,6 +176,10 @@ QString MainWindow::readable_message(const QString& message) const {
   return text;
 }
 
+QString MainWindow::display_name() const {
+  return document_.path().empty() && !title_hint_.isEmpty() ? title_hint_ : document_.file_name();
+}
+
 MainWindow* MainWindow::open_subgraph(int32_t node, const QString& attribute) {
   if (document_.is_empty() || !document_.graph().has_node(node)) return nullptr;
   const ir::Node& n = document_.graph().node(node);
@@ -191,7 +195,7 @@ MainWindow* MainWindow::open_subgraph(int32_t node, const QString& attribute) {
   auto* window = new MainWindow(*doc, options);
   doc->setParent(window);
   window->setAttribute(Qt::WA_DeleteOnClose);
-  const QString here = document_.path().empty() && !title_hint_.isEmpty() ? title_hint_ : document_.file_name();
+  const QString here = display_name();
   window->set_title_hint(QStringLiteral("%1 \u203a %2%3 \u203a %4")
                              .arg(here, QString::fromStdString(n.op),
                                   n.name.empty() ? QString() : QStringLiteral(" '%1'").arg(QString::fromStdString(n.name)),
@@ -412,8 +416,7 @@ void MainWindow::refresh() {
   }
   for (QWidget* w : graph_status_) w->show();
   const QString star = document_.is_modified() ? QStringLiteral("*") : QString();
-  const QString title = document_.path().empty() && !title_hint_.isEmpty() ? title_hint_ : document_.file_name();
-  setWindowTitle(QStringLiteral("%1%2 \u2014 %3").arg(title, star, app));
+  setWindowTitle(QStringLiteral("%1%2 \u2014 %3").arg(display_name(), star, app));
   file_label_->setText(document_.file_name());
   file_label_->setToolTip(QString::fromStdString(document_.path()));
   const QLocale numbers(QLocale::English);  // digit grouping: "61,706"

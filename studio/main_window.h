@@ -172,6 +172,8 @@ class MainWindow : public QMainWindow {
   // node has no such graph.
   MainWindow* open_subgraph(int32_t node, const QString& attribute);
   void set_title_hint(const QString& hint) { title_hint_ = hint; refresh(); }
+  // What the title calls the document: its file name, or the title hint of an untitled one.
+  QString display_name() const;
   QDockWidget* palette_dock() const { return palette_dock_; }
   QDockWidget* inspector_dock() const { return inspector_dock_; }
   QMenu* recent_menu() const { return recent_menu_; }

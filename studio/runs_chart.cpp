@@ -169,10 +169,11 @@ QStringList MetricChart::metric_names() const {
 }
 
 void MetricChart::set_series(std::map<int64_t, std::vector<insight::MetricPoint>> series,
-                             std::map<int64_t, QString> labels) {
+                             std::map<int64_t, QString> labels, const QString& metric) {
   series_ = std::move(series);
   labels_ = std::move(labels);
   const QStringList names = metric_names();
+  if (!metric.isEmpty() && names.contains(metric)) metric_ = metric;
   if (!names.contains(metric_)) {
     // Prefer a loss, what one looks at first, and of the losses the one with the most values (the
     // training loss by step, not the test loss recorded once per epoch).

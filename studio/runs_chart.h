@@ -48,7 +48,9 @@ class MetricChart : public QWidget {
   // The runs' points (all metrics, as load_metric_series gives them) and a legend label per run
   // (runs absent from `series` but present in `labels` recorded no metrics: the note says so). The
   // metric choice, smoothing, axis settings are kept when the chosen metric still exists.
-  void set_series(std::map<int64_t, std::vector<insight::MetricPoint>> series, std::map<int64_t, QString> labels);
+  // `metric`, when given and recorded, is shown (one redraw, as the small multiples need).
+  void set_series(std::map<int64_t, std::vector<insight::MetricPoint>> series, std::map<int64_t, QString> labels,
+                  const QString& metric = {});
   void set_metric(const QString& name);
   void set_smoothing(double weight);  // [0, 0.99]
   void set_log_y(bool on);

@@ -349,7 +349,8 @@ void RunsDashboard::update_selection_views() {
   update_multiples(series, labels);
   chart_->set_series(std::move(series), std::move(labels));
   lineage_->mark_runs(ids);
-  update_hparams();
+  const std::vector<int64_t> selected = selected_runs();  // all of them, not the 20 compared
+  hparams_->set_selected(std::set<int64_t>(selected.begin(), selected.end()));
 }
 
 void RunsDashboard::update_multiples(const std::map<int64_t, std::vector<insight::MetricPoint>>& series,
@@ -371,12 +372,7 @@ void RunsDashboard::update_multiples(const std::map<int64_t, std::vector<insight
     multiples_.push_back(chart);
   }
   size_t i = 0;
-  for (const std::string& name : names) {
-    multiples_[i]->set_series(series, labels);
-    multiples_[i]->set_metric(QString::fromStdString(name));
-    multiples_[i]->set_compact(true);
-    ++i;
-  }
+  for (const std::string& name : names) multiples_[i++]->set_series(series, labels, QString::fromStdString(name));
 }
 
 void RunsDashboard::update_hparams() {
@@ -429,9 +425,8 @@ Expected<formats::GraphDocument> RunsDashboard::graph_document(int64_t run) {
     std::sort(cps.begin(), cps.end(), [](const auto& a, const auto& b) { return a.step > b.step; });
     for (const insight::CheckpointRecord& cp : cps) {
       if (!QFileInfo::exists(qs(cp.path))) continue;
-      ir::Graph with_weights = doc.graph;
-      if (Status st = train::apply_checkpoint(with_weights, cp.path, /*inputs_become_params=*/true); st) {
-        doc.graph = std::move(with_weights);
+      // Refused as a whole (the graph unchanged) when it does not fit.
+      if (Status st = train::apply_checkpoint(doc.graph, cp.path, /*inputs_become_params=*/true); st) {
         doc.metadata.content_hash = formats::graph_content_hash(doc.graph);
         doc.metadata.properties["insight.checkpoint"] = cp.path;
         doc.metadata.properties["insight.checkpoint_step"] = std::to_string(cp.step);

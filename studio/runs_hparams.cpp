@@ -86,6 +86,11 @@ void HParamsView::set_runs(const std::vector<insight::RunSummary>& runs, const s
   update();
 }
 
+void HParamsView::set_selected(const std::set<int64_t>& selected) {
+  selected_ = selected;
+  update();
+}
+
 void HParamsView::set_metric(const QString& metric) {
   metric_ = metric;
   updating_ = true;

@@ -35,6 +35,8 @@ class HParamsView : public QWidget {
 
   // The runs to draw (copied) and which of them are selected.
   void set_runs(const std::vector<insight::RunSummary>& runs, const std::set<int64_t>& selected);
+  // Only which runs are selected (thick lines): no copy of the runs, no new layout.
+  void set_selected(const std::set<int64_t>& selected);
   void set_metric(const QString& metric);
   QString metric() const { return metric_; }
   QStringList metric_names() const;

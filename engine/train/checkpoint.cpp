@@ -226,10 +226,10 @@ Expected<std::string> checkpoint_checksum(const std::string& path) {
 // written for another graph, and half-applied weights would run silently wrong.
 Status apply_checkpoint(ir::Graph& g, const std::string& path, bool inputs_become_params) {
   TRY(Checkpoint c, read_checkpoint(path));
+  // Everything is checked before anything changes: inputs to turn into params (an input that
+  // names a checkpoint tensor of another dtype or shape refuses the whole checkpoint), then params.
+  std::vector<std::pair<ir::ValueId, const Tensor*>> turned;
   if (inputs_become_params) {
-    // Checked first, changed after: an input that names a checkpoint tensor of another dtype or
-    // rank refuses the whole checkpoint.
-    std::vector<std::pair<ir::ValueId, const Tensor*>> turned;
     for (ir::ValueId v : g.inputs()) {
       const Tensor* t = c.find(g.value(v).name);
       if (!t) continue;
@@ -242,7 +242,6 @@ Status apply_checkpoint(ir::Graph& g, const std::string& path, bool inputs_becom
                               shape_to_string(t->shape()) + ", the graph's input is " + type.to_string(), path);
       turned.emplace_back(v, t);
     }
-    for (const auto& [v, t] : turned) g.make_param(v, t->clone());
   }
   std::vector<std::pair<ir::ValueId, const Tensor*>> updates;
   std::string missing;
@@ -259,7 +258,8 @@ Status apply_checkpoint(ir::Graph& g, const std::string& path, bool inputs_becom
                             shape_to_string(old->shape()), path);
     updates.emplace_back(p, t);
   }
-  if (updates.empty()) return make_error("no tensor of the checkpoint matches a param of graph '" + g.name() + "'", path);
+  if (updates.empty() && turned.empty())
+    return make_error("no tensor of the checkpoint matches a param of graph '" + g.name() + "'", path);
   if (!missing.empty())
     return make_error("the checkpoint has no tensor for param(s) " + missing + " of graph '" + g.name() +
                           "' (it was written for another graph)", path);
@@ -273,6 +273,7 @@ Status apply_checkpoint(ir::Graph& g, const std::string& path, bool inputs_becom
       return make_error("the checkpoint holds tensor '" + name + "', which is no param of graph '" + g.name() +
                             "' nor an optimizer buffer of one (it was written for another graph)", path);
   }
+  for (const auto& [v, t] : turned) g.make_param(v, t->clone());
   for (const auto& [p, t] : updates) g.set_param_data(p, t->clone());
   return Status::ok();
 }
