@@ -257,7 +257,7 @@ ValueId erf_d(Ops& o, ValueId x, ValueId, ValueId dy) {
   return o.mul(dy, o.mul(o.op("Exp", o.neg(o.square(x))), o.c(kTwoOverSqrtPi)));
 }
 ValueId relu_d(Ops& o, ValueId, ValueId y, ValueId dy) {
-  return o.where(o.op("Greater", y, o.c(0.0)), dy, o.c(0.0));
+  return o.op("ReluGrad", dy, y);  // one pass (was Where(Greater(Y, 0), dY, 0): two passes and a mask)
 }
 ValueId sigmoid_d(Ops& o, ValueId, ValueId y, ValueId dy) {
   return o.mul(dy, o.mul(y, o.sub(o.c(1.0), y)));

@@ -225,14 +225,14 @@ Expected<ir::Graph> build_training_step(const ir::Graph& forward, const Training
     if (o.kind == OptimizerKind::kSgd) {
       ir::ValueId buf = ir::kNoValue;
       if (o.momentum != 0.0) buf = g.add_input(name + "/momentum", wt);
-      upd = g.add_node("SGDUpdate", {weight_ids[i], grads[i], lr, buf}, 2, name + "/update",
+      upd = g.add_node("SGDUpdate", {weight_ids[i], grads[i], lr, buf, loss}, 2, name + "/update",
                        {{"momentum", o.momentum}, {"nesterov", int64_t{o.nesterov ? 1 : 0}}, {"weight_decay", o.weight_decay}});
       new_weights.push_back(g.node(upd).outputs[0]);
       if (buf != ir::kNoValue) new_buffers.push_back(g.node(upd).outputs[1]);
     } else {
       ir::ValueId m = g.add_input(name + "/adam_m", wt);
       ir::ValueId v = g.add_input(name + "/adam_v", wt);
-      upd = g.add_node("AdamUpdate", {weight_ids[i], grads[i], lr, step, m, v}, 3, name + "/update",
+      upd = g.add_node("AdamUpdate", {weight_ids[i], grads[i], lr, step, m, v, loss}, 3, name + "/update",
                        {{"beta1", o.beta1}, {"beta2", o.beta2}, {"epsilon", o.epsilon}, {"weight_decay", o.weight_decay},
                         {"decoupled", int64_t{o.kind == OptimizerKind::kAdamW ? 1 : 0}}});
       new_weights.push_back(g.node(upd).outputs[0]);

@@ -60,6 +60,8 @@ class Tensor {
   size_t nbytes() const { return static_cast<size_t>(numel_) * static_cast<size_t>(dtype_size(dtype_)); }
   bool is_contiguous() const;
 
+  // The allocation the tensor's bytes live in: equal for tensors that share storage.
+  const void* storage_id() const { return storage_.get(); }
   void* raw_data() { return storage_.get() + offset_; }
   const void* raw_data() const { return storage_.get() + offset_; }
   template <class T>

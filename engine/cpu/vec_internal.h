@@ -2,6 +2,10 @@
 // lambda, and the plain-layout check. Internal to engine/cpu.
 #pragma once
 
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -44,6 +48,30 @@ inline Expected<KernelPtr> make_byte_copy(const std::string& name, size_t bytes)
         return Status::ok();
       },
       /*view=*/true));
+}
+
+// A hot element loop compiled for AVX-512 (x86-64-v4), AVX2 (v3) and the baseline, the best the
+// CPU runs picked when the library loads: the project builds for Debian's baseline x86-64, where
+// the compiler's vectors are 4 floats wide. Put it on a plain function over a range (an OpenMP
+// region is outlined into a function of its own, without the clone's target) and split the range
+// with for_chunks.
+#define TESSERA_VEC_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
+// f(begin, end) over [0, n): on the calling thread when n <= serial_max, else over the OpenMP team,
+// one contiguous chunk per thread in multiples of 16 elements (whole cache lines of floats).
+template <class F>
+void for_chunks(int64_t n, int64_t serial_max, F&& f) {
+  if (n <= serial_max) {
+    if (n > 0) f(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t per = ((n + nt - 1) / nt + 15) / 16 * 16;
+    const int64_t lo = std::min(n, t * per), hi = std::min(n, lo + per);
+    if (lo < hi) f(lo, hi);
+  }
 }
 
 // Plain layouts, static types on every present input and output.

@@ -16,7 +16,7 @@
 namespace tessera::cpu {
 namespace {
 
-constexpr int64_t kParallelUpdate = 1 << 16;  // elements below which an update stays on one thread
+constexpr int64_t kParallelUpdate = 1 << 15;  // elements up to which an update stays on one thread
 
 struct Run {
   int64_t size;
@@ -103,9 +103,79 @@ Expected<KernelPtr> make_reduce_sum(const KernelInit& init) {
 
 float scalar_f32(const backend::Buffer& b) { return *static_cast<const float*>(b.data); }
 
+// The update's optional loss input (train_ops.cpp): not finite, the step is skipped. Outputs
+// written over their inputs are left alone, others get the inputs' bytes.
+bool skip_step(KernelRun& run, size_t loss_input, const std::vector<std::pair<size_t, size_t>>& out_in) {
+  if (run.inputs.size() <= loss_input || !run.inputs[loss_input].data || std::isfinite(scalar_f32(run.inputs[loss_input])))
+    return false;
+  for (const auto& [o, i] : out_in)
+    if (run.outputs[o].data != run.inputs[i].data && run.outputs[o].bytes) std::memcpy(run.outputs[o].data, run.inputs[i].data, run.outputs[o].bytes);
+  return true;
+}
+
+bool scalar_f32_input(const KernelInit& init, size_t i) {
+  return init.in_types.size() <= i || !init.in_types[i] ||
+         (init.in_types[i]->dtype == DType::kF32 && init.in_types[i]->static_numel() == 1);
+}
+
 bool same_f32_shape(const KernelInit& init, size_t a, size_t b) {
   return init.in_types[a] && init.in_types[b] && init.in_types[a]->dtype == DType::kF32 &&
          init.in_types[b]->dtype == DType::kF32 && init.in_types[a]->static_shape() == init.in_types[b]->static_shape();
+}
+
+// The update loops. The new parameter and buffers may be written over the old ones (the compile
+// stage's in-place outputs): element i is read before it is written, nothing else.
+TESSERA_VEC_CLONES void sgd_range(const float* p, const float* g, float* out, int64_t n, float lr, float wd) {
+  for (int64_t i = 0; i < n; ++i) out[i] = p[i] - lr * (g[i] + wd * p[i]);
+}
+
+// wd = 0 adds 0 * p (exact), nesterov = 0 multiplies d by 0 (exact for finite d): one branch-free
+// loop for every variant.
+TESSERA_VEC_CLONES void sgd_momentum_range(const float* p, const float* g, const float* b, float* out, float* nb,
+                                           int64_t n, float lr, float wd, float momentum, bool nesterov) {
+  const float keep_d = nesterov ? 1.f : 0.f, buf_w = nesterov ? momentum : 1.f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = g[i] + wd * p[i];
+    const float buf = momentum * b[i] + d;
+    nb[i] = buf;
+    out[i] = p[i] - lr * (keep_d * d + buf_w * buf);
+  }
+}
+
+struct AdamConstants {
+  float b1, b2, one_minus_b1, one_minus_b2, eps, wd, decay, step_size, sqrt_c2;
+  bool decoupled;
+};
+
+TESSERA_VEC_CLONES void adam_range(const float* p, const float* g, const float* m, const float* v, float* po, float* mo,
+                                   float* vo, int64_t n, AdamConstants k) {
+  for (int64_t i = 0; i < n; ++i) {
+    float param = p[i], d = g[i];
+    if (k.decoupled) param *= k.decay;
+    else d += k.wd * param;
+    const float mi = k.b1 * m[i] + k.one_minus_b1 * d;
+    const float vi = k.b2 * v[i] + k.one_minus_b2 * d * d;
+    mo[i] = mi;
+    vo[i] = vi;
+    po[i] = param - k.step_size * mi / (std::sqrt(vi) / k.sqrt_c2 + k.eps);
+  }
+}
+
+TESSERA_VEC_CLONES void relu_grad_range(const float* dy, const float* y, float* dx, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > 0.f ? dy[i] : 0.f;
+}
+
+Expected<KernelPtr> make_relu_grad(const KernelInit& init) {
+  const std::string impl = "cpu.vec:relu_grad";
+  if (!plain_static(init) || !same_f32_shape(init, 0, 1)) return decline(init, impl, "needs plain static f32");
+  const int64_t n = init.in_types[0]->static_numel();
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    const float* dy = static_cast<const float*>(run.inputs[0].data);
+    const float* y = static_cast<const float*>(run.inputs[1].data);
+    float* dx = static_cast<float*>(run.outputs[0].data);
+    for_chunks(n, kParallelUpdate, [&](int64_t lo, int64_t hi) { relu_grad_range(dy + lo, y + lo, dx + lo, hi - lo); });
+    return Status::ok();
+  });
 }
 
 Expected<KernelPtr> make_sgd(const KernelInit& init) {
@@ -117,37 +187,28 @@ Expected<KernelPtr> make_sgd(const KernelInit& init) {
   const bool nesterov = init.node.attr("nesterov") && init.node.attr("nesterov")->i() != 0;
   const bool has_buf = momentum != 0.f;
   if (has_buf && (init.in_types.size() < 4 || !same_f32_shape(init, 0, 3))) return decline(init, impl, "momentum buffer");
+  if (!scalar_f32_input(init, 4)) return decline(init, impl, "the loss input is not an f32 scalar");
   const int64_t n = init.in_types[0]->static_numel();
   return make(impl, init, [=](KernelRun& run) -> Status {
     const float* p = static_cast<const float*>(run.inputs[0].data);
     const float* g = static_cast<const float*>(run.inputs[1].data);
     const float lr = scalar_f32(run.inputs[2]);
     float* out = static_cast<float*>(run.outputs[0].data);
-    if (!has_buf) {
-#pragma omp parallel for simd if (n > kParallelUpdate)
-      for (int64_t i = 0; i < n; ++i) out[i] = p[i] - lr * (g[i] + wd * p[i]);
-      return Status::ok();
-    }
-    const float* b = static_cast<const float*>(run.inputs[3].data);
-    float* nb = static_cast<float*>(run.outputs[1].data);
-    // wd = 0 adds 0 * p (exact), nesterov = 0 multiplies d by 0 (exact for finite d): one
-    // branch-free loop for every variant.
-    const float keep_d = nesterov ? 1.f : 0.f, buf_w = nesterov ? momentum : 1.f;
-#pragma omp parallel for simd if (n > kParallelUpdate)
-    for (int64_t i = 0; i < n; ++i) {
-      const float d = g[i] + wd * p[i];
-      const float buf = momentum * b[i] + d;
-      nb[i] = buf;
-      out[i] = p[i] - lr * (keep_d * d + buf_w * buf);
-    }
+    if (has_buf ? skip_step(run, 4, {{0, 0}, {1, 3}}) : skip_step(run, 4, {{0, 0}})) return Status::ok();
+    const float* b = has_buf ? static_cast<const float*>(run.inputs[3].data) : nullptr;
+    float* nb = has_buf ? static_cast<float*>(run.outputs[1].data) : nullptr;
+    for_chunks(n, kParallelUpdate, [&](int64_t lo, int64_t hi) {
+      if (has_buf) sgd_momentum_range(p + lo, g + lo, b + lo, out + lo, nb + lo, hi - lo, lr, wd, momentum, nesterov);
+      else sgd_range(p + lo, g + lo, out + lo, hi - lo, lr, wd);
+    });
     return Status::ok();
   });
 }
 
 Expected<KernelPtr> make_adam(const KernelInit& init) {
   const std::string impl = "cpu.vec:adam";
-  if (!plain_static(init) || init.in_types.size() != 6 || !same_f32_shape(init, 0, 1) || !same_f32_shape(init, 0, 4) ||
-      !same_f32_shape(init, 0, 5))
+  if (!plain_static(init) || init.in_types.size() < 6 || !same_f32_shape(init, 0, 1) || !same_f32_shape(init, 0, 4) ||
+      !same_f32_shape(init, 0, 5) || !scalar_f32_input(init, 6))
     return decline(init, impl, "needs plain static f32");
   auto f = [&](const char* k, double d) { return init.node.attr(k) ? init.node.attr(k)->f() : d; };
   const double b1 = f("beta1", 0.9), b2 = f("beta2", 0.999), eps = f("epsilon", 1e-8), wd = f("weight_decay", 0.0);
@@ -155,26 +216,27 @@ Expected<KernelPtr> make_adam(const KernelInit& init) {
   const int64_t n = init.in_types[0]->static_numel();
   return make(impl, init, [=](KernelRun& run) -> Status {
     const double lr = scalar_f32(run.inputs[2]), step = scalar_f32(run.inputs[3]);
+    if (skip_step(run, 6, {{0, 0}, {1, 4}, {2, 5}})) return Status::ok();
     if (step < 1) return make_error("AdamUpdate: step must be >= 1, got " + std::to_string(step));
     const double c1 = 1.0 - std::pow(b1, step), c2 = 1.0 - std::pow(b2, step);
-    const float step_size = static_cast<float>(lr / c1), sc2 = static_cast<float>(std::sqrt(c2));
-    const float fb1 = static_cast<float>(b1), fb2 = static_cast<float>(b2), f1b1 = static_cast<float>(1.0 - b1),
-                f1b2 = static_cast<float>(1.0 - b2), feps = static_cast<float>(eps), fwd = static_cast<float>(wd),
-                decay = static_cast<float>(1.0 - lr * wd);
+    AdamConstants k;
+    k.b1 = static_cast<float>(b1);
+    k.b2 = static_cast<float>(b2);
+    k.one_minus_b1 = static_cast<float>(1.0 - b1);
+    k.one_minus_b2 = static_cast<float>(1.0 - b2);
+    k.eps = static_cast<float>(eps);
+    k.wd = static_cast<float>(wd);
+    k.decay = static_cast<float>(1.0 - lr * wd);
+    k.step_size = static_cast<float>(lr / c1);
+    k.sqrt_c2 = static_cast<float>(std::sqrt(c2));
+    k.decoupled = decoupled;
     const float *p = static_cast<const float*>(run.inputs[0].data), *g = static_cast<const float*>(run.inputs[1].data),
                 *m = static_cast<const float*>(run.inputs[4].data), *v = static_cast<const float*>(run.inputs[5].data);
     float *po = static_cast<float*>(run.outputs[0].data), *mo = static_cast<float*>(run.outputs[1].data),
           *vo = static_cast<float*>(run.outputs[2].data);
-    for (int64_t i = 0; i < n; ++i) {
-      float param = p[i], d = g[i];
-      if (decoupled) param *= decay;
-      else if (wd != 0.0) d += fwd * param;
-      const float mi = fb1 * m[i] + f1b1 * d;
-      const float vi = fb2 * v[i] + f1b2 * d * d;
-      mo[i] = mi;
-      vo[i] = vi;
-      po[i] = param - step_size * mi / (std::sqrt(vi) / sc2 + feps);
-    }
+    for_chunks(n, kParallelUpdate, [&](int64_t lo, int64_t hi) {
+      adam_range(p + lo, g + lo, m + lo, v + lo, po + lo, mo + lo, vo + lo, hi - lo, k);
+    });
     return Status::ok();
   });
 }
@@ -259,6 +321,7 @@ void register_vec_train(KernelRegistry& registry) {
   // Above oneDNN's reduction, which is its reference implementation for these shapes.
   registry.add("ReduceSum", "cpu.vec:reduce_sum", kOneDnnPriority + 10, make_reduce_sum);
   registry.add("SGDUpdate", "cpu.vec:sgd", kVecPriority, make_sgd);
+  registry.add("ReluGrad", "cpu.vec:relu_grad", kVecPriority, make_relu_grad);
   registry.add("AdamUpdate", "cpu.vec:adam", kVecPriority, make_adam);
 }
 

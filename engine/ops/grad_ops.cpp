@@ -491,7 +491,33 @@ void register_lrn_grad(OpRegistry& registry) {
 
 }  // namespace
 
+void register_relu_grad(OpRegistry& registry) {
+  OpDef def("ReluGrad", "grad", "Gradient of Relu from its output: dX = dY where Y > 0, else 0 (0 at the kink, as PyTorch).");
+  def.input("dY", "gradient of the Relu's output").input("Y", "the Relu's output, same shape as dY");
+  def.output("dX", "shape of dY");
+  def.allowed_types = kFloatTypes;
+  def.infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+    if (ctx.inputs[0]->dtype != ctx.inputs[1]->dtype)
+      return make_error("dY is " + std::string(dtype_name(ctx.inputs[0]->dtype)) + " and Y " + std::string(dtype_name(ctx.inputs[1]->dtype)));
+    if (ctx.inputs[0]->is_static() && ctx.inputs[1]->is_static() && ctx.inputs[0]->static_shape() != ctx.inputs[1]->static_shape())
+      return make_error("dY " + ctx.inputs[0]->to_string() + " and Y " + ctx.inputs[1]->to_string() + " differ in shape");
+    return std::vector<TensorType>{*ctx.inputs[0]};
+  };
+  def.reference = [](KernelContext& ctx) -> Status {
+    const Tensor dy = ctx.in(0).contiguous(), y = ctx.in(1).contiguous();
+    if (dy.shape() != y.shape())
+      return make_error("dY " + shape_to_string(dy.shape()) + " and Y " + shape_to_string(y.shape()) + " differ in shape");
+    TRY(Tensor dx, Tensor::create(dy.dtype(), dy.shape()));
+    for (int64_t i = 0; i < dy.numel(); ++i) dx.set(i, y.get(i) > 0 ? dy.get(i) : 0.0);
+    ctx.outputs.push_back(std::move(dx));
+    return Status::ok();
+  };
+  def.no_gradient_reason = "a gradient op (second derivatives are not supported)";
+  registry.add(std::move(def));
+}
+
 void register_grad_ops(OpRegistry& registry) {
+  register_relu_grad(registry);
   register_conv_grad(registry, /*weight=*/false);
   register_conv_grad(registry, /*weight=*/true);
   register_pool_grad(registry, /*max=*/true);

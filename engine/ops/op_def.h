@@ -143,6 +143,10 @@ class OpDef {
   std::function<double(const InferContext&, const std::vector<TensorType>& outputs)> flops;
   // Optional structural check beyond the schema (nested-graph signatures of If and Loop).
   std::function<Status(const ir::Node&, const OpDef&)> verify;
+  // (output, input) pairs every kernel of the op may write over: element i of the output depends
+  // only on element i of the inputs, read before it is written (optimizer updates). The compile
+  // stage writes such an output into the input's buffer when the caller donates it.
+  std::vector<std::pair<int, int>> in_place;
 };
 
 class OpRegistry {

@@ -9,6 +9,7 @@
 //   AdamUpdate: g = grad (+ wd*p unless decoupled); decoupled (AdamW): p *= 1 - lr*wd;
 //               m' = b1*m + (1-b1)*g; v' = b2*v + (1-b2)*g^2; mh = m'/(1-b1^t); vh = v'/(1-b2^t);
 //               p' = p - lr*mh/(sqrt(vh)+eps)       (t = step, starting at 1)
+// Both skip the step (outputs = inputs) when their optional `loss` input is not finite.
 #include <cmath>
 
 #include "engine/ir/limits.h"
@@ -89,7 +90,17 @@ double scalar_of(const Tensor& t) {
                                     : static_cast<double>(w.data<int32_t>()[0]);
 }
 
+// The optional `loss` input of an update: when it is given and not finite the step is skipped
+// (the outputs are the inputs, GradScaler's rule), so the weights of a diverging step stay as
+// they were for the trainer's diagnosis.
+bool skip_step(KernelContext& ctx, size_t loss_input, const std::vector<size_t>& keep) {
+  if (!ctx.has_input(loss_input) || std::isfinite(scalar_of(ctx.in(loss_input)))) return false;
+  for (size_t i : keep) ctx.outputs.push_back(ctx.has_input(i) ? ctx.in(i).clone() : Tensor(ctx.in(0).dtype(), {0}));
+  return true;
+}
+
 Status sgd_kernel(KernelContext& ctx) {
+  if (skip_step(ctx, 4, {0, 3})) return Status::ok();
   AttrReader a = ctx.attrs();
   const double lr = scalar_of(ctx.in(2)), momentum = a.f("momentum"), wd = a.f("weight_decay");
   const bool nesterov = a.i("nesterov") != 0, has_buf = momentum != 0.0;
@@ -121,6 +132,7 @@ Status sgd_kernel(KernelContext& ctx) {
 }
 
 Status adam_kernel(KernelContext& ctx) {
+  if (skip_step(ctx, 6, {0, 4, 5})) return Status::ok();
   AttrReader a = ctx.attrs();
   const double lr = scalar_of(ctx.in(2)), step = scalar_of(ctx.in(3));
   const double b1 = a.f("beta1"), b2 = a.f("beta2"), eps = a.f("epsilon"), wd = a.f("weight_decay");
@@ -170,6 +182,7 @@ void register_train_ops(OpRegistry& registry) {
             "weight decay (torch.optim.SGD, dampening 0). Outputs the new parameter and momentum buffer.");
   sgd.input("param", "parameter").input("grad", "its gradient").input("lr", "learning rate, a scalar");
   sgd.input("momentum_buffer", "momentum buffer (needed when momentum > 0; zeros before the first step)", true);
+  sgd.input("loss", "the step's loss, a scalar: when it is not finite the step is skipped (outputs = inputs)", true);
   sgd.output("new_param", "updated parameter").output("new_momentum_buffer", "updated buffer (empty without momentum)");
   sgd.attr("momentum", AttrKind::kFloat, Attribute(0.0), "momentum factor");
   sgd.attr("nesterov", AttrKind::kInt, Attribute(int64_t{0}), "1: Nesterov momentum");
@@ -181,6 +194,7 @@ void register_train_ops(OpRegistry& registry) {
     return t;
   };
   sgd.reference = sgd_kernel;
+  sgd.in_place = {{0, 0}, {1, 3}};
   sgd.no_gradient_reason = kOptimizerNoGrad;
   registry.add(std::move(sgd));
 
@@ -189,6 +203,7 @@ void register_train_ops(OpRegistry& registry) {
              "Outputs the new parameter and the new first and second moments.");
   adam.input("param", "parameter").input("grad", "its gradient").input("lr", "learning rate, a scalar");
   adam.input("step", "the step number t, starting at 1, a scalar").input("m", "first moment").input("v", "second moment");
+  adam.input("loss", "the step's loss, a scalar: when it is not finite the step is skipped (outputs = inputs)", true);
   adam.output("new_param", "updated parameter").output("new_m", "updated first moment").output("new_v", "updated second moment");
   adam.attr("beta1", AttrKind::kFloat, Attribute(0.9), "first-moment decay");
   adam.attr("beta2", AttrKind::kFloat, Attribute(0.999), "second-moment decay");
@@ -198,6 +213,7 @@ void register_train_ops(OpRegistry& registry) {
   adam.allowed_types = kFloatTypes;
   adam.infer = [](const InferContext& ctx) { return infer_update(ctx, 2, 4); };
   adam.reference = adam_kernel;
+  adam.in_place = {{0, 0}, {1, 4}, {2, 5}};
   adam.no_gradient_reason = kOptimizerNoGrad;
   registry.add(std::move(adam));
 }

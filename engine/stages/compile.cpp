@@ -2,6 +2,7 @@
 #include "engine/stages/compile.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -268,10 +269,54 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
     ++aliases;
   }
 
-  // The step DAG (data edges).
+  // In-place outputs over donated inputs: the output of an op that may write over its input
+  // (OpDef::in_place) takes the input's buffer when the input is a graph input read last by that
+  // step in the sequential order (through views too); every other reader is ordered before it.
+  std::vector<std::vector<int>> in_place_readers(plan.steps.size());  // per writing step
+  if (ctx.donate_inputs) {
+    auto root_of = [&](ir::ValueId v) { return alias_root[static_cast<size_t>(v)] != ir::kNoValue ? alias_root[static_cast<size_t>(v)] : v; };
+    std::vector<std::vector<int>> readers(static_cast<size_t>(g.value_capacity()));
+    for (size_t s = 0; s < plan.steps.size(); ++s)
+      for (ir::ValueId v : reads[s]) readers[static_cast<size_t>(root_of(v))].push_back(static_cast<int>(s));
+    std::set<ir::ValueId> taken(g.outputs().begin(), g.outputs().end());  // an input that is also an output stays
+    std::map<ir::ValueId, int> output_count;
+    for (ir::ValueId v : g.outputs()) ++output_count[v];
+    for (ir::ValueId out : g.outputs()) {
+      const ir::Value& val = g.value(out);
+      ValueSlot& so = plan.slots[static_cast<size_t>(out)];
+      if (val.kind != ir::ValueKind::kNodeOutput || so.kind != ValueSlot::Kind::kArena || !so.layout.empty() ||
+          alias_root[static_cast<size_t>(out)] != ir::kNoValue || output_count[out] != 1)
+        continue;
+      const ir::Node& n = g.node(val.producer);
+      const ops::OpDef* def = ctx.registry.find(n.op);
+      const int p = step_of[n.id];
+      for (const auto& [oi, ii] : def->in_place) {
+        if (static_cast<size_t>(oi) >= n.outputs.size() || n.outputs[static_cast<size_t>(oi)] != out ||
+            static_cast<size_t>(ii) >= n.inputs.size())
+          continue;
+        const ir::ValueId in = n.inputs[static_cast<size_t>(ii)];
+        if (in == ir::kNoValue || g.value(in).kind != ir::ValueKind::kInput || taken.count(in) ||
+            !g.value(in).type.is_static() || backend::plain_bytes(g.value(in).type) != so.bytes ||
+            plan.slots[static_cast<size_t>(in)].device != so.device ||
+            !devs[static_cast<size_t>(so.device)]->host_accessible())
+          continue;
+        const std::vector<int>& rs = readers[static_cast<size_t>(in)];
+        if (std::any_of(rs.begin(), rs.end(), [&](int r) { return r > p; })) continue;
+        taken.insert(in);
+        so.kind = ValueSlot::Kind::kInput;
+        so.input_index = plan.slots[static_cast<size_t>(in)].input_index;
+        plan.donations.emplace_back(out, in);
+        for (int r : rs)
+          if (r != p) in_place_readers[static_cast<size_t>(p)].push_back(r);
+        break;
+      }
+    }
+  }
+
+  // The step DAG (data edges, and the readers of a donated input before the step writing over it).
   std::vector<std::vector<int>> users(static_cast<size_t>(g.value_capacity()));
   for (size_t s = 0; s < plan.steps.size(); ++s) {
-    std::set<int> preds;
+    std::set<int> preds(in_place_readers[s].begin(), in_place_readers[s].end());
     for (ir::ValueId v : reads[s]) {
       users[static_cast<size_t>(v)].push_back(static_cast<int>(s));
       const ir::Value& val = g.value(v);
@@ -374,6 +419,7 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
           << " reference); arena "
           << plan.peak_bytes() << " bytes, lifetime lower bound " << plan.lower_bound_bytes() << ", "
           << plan.memory_edges << " memory edges";
+  if (!plan.donations.empty()) summary << ", " << plan.donations.size() << " outputs in place";
   ctx.finish_stage("compile", start, nodes, nullptr, summary.str());
   return plan;
 }

@@ -65,6 +65,9 @@ struct ExecutionPlan {
   int workers = 1;                           // steps run at once (the executor's thread pool)
   double total_flops = 0;
   int memory_edges = 0;                      // step edges added because buffers share bytes
+  // Outputs written in place into a donated graph input's buffer (StageContext::donate_inputs):
+  // (output value, input value). The output's slot is the input's.
+  std::vector<std::pair<ir::ValueId, ir::ValueId>> donations;
 
   size_t peak_bytes() const;                 // sum of arena sizes
   size_t lower_bound_bytes() const;

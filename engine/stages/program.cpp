@@ -278,6 +278,15 @@ Expected<std::vector<Tensor>> Program::run(const runtime::Feeds& feeds, const Ru
   TRY(state.inputs, runtime::bind_feeds(g, feeds));
   for (Tensor& t : state.inputs)
     if (!t.is_contiguous()) t = t.contiguous();
+  // A donated input is written over: one whose bytes another input also reads gets its own copy.
+  for (const auto& [out, in] : plan_.donations) {
+    Tensor& t = state.inputs[static_cast<size_t>(plan_.slots[static_cast<size_t>(in)].input_index)];
+    for (const Tensor& other : state.inputs)
+      if (&other != &t && other.storage_id() == t.storage_id()) {
+        t = t.clone();
+        break;
+      }
+  }
   state.dynamic.resize(static_cast<size_t>(g.value_capacity()));
   // Graph outputs planned in host memory get a buffer of their own for this run, handed to the
   // caller without a copy (a training step returns every new weight and optimizer buffer).
@@ -330,9 +339,12 @@ Expected<std::vector<Tensor>> Program::run(const runtime::Feeds& feeds, const Ru
     if (state.failed) return *state.error;
   }
 
+  for (const auto& [out, in] : plan_.donations) own[static_cast<size_t>(out)] = 3;
   std::vector<Tensor> outs;
   for (ir::ValueId v : g.outputs()) {
-    if (own[static_cast<size_t>(v)] == 1) {  // handed over once; a repeated output is copied
+    if (own[static_cast<size_t>(v)] == 3) {  // written over its donated input: that tensor
+      outs.push_back(state.inputs[static_cast<size_t>(plan_.slots[static_cast<size_t>(v)].input_index)]);
+    } else if (own[static_cast<size_t>(v)] == 1) {  // handed over once; a repeated output is copied
       outs.push_back(*state.dynamic[static_cast<size_t>(v)]);
       own[static_cast<size_t>(v)] = 2;
     } else {

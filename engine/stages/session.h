@@ -31,6 +31,7 @@ struct SessionOptions {
   observe::TraceSink* trace = nullptr;
   observe::SnapshotSink* snapshots = nullptr;
   const autodiff::TrainingSpec* training = nullptr;  // compile the training step of the graph
+  bool donate_inputs = false;           // StageContext::donate_inputs: fed tensors may be overwritten
 };
 
 // Every artefact of one compilation, for printing (`tessera passes`, the studio's pass stepper).

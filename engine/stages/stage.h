@@ -41,6 +41,10 @@ struct StageContext {
   observe::SnapshotSink* snapshots = nullptr;  // optional
   // When set, prepare builds the training step (autodiff/training_step.h) from the typed graph.
   const autodiff::TrainingSpec* training = nullptr;
+  // Graph inputs the caller gives up: an output an op may write over its input (OpDef::in_place)
+  // is written into that input's buffer, and the caller gets the input's tensor back as the output
+  // (the training step's weights and optimizer state, updated in place).
+  bool donate_inputs = false;
   int next_snapshot = 0;
   std::vector<StageReport> stages;
   std::vector<PassReport> passes;

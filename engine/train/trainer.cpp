@@ -99,6 +99,9 @@ Status Trainer::init() {
   RETURN_IF_ERROR(ops::infer_types(forward_, registry_));
   TRY(state_, autodiff::state_slots(forward_, config_.spec));
   if (state_.empty()) return make_error("the graph has no floating-point params to train");
+  // The step updates the state in place (SessionOptions::donate_inputs): the weights are the
+  // trainer's own, never the caller's graph's.
+  for (autodiff::StateSlot& s : state_) s.initial = s.initial.clone();
   sessions_ = std::make_unique<Sessions>();
   stages::SessionOptions so;
   so.threads = config_.threads;
@@ -108,6 +111,7 @@ Status Trainer::init() {
     so.trace = sampled_trace_.get();
   }
   so.training = &config_.spec;
+  so.donate_inputs = true;
   sessions_->step = std::make_unique<stages::Session>(forward_, registry_, so);
   stages::SessionOptions eo;
   eo.threads = config_.threads;

@@ -180,6 +180,18 @@ TEST(CpuVec, OptimizerUpdates) {
   check_update("AdamUpdate", {&p, &g, &lr, &step, &m, &v}, {}, 3, "cpu.vec:adam");
   check_update("AdamUpdate", {&p, &g, &lr, &step, &m, &v}, {{"weight_decay", 0.01}, {"decoupled", int64_t{1}}}, 3, "cpu.vec:adam");
   check_update("AdamUpdate", {&p, &g, &lr, &step, &m, &v}, {{"weight_decay", 0.01}}, 3, "cpu.vec:adam");
+  // Past the single-thread limit: chunks over the OpenMP team.
+  const Tensor bp = random_f32({300, 200}, 25), bg = random_f32({300, 200}, 26), bb = random_f32({300, 200}, 27);
+  check_update("SGDUpdate", {&bp, &bg, &lr, &bb}, {{"momentum", 0.9}}, 2, "cpu.vec:sgd");
+  check_update("AdamUpdate", {&bp, &bg, &lr, &step, &bb, &bb}, {}, 3, "cpu.vec:adam");
+}
+
+TEST(CpuVec, ReluGrad) {
+  Tensor y = random_f32({4, 6, 5, 5}, 40), dy = random_f32({4, 6, 5, 5}, 41);
+  y.data<float>()[0] = 0.f;  // the kink: 0, as PyTorch
+  check("ReluGrad", {&dy, &y}, {}, {false, false}, "cpu.vec:relu_grad");
+  const Tensor big_y = random_f32({64, 6, 28, 28}, 42), big_dy = random_f32({64, 6, 28, 28}, 43);
+  check("ReluGrad", {&big_dy, &big_y}, {}, {false, false}, "cpu.vec:relu_grad");
 }
 
 TEST(CpuVec, CastErfPow) {

@@ -64,5 +64,51 @@ TEST(SessionGrad, ConvPoolBackwardUsesFastKernels) {
   }
 }
 
+// Donated inputs (SessionOptions::donate_inputs): the optimizer update writes the new weight over
+// the fed one, after every other reader of the old weight; an update ordered before another reader
+// keeps a buffer of its own.
+TEST(SessionGrad, UpdatesWriteOverDonatedInputsAfterTheirReaders) {
+  const ops::OpRegistry reg = ops::make_default_registry();
+  for (bool update_first : {false, true}) {
+    for (int workers : {1, 2}) {
+      SCOPED_TRACE(std::string(update_first ? "update first" : "reader first") + ", workers " + std::to_string(workers));
+      ir::Graph g("step");
+      const ir::TensorType t = ir::TensorType::of(DType::kF32, {64, 700});
+      const ir::ValueId w = g.add_input("w", t), grad = g.add_input("g", t), buf = g.add_input("buf", t);
+      const ir::ValueId lr = g.add_input("lr", ir::TensorType::of(DType::kF32, {}));
+      auto update = [&] { return g.add_node("SGDUpdate", {w, grad, lr, buf}, 2, "update", {{"momentum", 0.9}}); };
+      auto reader = [&] { return g.add_node("Mul", {w, w}, 1, "square"); };
+      ir::NodeId u, r;
+      if (update_first) u = update(), r = reader();
+      else r = reader(), u = update();
+      g.set_outputs({g.node(r).outputs[0], g.node(u).outputs[0], g.node(u).outputs[1]});
+      ASSERT_TRUE(ops::infer_types(g, reg).is_ok());
+      const Tensor w0 = random_tensor({64, 700}, 3), g0 = random_tensor({64, 700}, 4), b0 = random_tensor({64, 700}, 5);
+      const runtime::Feeds ref_feeds{{"w", w0}, {"g", g0}, {"buf", b0}, {"lr", Tensor::scalar<float>(0.1f)}};
+      auto want = runtime::run_reference(g, reg, ref_feeds);
+      ASSERT_TRUE(want.has_value()) << want.error().to_string();
+
+      SessionOptions o;
+      o.threads = 2;
+      o.inter_op_threads = workers;
+      o.donate_inputs = true;
+      Session s(g, reg, o);
+      Tensor w1 = w0.clone(), b1 = b0.clone();
+      auto got = s.run({{"w", w1}, {"g", g0}, {"buf", b1}, {"lr", Tensor::scalar<float>(0.1f)}});
+      ASSERT_TRUE(got.has_value()) << got.error().to_string();
+      auto prog = s.compile({{"w", {64, 700}}, {"g", {64, 700}}, {"buf", {64, 700}}, {"lr", {}}});
+      ASSERT_TRUE(prog.has_value());
+      // The momentum buffer has no other reader: always in place. The weight only when the
+      // square is computed first.
+      EXPECT_EQ((*prog)->plan().donations.size(), update_first ? 1u : 2u);
+      EXPECT_EQ((*got)[2].storage_id(), b1.storage_id());
+      EXPECT_EQ((*got)[1].storage_id() == w1.storage_id(), !update_first);
+      for (size_t k = 0; k < 3; ++k)  // the fast update may contract to fused multiply-adds
+        for (int64_t i = 0; i < (*want)[k].numel(); ++i)
+          ASSERT_NEAR((*got)[k].get(i), (*want)[k].get(i), 1e-5 * (1 + std::fabs((*want)[k].get(i)))) << "output " << k << " element " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera::stages

@@ -325,6 +325,47 @@ TEST(Trainer, NaNLossNamesTheStepAndTheFirstNode) {
   EXPECT_NE(msg.find("output of Gemm 'fc2'"), std::string::npos) << msg;
 }
 
+// The step writes the new weights and momentum over the old ones (donated inputs): the state's
+// buffers stay the same allocations from step to step, the caller's graph keeps its weights, and
+// a step whose loss is not finite leaves the weights as they were (the update is skipped).
+TEST(Trainer, UpdatesTheStateInPlace) {
+  auto src = dataset(256, 5);
+  data::DataLoader loader(src, {}, loader_options(7));
+  const ir::Graph forward = mlp();
+  const Tensor before = forward.param_data(*forward.find_value("fc1.w"))->clone();
+  TrainConfig c = config(1);
+  c.spec.optimizer.momentum = 0.9;
+  Trainer t(forward, reg(), c);
+  std::vector<const void*> storage;
+  TrainCallbacks cb;
+  cb.on_step = [&](const StepInfo&) {
+    std::vector<const void*> now;
+    for (const autodiff::StateSlot& s : t.state()) now.push_back(s.initial.storage_id());
+    if (storage.empty()) storage = now;
+    EXPECT_EQ(now, storage) << "a state buffer was reallocated";
+  };
+  auto r = t.fit(loader, nullptr, cb);
+  ASSERT_TRUE(r.has_value()) << r.error().to_string();
+  EXPECT_EQ(storage.size(), 8u);  // 4 weights, 4 momentum buffers
+  EXPECT_TRUE(same_bytes(*forward.param_data(*forward.find_value("fc1.w")), before)) << "the caller's graph was written";
+  EXPECT_FALSE(same_bytes(t.state()[0].initial, before));
+
+  // A diverging step: its update is skipped, so the weights after the failure are the previous step's.
+  data::DataLoader loader2(src, {}, loader_options(7));
+  TrainConfig d = config(1);
+  d.lr = 1e30;
+  Trainer diverging(forward, reg(), d);
+  std::vector<Tensor> last;
+  TrainCallbacks cb2;
+  cb2.on_step = [&](const StepInfo&) {
+    last.clear();
+    for (const autodiff::StateSlot& s : diverging.state()) last.push_back(s.initial.clone());
+  };
+  ASSERT_FALSE(diverging.fit(loader2, nullptr, cb2).has_value());
+  ASSERT_EQ(last.size(), diverging.state().size());
+  for (size_t i = 0; i < last.size(); ++i) EXPECT_TRUE(same_bytes(diverging.state()[i].initial, last[i])) << diverging.state()[i].name;
+}
+
 TEST(Trainer, GraphWithoutALossIsRefused) {
   auto src = dataset(64, 5);
   data::DataLoader loader(src, {}, loader_options(7));
