@@ -8,15 +8,16 @@
 namespace tessera::formats {
 namespace {
 
-// x -> f32 (u8 scaled to [0, 1]); labels -> i64 [N]; then a TensorSource over both.
+// x: u8 (images) -> f32 scaled to [0, 1], other integers (token ids) -> i64, floats -> f32;
+// labels -> i64 [N, ...] (one class per example, or per position of a sequence); then a
+// TensorSource over both.
 Expected<std::shared_ptr<const data::Source>> make_source(Tensor x, const std::string& x_where,
                                                           Tensor labels,
                                                           const std::string& labels_where,
                                                           std::vector<std::string> files) {
   if (x.rank() == 0) return make_error("x is a scalar; its first dim must index examples", x_where);
-  if (labels.rank() != 1) {
-    return make_error("labels must have shape [N], have " + shape_to_string(labels.shape()),
-                      labels_where);
+  if (labels.rank() < 1) {
+    return make_error("labels must have shape [N] or [N, ...], have a scalar", labels_where);
   }
   if (!is_integer(labels.dtype())) {
     return make_error("labels must be integers, are " + std::string(dtype_name(labels.dtype())),
@@ -27,7 +28,8 @@ Expected<std::shared_ptr<const data::Source>> make_source(Tensor x, const std::s
                           std::to_string(labels.dim(0)) + " labels in " + labels_where,
                       x_where);
   }
-  Tensor xf = x.cast(DType::kF32);
+  const bool tokens = is_integer(x.dtype()) && x.dtype() != DType::kU8 && x.dtype() != DType::kBool;
+  Tensor xf = x.cast(tokens ? DType::kI64 : DType::kF32);
   if (x.dtype() == DType::kU8) {
     float* p = xf.data<float>();
     for (int64_t i = 0; i < xf.numel(); ++i)

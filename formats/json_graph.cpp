@@ -4,6 +4,7 @@
 #include "formats/json_graph.h"
 
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <initializer_list>
 #include <map>
@@ -11,6 +12,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "engine/data/rng.h"
 #include "formats/file_io.h"
 #include "formats/json_data.h"
 #include "formats/npy.h"
@@ -286,10 +288,51 @@ class Loader {
     return &*weights_;
   }
 
+  // "init": {"uniform": B, "seed": S} draws element i as B * (2u - 1), u = (z >> 11) / 2^53 where z
+  // is SplitMix64's output for the counter S + (i + 1) * golden (engine/data/rng.h), in double
+  // precision, then rounds it to the param's type: the same bytes on every machine and in NumPy.
+  // "init": {"constant": C} fills with C. For networks whose weights are not worth shipping.
+  Expected<Tensor> read_param_init(const Json& init, const std::string& ptr, const ir::TensorType& type, const Shape& shape) {
+    if (!is_float(type.dtype)) return error(ptr, "\"init\" makes floating-point params only, this one is " + type.to_string());
+    if (!init.is_object() || !(init.contains("uniform") || init.contains("constant")))
+      return error(ptr, "expected {\"uniform\": BOUND, \"seed\": SEED} or {\"constant\": VALUE}, got " + got(init));
+    const bool uniform = init.contains("uniform");
+    if (uniform) RETURN_IF_ERROR(check_keys(init, ptr, {"uniform", "seed"}));
+    else RETURN_IF_ERROR(check_keys(init, ptr, {"constant"}));
+    const Json& v = init.at(uniform ? "uniform" : "constant");
+    if (!v.is_number() || !std::isfinite(v.get<double>()))
+      return error(ptr + (uniform ? "/uniform" : "/constant"), "expected a finite number, got " + got(v));
+    const double x = v.get<double>();
+    if (uniform && !(x > 0)) return error(ptr + "/uniform", "the bound must be positive, got " + got(v));
+    uint64_t seed = 0;
+    if (uniform && init.contains("seed")) {
+      const Json& sj = init.at("seed");
+      if (!sj.is_number_integer() || (!sj.is_number_unsigned() && sj.get<int64_t>() < 0))
+        return error(ptr + "/seed", "expected a non-negative integer, got " + got(sj));
+      seed = sj.get<uint64_t>();
+    }
+    auto t = Tensor::create(type.dtype, shape);
+    if (!t) return error(ptr, t.error().message);
+    for (int64_t i = 0; i < t->numel(); ++i) {
+      if (!uniform) {
+        t->set(i, x);
+        continue;
+      }
+      const uint64_t z = data::Rng::mix(seed + static_cast<uint64_t>(i + 1) * data::Rng::kGolden);
+      const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
+      t->set(i, x * (2.0 * u - 1.0));
+    }
+    return std::move(*t);
+  }
+
   Expected<Tensor> read_param_data(const Json& p, const std::string& ptr, const ir::TensorType& type) {
     TRY(Shape shape, static_shape(type, ptr + "/type"));
     auto data_it = p.find("data");
     TRY(const Json* npz, member(p, ptr, "npz", Kind::kString, false));
+    if (auto init = p.find("init"); init != p.end()) {
+      if (data_it != p.end() || npz != nullptr) return error(ptr, "a param has one of \"data\", \"npz\" and \"init\", not two");
+      return read_param_init(*init, ptr + "/init", type, shape);
+    }
     if (data_it != p.end() && npz != nullptr)
       return error(ptr, "a param has either \"data\" or \"npz\", not both");
     if (data_it != p.end()) {
@@ -298,7 +341,7 @@ class Loader {
       return t;
     }
     if (npz == nullptr)
-      return error(ptr, "a param needs \"data\" (inline values) or \"npz\" (a key of the side file)");
+      return error(ptr, "a param needs \"data\" (inline values), \"npz\" (a key of the side file) or \"init\" (drawn at load)");
     TRY(const auto* arrays, weights(ptr + "/npz"));
     const std::string key = npz->get<std::string>();
     auto it = arrays->find(key);
@@ -449,7 +492,7 @@ class Loader {
       const std::string p = ptr + "/params/" + std::to_string(i);
       const Json& item = (*params)[i];
       if (!item.is_object()) return error(p, "expected a param object, got " + got(item));
-      RETURN_IF_ERROR(check_keys(item, p, {"name", "type", "data", "npz"}));
+      RETURN_IF_ERROR(check_keys(item, p, {"name", "type", "data", "npz", "init"}));
       TRY(const Json* name, member(item, p, "name", Kind::kString, true));
       TRY(ir::TensorType type, read_type(item, p));
       TRY(Tensor data, read_param_data(item, p, type));

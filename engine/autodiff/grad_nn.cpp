@@ -318,6 +318,15 @@ Status batchnorm_training_grad(GradientContext& g) {
   const DType dt = g.dtype(x);
   const std::vector<int64_t> axes = all_but_channels(rank);
   const double momentum = g.attrs().f("momentum");
+  const ValueId grm = g.grad_output(1), grv = g.grad_output(2);
+  if (const ValueId dy = g.grad_output(0); dy != ir::kNoValue && grm == ir::kNoValue && grv == ir::kNoValue) {
+    // The usual case (the running statistics only feed the next step): one fused op.
+    const std::vector<ValueId> d = g.emit_n("BatchNormalizationGrad", {dy, x, g.input(1)}, 3, {{"epsilon", g.attrs().f("epsilon")}});
+    if (g.wants(0)) g.set_grad(0, d[0]);
+    if (g.wants(1)) g.set_grad(1, d[1]);
+    if (g.wants(2)) g.set_grad(2, d[2]);
+    return Status::ok();
+  }
   const Moments m = moments(g, x, axes, g.attrs().f("epsilon"));
   std::vector<ValueId> dx;
   if (const ValueId dy = g.grad_output(0); dy != ir::kNoValue) {
@@ -325,7 +334,6 @@ Status batchnorm_training_grad(GradientContext& g) {
     if (g.wants(1)) g.set_grad(1, channel_sum(g, g.emit("Mul", {dy, m.xhat})));
     if (g.wants(2)) g.set_grad(2, channel_sum(g, dy));
   }
-  const ValueId grm = g.grad_output(1), grv = g.grad_output(2);
   if (g.wants(3) && grm != ir::kNoValue) g.set_grad(3, g.emit("Mul", {grm, g.scalar(momentum, dt)}));
   if (g.wants(4) && grv != ir::kNoValue) g.set_grad(4, g.emit("Mul", {grv, g.scalar(momentum, dt)}));
   if (g.wants(0) && (grm != ir::kNoValue || grv != ir::kNoValue)) {

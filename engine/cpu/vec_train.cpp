@@ -2,7 +2,7 @@
 // matrix products: the optimizer updates (SGDUpdate, AdamUpdate over f32, written straight into
 // the planned buffers; the formulas are train_ops.cpp's, term for term) and ReduceSum.
 //
-// ReduceSum over f32 with constant axes: the bias gradients of training (sum over
+// ReduceSum (and ReduceMean, the sum scaled by 1 / count) over f32 with constant axes: the bias gradients of training (sum over
 // [N, H, W] of a [N, C, H, W] gradient, over N of an [N, K] one), where oneDNN 2.6 picks its
 // reference reduction (~100x slower at these shapes). Adjacent axes with the same role (reduced or
 // kept) are merged, size-1 axes dropped, and the input walked once in memory order: a reduced
@@ -10,6 +10,7 @@
 // Single-threaded: the shapes this serves are small, and the order of additions is fixed.
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "engine/cpu/vec_internal.h"
 
@@ -33,8 +34,8 @@ float sum_run(const float* p, int64_t n) {
   return s;
 }
 
-Expected<KernelPtr> make_reduce_sum(const KernelInit& init) {
-  const std::string impl = "cpu.vec:reduce_sum";
+Expected<KernelPtr> make_reduce(const KernelInit& init, bool mean) {
+  const std::string impl = mean ? "cpu.vec:reduce_mean" : "cpu.vec:reduce_sum";
   if (!plain_static(init) || init.out_types.size() != 1 || init.in_types[0]->dtype != DType::kF32)
     return decline(init, impl, "needs plain static f32");
   const Shape x = init.in_types[0]->static_shape();
@@ -43,6 +44,12 @@ Expected<KernelPtr> make_reduce_sum(const KernelInit& init) {
   const bool has_axes = init.in_types.size() > 1 && init.in_types[1];
   if (has_axes && !init.constants[1]) return decline(init, impl, "axes not constant");
   const Tensor* axes = has_axes ? init.constants[1] : nullptr;
+  std::optional<Tensor> attr_axes;  // opsets before 18 (ReduceMean) give the axes as an attribute
+  if (!has_axes && init.node.attr("axes")) {
+    const std::vector<int64_t>& a = init.node.attr("axes")->ints();
+    attr_axes = Tensor::from_vector<int64_t>({static_cast<int64_t>(a.size())}, a);
+    axes = &*attr_axes;
+  }
   if (!axes || axes->numel() == 0) {
     const ir::Attribute* noop = init.node.attr("noop_with_empty_axes");
     if (noop && noop->i() != 0) return decline(init, impl, "identity (noop_with_empty_axes)");
@@ -96,6 +103,10 @@ Expected<KernelPtr> make_reduce_sum(const KernelInit& init) {
         obase -= ostride[d] * runs[d].size;
         idx[d] = 0;
       }
+    }
+    if (mean) {
+      const float inv = 1.0f / static_cast<float>(in_n / out_n);
+      for (int64_t j = 0; j < out_n; ++j) out[j] *= inv;
     }
     return Status::ok();
   });
@@ -174,6 +185,165 @@ Expected<KernelPtr> make_relu_grad(const KernelInit& init) {
     const float* y = static_cast<const float*>(run.inputs[1].data);
     float* dx = static_cast<float*>(run.outputs[0].data);
     for_chunks(n, kParallelUpdate, [&](int64_t lo, int64_t hi) { relu_grad_range(dy + lo, y + lo, dx + lo, hi - lo); });
+    return Status::ok();
+  });
+}
+
+// ---- BatchNormalization in training mode, forward and backward, plain [N, C, ...] f32 ----------
+// Per channel: the N runs of `inner` contiguous values. Sums run in 16 float lanes per run and
+// are added in double across runs; channels are split over the team (each channel's order of
+// additions is fixed, so the result does not depend on the thread count).
+
+TESSERA_VEC_CLONES float run_sum(const float* p, int64_t n) {
+  float acc[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int k = 0; k < 16; ++k) acc[k] += p[i + k];
+  float s = 0;
+  for (int k = 0; k < 16; ++k) s += acc[k];
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+
+// sum((x - m)^2) and, when dy is given, sum(dy) and sum(dy * (x - m)) over one run.
+TESSERA_VEC_CLONES void run_moments(const float* x, const float* dy, int64_t n, float m, float out[3]) {
+  float a[16] = {}, b[16] = {}, c[16] = {};
+  int64_t i = 0;
+  if (dy) {
+    for (; i + 16 <= n; i += 16)
+      for (int k = 0; k < 16; ++k) {
+        const float d = x[i + k] - m;
+        a[k] += d * d;
+        b[k] += dy[i + k];
+        c[k] += dy[i + k] * d;
+      }
+  } else {
+    for (; i + 16 <= n; i += 16)
+      for (int k = 0; k < 16; ++k) {
+        const float d = x[i + k] - m;
+        a[k] += d * d;
+      }
+  }
+  float sa = 0, sb = 0, sc = 0;
+  for (int k = 0; k < 16; ++k) sa += a[k], sb += b[k], sc += c[k];
+  for (; i < n; ++i) {
+    const float d = x[i] - m;
+    sa += d * d;
+    if (dy) sb += dy[i], sc += dy[i] * d;
+  }
+  out[0] = sa, out[1] = sb, out[2] = sc;
+}
+
+TESSERA_VEC_CLONES void run_affine(const float* x, float* y, int64_t n, float a, float b) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a + b;
+}
+
+// dx = k * (dy - sdy_m - (x - m) * t)
+TESSERA_VEC_CLONES void run_bn_dx(const float* x, const float* dy, float* dx, int64_t n, float m, float k, float sdy_m, float t) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = k * (dy[i] - sdy_m - (x[i] - m) * t);
+}
+
+struct ChannelShape {
+  int64_t n = 0, c = 0, inner = 0;
+};
+
+bool channel_shape(const ir::TensorType& t, ChannelShape& s) {
+  if (t.rank() < 2) return false;
+  const Shape x = t.static_shape();
+  s.n = x[0];
+  s.c = x[1];
+  s.inner = 1;
+  for (size_t d = 2; d < x.size(); ++d) s.inner *= x[d];
+  return s.n * s.c * s.inner > 0;
+}
+
+// Batch mean and population variance of channel ch (double accumulation across the N runs).
+void channel_moments(const float* x, const float* dy, const ChannelShape& s, int64_t ch, double& mean, double& var,
+                     double& sdy, double& sdyxc) {
+  double sum = 0;
+  for (int64_t i = 0; i < s.n; ++i) sum += run_sum(x + (i * s.c + ch) * s.inner, s.inner);
+  const double count = static_cast<double>(s.n * s.inner);
+  mean = sum / count;
+  double sq = 0;
+  sdy = sdyxc = 0;
+  for (int64_t i = 0; i < s.n; ++i) {
+    float r[3];
+    const int64_t at = (i * s.c + ch) * s.inner;
+    run_moments(x + at, dy ? dy + at : nullptr, s.inner, static_cast<float>(mean), r);
+    sq += r[0], sdy += r[1], sdyxc += r[2];
+  }
+  var = sq / count;
+}
+
+Expected<KernelPtr> make_batchnorm_training(const KernelInit& init) {
+  const std::string impl = "cpu.vec:batchnorm_training";
+  const ir::Attribute* tm = init.node.attr("training_mode");
+  if (!tm || tm->i() == 0) return decline(init, impl, "inference (oneDNN's)");
+  ChannelShape s;
+  if (!plain_static(init) || init.in_types.size() != 5 || init.in_types[0]->dtype != DType::kF32 ||
+      !channel_shape(*init.in_types[0], s))
+    return decline(init, impl, "needs plain static f32 [N, C, ...]");
+  for (size_t i = 1; i < 5; ++i)
+    if (init.in_types[i]->dtype != DType::kF32 || init.in_types[i]->static_shape() != Shape{s.c})
+      return decline(init, impl, "needs f32 [C] statistics");
+  const double eps = init.node.attr("epsilon") ? init.node.attr("epsilon")->f() : 1e-5;
+  const double momentum = init.node.attr("momentum") ? init.node.attr("momentum")->f() : 0.9;
+  const size_t nout = init.out_types.size();
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    const float* x = static_cast<const float*>(run.inputs[0].data);
+    const float* scale = static_cast<const float*>(run.inputs[1].data);
+    const float* bias = static_cast<const float*>(run.inputs[2].data);
+    const float* rm = static_cast<const float*>(run.inputs[3].data);
+    const float* rv = static_cast<const float*>(run.inputs[4].data);
+    float* y = static_cast<float*>(run.outputs[0].data);
+    float* nrm = nout > 1 ? static_cast<float*>(run.outputs[1].data) : nullptr;
+    float* nrv = nout > 2 ? static_cast<float*>(run.outputs[2].data) : nullptr;
+#pragma omp parallel for schedule(static) if (s.n * s.c * s.inner > (1 << 14))
+    for (int64_t ch = 0; ch < s.c; ++ch) {
+      double mean, var, unused1, unused2;
+      channel_moments(x, nullptr, s, ch, mean, var, unused1, unused2);
+      const double a = scale[ch] / std::sqrt(var + eps), b = bias[ch] - mean * a;
+      for (int64_t i = 0; i < s.n; ++i) {
+        const int64_t at = (i * s.c + ch) * s.inner;
+        run_affine(x + at, y + at, s.inner, static_cast<float>(a), static_cast<float>(b));
+      }
+      // Outputs may be written over the running statistics (read first, per channel).
+      if (nrm) nrm[ch] = static_cast<float>(rm[ch] * momentum + mean * (1.0 - momentum));
+      if (nrv) nrv[ch] = static_cast<float>(rv[ch] * momentum + var * (1.0 - momentum));
+    }
+    return Status::ok();
+  });
+}
+
+Expected<KernelPtr> make_batchnorm_grad(const KernelInit& init) {
+  const std::string impl = "cpu.vec:batchnorm_grad";
+  ChannelShape s;
+  if (!plain_static(init) || !same_f32_shape(init, 0, 1) || !channel_shape(*init.in_types[1], s) ||
+      init.in_types[2]->dtype != DType::kF32 || init.in_types[2]->static_shape() != Shape{s.c})
+    return decline(init, impl, "needs plain static f32 [N, C, ...] and scale [C]");
+  const double eps = init.node.attr("epsilon") ? init.node.attr("epsilon")->f() : 1e-5;
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    const float* dy = static_cast<const float*>(run.inputs[0].data);
+    const float* x = static_cast<const float*>(run.inputs[1].data);
+    const float* scale = static_cast<const float*>(run.inputs[2].data);
+    float* dx = static_cast<float*>(run.outputs[0].data);
+    float* dscale = static_cast<float*>(run.outputs[1].data);
+    float* dbias = static_cast<float*>(run.outputs[2].data);
+    const double count = static_cast<double>(s.n * s.inner);
+#pragma omp parallel for schedule(static) if (s.n * s.c * s.inner > (1 << 14))
+    for (int64_t ch = 0; ch < s.c; ++ch) {
+      double mean, var, sdy, sdyxc;
+      channel_moments(x, dy, s, ch, mean, var, sdy, sdyxc);
+      const double inv = 1.0 / std::sqrt(var + eps);
+      dbias[ch] = static_cast<float>(sdy);
+      dscale[ch] = static_cast<float>(sdyxc * inv);
+      const float k = static_cast<float>(scale[ch] * inv), sdy_m = static_cast<float>(sdy / count),
+                  t = static_cast<float>(inv * inv * sdyxc / count);
+      for (int64_t i = 0; i < s.n; ++i) {
+        const int64_t at = (i * s.c + ch) * s.inner;
+        run_bn_dx(x + at, dy + at, dx + at, s.inner, static_cast<float>(mean), k, sdy_m, t);
+      }
+    }
     return Status::ok();
   });
 }
@@ -319,9 +489,13 @@ void register_vec_train(KernelRegistry& registry) {
   registry.add("Greater", "cpu.vec:greater", kVecPriority, [](const KernelInit& i) { return make_compare_scalar(i, true); });
   registry.add("Less", "cpu.vec:less", kVecPriority, [](const KernelInit& i) { return make_compare_scalar(i, false); });
   // Above oneDNN's reduction, which is its reference implementation for these shapes.
-  registry.add("ReduceSum", "cpu.vec:reduce_sum", kOneDnnPriority + 10, make_reduce_sum);
+  registry.add("ReduceSum", "cpu.vec:reduce_sum", kOneDnnPriority + 10, [](const KernelInit& i) { return make_reduce(i, false); });
+  registry.add("ReduceMean", "cpu.vec:reduce_mean", kOneDnnPriority + 10, [](const KernelInit& i) { return make_reduce(i, true); });
   registry.add("SGDUpdate", "cpu.vec:sgd", kVecPriority, make_sgd);
   registry.add("ReluGrad", "cpu.vec:relu_grad", kVecPriority, make_relu_grad);
+  // Training mode only, which oneDNN's (inference) declines.
+  registry.add("BatchNormalization", "cpu.vec:batchnorm_training", kVecPriority, make_batchnorm_training);
+  registry.add("BatchNormalizationGrad", "cpu.vec:batchnorm_grad", kVecPriority, make_batchnorm_grad);
   registry.add("AdamUpdate", "cpu.vec:adam", kVecPriority, make_adam);
 }
 

@@ -491,6 +491,8 @@ void register_lrn_grad(OpRegistry& registry) {
 
 }  // namespace
 
+constexpr const char* kSecondOrder = "a gradient op, emitted by autodiff (second derivatives are not supported)";
+
 void register_relu_grad(OpRegistry& registry) {
   OpDef def("ReluGrad", "grad", "Gradient of Relu from its output: dX = dY where Y > 0, else 0 (0 at the kink, as PyTorch).");
   def.input("dY", "gradient of the Relu's output").input("Y", "the Relu's output, same shape as dY");
@@ -512,12 +514,73 @@ void register_relu_grad(OpRegistry& registry) {
     ctx.outputs.push_back(std::move(dx));
     return Status::ok();
   };
-  def.no_gradient_reason = "a gradient op (second derivatives are not supported)";
+  def.no_gradient_reason = kSecondOrder;
+  registry.add(std::move(def));
+}
+
+// dX, dScale, dBias of BatchNormalization in training mode (batch moments over every axis but 1),
+// recomputing the moments from X: dBias = sum(dY), dScale = sum(dY * xhat),
+// dX = scale * inv * (dY - dBias / M - xhat * dScale / M), xhat = (X - mean) * inv, M the count.
+Status batchnorm_grad_kernel(KernelContext& ctx) {
+  const Tensor dy = widen(ctx.in(0)).contiguous(), x = widen(ctx.in(1)).contiguous();
+  const std::vector<double> scale = ctx.in(2).to_doubles();
+  const double eps = ctx.attrs().f("epsilon");
+  if (x.rank() < 2 || dy.shape() != x.shape() || static_cast<int64_t>(scale.size()) != x.dim(1))
+    return node_error(ctx.node, "dY " + shape_to_string(dy.shape()) + ", X " + shape_to_string(x.shape()) + " and scale [" +
+                                    std::to_string(scale.size()) + "] do not fit (X is [N, C, ...], scale [C])");
+  const int64_t n = x.dim(0), c = x.dim(1), inner = n * c == 0 ? 0 : x.numel() / (n * c);
+  const double count = static_cast<double>(n * inner);
+  TRY(Tensor dx, Tensor::create(x.dtype(), x.shape()));
+  TRY(Tensor dscale, Tensor::create(ctx.in(2).dtype(), {c}));
+  TRY(Tensor dbias, Tensor::create(ctx.in(2).dtype(), {c}));
+  auto at = [&](int64_t i, int64_t ch, int64_t k) { return (i * c + ch) * inner + k; };
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double mean = 0, var = 0, sdy = 0, sdyxc = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < inner; ++k) mean += x.get(at(i, ch, k));
+    mean /= count;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < inner; ++k) {
+        const double d = x.get(at(i, ch, k)) - mean;
+        var += d * d;
+        sdy += dy.get(at(i, ch, k));
+        sdyxc += dy.get(at(i, ch, k)) * d;
+      }
+    var /= count;
+    const double inv = 1.0 / std::sqrt(var + eps);
+    dbias.set(ch, sdy);
+    dscale.set(ch, sdyxc * inv);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < inner; ++k) {
+        const double xc = x.get(at(i, ch, k)) - mean;
+        dx.set(at(i, ch, k), scale[static_cast<size_t>(ch)] * inv * (dy.get(at(i, ch, k)) - sdy / count - xc * inv * inv * sdyxc / count));
+      }
+  }
+  ctx.outputs = {narrow(dx, ctx.in(1).dtype()), std::move(dscale), std::move(dbias)};
+  return Status::ok();
+}
+
+void register_batchnorm_grad(OpRegistry& registry) {
+  OpDef def("BatchNormalizationGrad", "grad",
+            "Gradient of BatchNormalization in training mode with respect to X, scale and B, from the batch "
+            "moments (recomputed from X): one op instead of a dozen reductions and element-wise ops.");
+  def.input("dY", "gradient of Y [N, C, ...]").input("X", "the forward input").input("scale", "the forward scale [C]");
+  def.output("dX", "shape of X").output("dScale", "[C]").output("dB", "[C]");
+  def.attr("epsilon", AttrKind::kFloat, Attribute(1e-5), "as the forward op");
+  def.allowed_types = kFloatTypes;
+  def.infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+    if (ctx.inputs[0]->dtype != ctx.inputs[1]->dtype)
+      return node_error(ctx.node, "dY and X differ in type: " + ctx.inputs[0]->to_string() + ", " + ctx.inputs[1]->to_string());
+    return std::vector<TensorType>{*ctx.inputs[1], *ctx.inputs[2], *ctx.inputs[2]};
+  };
+  def.reference = batchnorm_grad_kernel;
+  def.no_gradient_reason = kSecondOrder;
   registry.add(std::move(def));
 }
 
 void register_grad_ops(OpRegistry& registry) {
   register_relu_grad(registry);
+  register_batchnorm_grad(registry);
   register_conv_grad(registry, /*weight=*/false);
   register_conv_grad(registry, /*weight=*/true);
   register_pool_grad(registry, /*max=*/true);

@@ -288,7 +288,9 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
   RETURN_IF_ERROR(init_status_);
   const int64_t batches = train.batches_per_epoch();
   if (batches <= 0) return make_error("the training split gives no batches (empty, or smaller than one batch with drop_last)");
-  const int64_t total_steps = batches * config_.epochs;
+  // The schedule spans the steps this run will make (a cosine run cut by max_steps ends at its minimum).
+  int64_t total_steps = batches * config_.epochs;
+  if (config_.max_steps > 0) total_steps = std::min(total_steps, config_.max_steps);
   TRY(Schedule schedule, Schedule::parse(config_.schedule, config_.lr, total_steps));
   int64_t position = 0;  // where epoch_ and batch_in_epoch_ say the run is (resume() bounds both by 2^48)
   if (batch_in_epoch_ > batches || __builtin_mul_overflow(epoch_, batches, &position) ||

@@ -44,7 +44,7 @@ struct TrainConfig {
   int64_t batch_size = 0;             // recorded in checkpoints (the loader's)
   std::string checkpoint_dir;         // empty: no checkpoints
   int64_t checkpoint_every = 0;       // steps between checkpoints (0: at epoch ends only)
-  int64_t max_steps = 0;              // stop after this many steps in total (0: no limit)
+  int64_t max_steps = 0;              // stop after this many steps in total (0: no limit); schedules end there
   // Spans of the stages and of every kernel of sampled steps: all of the first `trace_warm_steps`
   // steps, then one step in `trace_every` (a profiler's schedule: a span per kernel per step would
   // cost more than the work of small networks). 0 traces every step.
