@@ -401,6 +401,10 @@ Status gelu_grad(GradientContext& g) {
   const std::string& mode = g.attrs().s("approximate");
   if (mode != "none" && mode != "tanh") return g.fail("unknown approximate mode '" + mode + "'");
   const bool exact = mode == "none";
+  if (g.grad_output(0) != ir::kNoValue && g.wants(0)) {  // one op (oneDNN's eltwise backward on the CPU)
+    g.set_grad(0, g.emit("GeluGrad", {g.grad_output(0), g.input(0)}, {{"approximate", mode}}));
+    return Status::ok();
+  }
   return unary(g, [exact](Ops& o, ValueId x, ValueId, ValueId dy) {
     ValueId x2 = o.square(x);
     if (exact) {

@@ -174,6 +174,21 @@ Status matmul_grad(GradientContext& g) {
   else if (ra == 1) dy = g.emit("Unsqueeze", {dy, g.ints({ry - 1})});
   else if (rb == 1) dy = g.emit("Unsqueeze", {dy, g.ints({ry})});
   const bool flat = g.rank(dy) == 2 && g.rank(a2) == 2 && g.rank(b2) == 2;
+  const ir::TensorType at = g.type(a2), yt = g.type(dy);
+  if (ra >= 3 && rb == 2 && at.is_static() && yt.is_static()) {
+    // A linear layer over batch axes ([N, T, K] x [K, M]): the batch axes fold into the rows of
+    // two Gemms (views, no copies): dA = dY W^T, dW = A^T dY over all N*T rows at once, instead of
+    // a batched product per row block, its Transposes and a ReduceSum over N.
+    const Shape as = at.static_shape(), ys = yt.static_shape();
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < as.size(); ++i) rows *= as[i];
+    const ValueId dy2 = g.emit("Reshape", {dy, g.ints({rows, ys.back()})});
+    if (g.wants(0))
+      g.set_grad(0, g.emit("Reshape", {g.emit("Gemm", {dy2, b2}, {{"transB", int64_t{1}}}), g.shape_of(a)}));
+    if (g.wants(1))
+      g.set_grad(1, g.emit("Gemm", {g.emit("Reshape", {a2, g.ints({rows, as.back()})}), dy2}, {{"transA", int64_t{1}}}));
+    return Status::ok();
+  }
   auto transposed = [&](ValueId v) {
     std::vector<int64_t> perm = range(0, g.rank(v));
     std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
@@ -230,7 +245,12 @@ ValueId softmax_backward(GradientContext& g, ValueId dy, ValueId y, int64_t axis
 }
 
 Status softmax_grad(GradientContext& g, bool log) {
-  g.set_grad(0, softmax_backward(g, g.grad_output(0), g.output(0), axis_of(g, g.rank(g.input(0))), log));
+  const int64_t axis = axis_of(g, g.rank(g.input(0)));
+  if (!log) {  // one op (oneDNN's softmax backward on the CPU)
+    g.set_grad(0, g.emit("SoftmaxGrad", {g.grad_output(0), g.output(0)}, {{"axis", axis}}));
+    return Status::ok();
+  }
+  g.set_grad(0, softmax_backward(g, g.grad_output(0), g.output(0), axis, log));
   return Status::ok();
 }
 
@@ -360,7 +380,20 @@ Status layernorm_grad(GradientContext& g) {
     return g.fail("gradients through the Mean and InvStdDev outputs are not supported");
   const ValueId dy = g.grad_output(0), x = g.input(0);
   const int rank = g.rank(x);
-  const std::vector<int64_t> axes = range(axis_of(g, rank), rank);
+  const int64_t axis = axis_of(g, rank);
+  const std::vector<int64_t> axes = range(axis, rank);
+  const ir::TensorType xt = g.type(x), st = g.type(g.input(1));
+  const Shape xs = xt.is_static() ? xt.static_shape() : Shape{};
+  if (xt.is_static() && st.is_static() && Shape(xs.begin() + axis, xs.end()) == st.static_shape() &&
+      (!g.has_input(2) || g.type(g.input(2)).is_static() && g.type(g.input(2)).static_shape() == st.static_shape())) {
+    // Scale and B of the normalised dims (the usual case): one op.
+    const std::vector<ValueId> d = g.emit_n("LayerNormalizationGrad", {dy, x, g.input(1)}, 3,
+                                            {{"axis", axis}, {"epsilon", g.attrs().f("epsilon")}});
+    if (g.wants(0)) g.set_grad(0, d[0]);
+    if (g.wants(1)) g.set_grad(1, d[1]);
+    if (g.has_input(2) && g.wants(2)) g.set_grad(2, d[2]);
+    return Status::ok();
+  }
   const Moments m = moments(g, x, axes, g.attrs().f("epsilon"));
   if (g.wants(0)) g.set_grad(0, normalize_backward(g, g.emit("Mul", {dy, g.input(1)}), m, axes));
   if (g.wants(1)) g.set_grad(1, g.unbroadcast(g.emit("Mul", {dy, m.xhat}), g.input(1)));

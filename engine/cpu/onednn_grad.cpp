@@ -1,6 +1,7 @@
 // oneDNN kernels for the backward ops autodiff emits: ConvGradInput (convolution_backward_data),
 // ConvGradWeight (convolution_backward_weights), MaxPoolGrad and AveragePoolGrad
-// (pooling_backward; max pooling runs its own forward_training pass for the workspace).
+// (pooling_backward; max pooling runs its own forward_training pass for the workspace), GeluGrad
+// (eltwise_backward) and SoftmaxGrad (softmax_backward).
 //
 // oneDNN 2.x builds backward primitive descriptors from a forward one (the hint). Convolutions are
 // created with format_tag::any; every operand whose chosen format differs from the user's buffer
@@ -232,9 +233,53 @@ Expected<KernelPtr> make_pool_grad(const ContextPtr& ctx, const KernelInit& init
   return KernelPtr(std::move(k));
 }
 
+// GeluGrad (eltwise_backward with gelu_erf / gelu_tanh, from X) and SoftmaxGrad (softmax_backward,
+// from Y): plain static f32 dY and X (Y) of one shape.
+Expected<KernelPtr> make_activation_grad(const ContextPtr& ctx, const KernelInit& init, bool softmax) {
+  const std::string impl = softmax ? "onednn:softmax_grad" : "onednn:gelu_grad";
+  if (init.in_types.size() != 2 || !is_static_f32(init.in_types[0]) || !is_static_f32(init.in_types[1]) || !all_plain(init) ||
+      init.in_types[0]->static_shape() != init.in_types[1]->static_shape() || init.in_types[0]->rank() == 0)
+    return decline(init, impl, "needs plain static f32 dY and X of one shape");
+  const memory::desc md = plain_md(dims_of(*init.in_types[0]));
+  if (softmax) {
+    int64_t axis = attr_int(init, "axis", -1);
+    if (axis < 0) axis += init.in_types[0]->rank();
+    if (axis < 0 || axis >= init.in_types[0]->rank()) return decline(init, impl, "axis");
+    return primitive_kernel(
+        ctx, init, impl,
+        [&](const dnnl::engine& eng) {
+          dnnl::softmax_v2_forward::desc fd(dnnl::prop_kind::forward_training, dnnl::algorithm::softmax_accurate, md, md,
+                                            static_cast<int>(axis));
+          const dnnl::softmax_v2_forward::primitive_desc hint(fd, user_scratchpad_attr(), eng);
+          dnnl::softmax_v2_backward::desc bd(dnnl::algorithm::softmax_accurate, md, md, md, static_cast<int>(axis));
+          return dnnl::softmax_v2_backward::primitive_desc(bd, user_scratchpad_attr(), eng, hint);
+        },
+        {bind_input(DNNL_ARG_DIFF_DST, 0, md), bind_input(DNNL_ARG_DST, 1, md), bind_output(DNNL_ARG_DIFF_SRC, 0, md)},
+        {md.get_size()});
+  }
+  const ir::Attribute* mode = init.node.attr("approximate");
+  const std::string approximate = mode ? mode->s() : "none";
+  if (approximate != "none" && approximate != "tanh") return decline(init, impl, "approximate mode");
+  const dnnl::algorithm alg = approximate == "none" ? dnnl::algorithm::eltwise_gelu_erf : dnnl::algorithm::eltwise_gelu_tanh;
+  return primitive_kernel(
+      ctx, init, impl,
+      [&](const dnnl::engine& eng) {
+        dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, alg, md, 0.f, 0.f);
+        const dnnl::eltwise_forward::primitive_desc hint(fd, user_scratchpad_attr(), eng);
+        dnnl::eltwise_backward::desc bd(alg, md, md, 0.f, 0.f);
+        return dnnl::eltwise_backward::primitive_desc(bd, user_scratchpad_attr(), eng, hint);
+      },
+      {bind_input(DNNL_ARG_DIFF_DST, 0, md), bind_input(DNNL_ARG_SRC, 1, md), bind_output(DNNL_ARG_DIFF_SRC, 0, md)},
+      {md.get_size()});
+}
+
 }  // namespace
 
 void register_onednn_grad(KernelRegistry& registry, const ContextPtr& ctx) {
+  registry.add("GeluGrad", "onednn:gelu_grad", kOneDnnPriority,
+               [ctx](const KernelInit& i) { return make_activation_grad(ctx, i, false); });
+  registry.add("SoftmaxGrad", "onednn:softmax_grad", kOneDnnPriority,
+               [ctx](const KernelInit& i) { return make_activation_grad(ctx, i, true); });
   registry.add("ConvGradInput", "onednn:conv_grad_input", kOneDnnPriority,
                [ctx](const KernelInit& i) { return make_conv_grad(ctx, i, false); });
   registry.add("ConvGradWeight", "onednn:conv_grad_weight", kOneDnnPriority,

@@ -24,7 +24,11 @@ struct Run {
   bool reduced;
 };
 
-float sum_run(const float* p, int64_t n) {
+TESSERA_VEC_CLONES void add_row(float* o, const float* p, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) o[j] += p[j];
+}
+
+TESSERA_VEC_CLONES float sum_run(const float* p, int64_t n) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -95,7 +99,7 @@ Expected<KernelPtr> make_reduce(const KernelInit& init, bool mean) {
       } else {
         float* o = out + obase;
         const float* p = in + base;
-        for (int64_t j = 0; j < inner.size; ++j) o[j] += p[j];
+        add_row(o, p, inner.size);
       }
       for (size_t d = outer_rank; d-- > 0;) {  // advance the outer index, odometer style
         obase += ostride[d];
@@ -348,6 +352,262 @@ Expected<KernelPtr> make_batchnorm_grad(const KernelInit& init) {
   });
 }
 
+// ---- LayerNormalizationGrad: rows of the normalised dims, plain f32 -----------------------------
+
+// Sums in 16 lanes (the compiler does not reorder float additions by itself).
+#define TESSERA_LANE_SUM(expr, out)                                   \
+  do {                                                                \
+    float lanes_[16] = {};                                            \
+    int64_t k = 0;                                                    \
+    for (; k + 16 <= len; k += 16)                                    \
+      for (int j_ = 0; j_ < 16; ++j_) {                               \
+        const int64_t i = k + j_;                                     \
+        lanes_[j_] += (expr);                                         \
+      }                                                               \
+    float s_ = 0;                                                     \
+    for (int j_ = 0; j_ < 16; ++j_) s_ += lanes_[j_];                 \
+    for (int64_t i = k; i < len; ++i) s_ += (expr);                   \
+    out = s_;                                                         \
+  } while (0)
+
+TESSERA_VEC_CLONES void layernorm_grad_row(const float* dy, const float* x, const float* scale, float* dx, float* dscale,
+                                           float* dbias, int64_t len, float eps) {
+  float sum, sq, mg, mgx;
+  TESSERA_LANE_SUM(x[i], sum);
+  const float mean = sum / static_cast<float>(len);
+  TESSERA_LANE_SUM((x[i] - mean) * (x[i] - mean), sq);
+  const float inv = 1.0f / std::sqrt(sq / static_cast<float>(len) + eps);
+  TESSERA_LANE_SUM(dy[i] * scale[i], mg);
+  TESSERA_LANE_SUM(dy[i] * scale[i] * (x[i] - mean) * inv, mgx);
+  mg /= static_cast<float>(len);
+  mgx /= static_cast<float>(len);
+  for (int64_t k = 0; k < len; ++k) {
+    const float xhat = (x[k] - mean) * inv;
+    dscale[k] += dy[k] * xhat;
+    dbias[k] += dy[k];
+    dx[k] = inv * (dy[k] * scale[k] - mg - xhat * mgx);
+  }
+}
+
+Expected<KernelPtr> make_layernorm_grad(const KernelInit& init) {
+  const std::string impl = "cpu.vec:layernorm_grad";
+  if (!plain_static(init) || !same_f32_shape(init, 0, 1) || init.in_types[2]->dtype != DType::kF32)
+    return decline(init, impl, "needs plain static f32");
+  const Shape x = init.in_types[1]->static_shape();
+  int64_t axis = init.node.attr("axis") ? init.node.attr("axis")->i() : -1;
+  if (axis < 0) axis += static_cast<int64_t>(x.size());
+  if (axis < 0 || axis >= static_cast<int64_t>(x.size()) || Shape(x.begin() + axis, x.end()) != init.in_types[2]->static_shape())
+    return decline(init, impl, "Scale must have the normalised dims");
+  int64_t rows = 1, len = 1;
+  for (int64_t d = 0; d < static_cast<int64_t>(x.size()); ++d) (d < axis ? rows : len) *= x[static_cast<size_t>(d)];
+  const float eps = static_cast<float>(init.node.attr("epsilon") ? init.node.attr("epsilon")->f() : 1e-5);
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    const float* dy = static_cast<const float*>(run.inputs[0].data);
+    const float* xp = static_cast<const float*>(run.inputs[1].data);
+    const float* scale = static_cast<const float*>(run.inputs[2].data);
+    float* dx = static_cast<float*>(run.outputs[0].data);
+    float* dscale = static_cast<float*>(run.outputs[1].data);
+    float* dbias = static_cast<float*>(run.outputs[2].data);
+    // Rows in one chunk per thread, each with its own dScale and dB partial sums, added in chunk
+    // order (the same order for a given thread count).
+    const int64_t threads = rows * len > kParallelUpdate ? std::max(1, omp_get_max_threads()) : 1;
+    std::vector<float> partial(static_cast<size_t>(2 * threads * len), 0.f);
+    const int64_t per = (rows + threads - 1) / threads;
+#pragma omp parallel for schedule(static) if (threads > 1)
+    for (int64_t t = 0; t < threads; ++t) {
+      float* ps = partial.data() + 2 * t * len;
+      for (int64_t r = t * per; r < std::min(rows, (t + 1) * per); ++r)
+        layernorm_grad_row(dy + r * len, xp + r * len, scale, dx + r * len, ps, ps + len, len, eps);
+    }
+    for (int64_t k = 0; k < len; ++k) {
+      float a = 0, b = 0;
+      for (int64_t t = 0; t < threads; ++t) a += partial[static_cast<size_t>(2 * t * len + k)], b += partial[static_cast<size_t>((2 * t + 1) * len + k)];
+      dscale[k] = a;
+      dbias[k] = b;
+    }
+    return Status::ok();
+  });
+}
+
+// ---- Sum of same-shape f32 tensors (gradient accumulation) ---------------------------------------
+
+TESSERA_VEC_CLONES void add2(const float* a, const float* b, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+Expected<KernelPtr> make_sum(const KernelInit& init) {
+  const std::string impl = "cpu.vec:sum";
+  if (!plain_static(init) || init.in_types.size() < 2) return decline(init, impl, "needs plain static f32, 2 or more inputs");
+  for (size_t i = 0; i < init.in_types.size(); ++i)
+    if (!same_f32_shape(init, 0, i) || init.in_types[i]->static_shape() != init.out_types[0]->static_shape())
+      return decline(init, impl, "inputs of the output's shape (no broadcasting)");
+  const int64_t n = init.out_types[0]->static_numel();
+  const size_t k = init.in_types.size();
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    float* out = static_cast<float*>(run.outputs[0].data);
+    for_chunks(n, kParallelUpdate, [&](int64_t lo, int64_t hi) {
+      add2(static_cast<const float*>(run.inputs[0].data) + lo, static_cast<const float*>(run.inputs[1].data) + lo, out + lo, hi - lo);
+      for (size_t i = 2; i < k; ++i) add2(out + lo, static_cast<const float*>(run.inputs[i].data) + lo, out + lo, hi - lo);
+    });
+    return Status::ok();
+  });
+}
+
+// ---- SoftmaxCrossEntropyLoss and its gradient: f32 scores [N, C, d...], i64 targets, no weights,
+// reduction mean or sum. Per position: m = max_j x_j, s = sum_j e^(x_j - m); the loss is
+// log s + m - x_k, the gradient g (e^(x_j - m) / s - [j == k]). Positions of ignore_index count for
+// nothing (and not in the mean's count). Along the classes when d is empty, else along d.
+
+struct LossShape {
+  int64_t n = 0, c = 0, inner = 1;
+  bool mean = true, has_ignore = false;
+  int64_t ignore = 0;
+};
+
+Expected<LossShape> loss_shape(const KernelInit& init, const std::string& impl, size_t scores, size_t target) {
+  LossShape s;
+  if (!plain_static(init) || !init.in_types[scores] || init.in_types[scores]->dtype != DType::kF32 ||
+      init.in_types[scores]->rank() < 2 || !init.in_types[target] || init.in_types[target]->dtype != DType::kI64)
+    return Error{"needs plain static f32 scores and i64 targets"};
+  if (init.in_types.size() > target + 1 && init.in_types[target + 1]) return Error{"class weights"};
+  const Shape x = init.in_types[scores]->static_shape();
+  s.n = x[0];
+  s.c = x[1];
+  for (size_t d = 2; d < x.size(); ++d) s.inner *= x[d];
+  const ir::Attribute* red = init.node.attr("reduction");
+  const std::string r = red ? red->s() : "mean";
+  if (r != "mean" && r != "sum") return Error{"reduction " + r};
+  s.mean = r == "mean";
+  if (const ir::Attribute* ig = init.node.attr("ignore_index")) s.has_ignore = true, s.ignore = ig->i();
+  (void)impl;
+  return s;
+}
+
+// Over positions [0, w) of one example: column j of the classes is x + j * stride.
+TESSERA_VEC_CLONES void softmax_columns(const float* x, int64_t c, int64_t stride, int64_t w, float* m, float* s) {
+  for (int64_t i = 0; i < w; ++i) m[i] = x[i], s[i] = 0.f;
+  for (int64_t j = 1; j < c; ++j)
+    for (int64_t i = 0; i < w; ++i) m[i] = std::max(m[i], x[j * stride + i]);
+  for (int64_t j = 0; j < c; ++j)
+    for (int64_t i = 0; i < w; ++i) s[i] += vexp(x[j * stride + i] - m[i]);
+}
+
+TESSERA_VEC_CLONES void softmax_grad_columns(const float* x, float* dx, int64_t c, int64_t stride, int64_t w, const float* m,
+                                             const float* gs) {
+  for (int64_t j = 0; j < c; ++j)
+    for (int64_t i = 0; i < w; ++i) dx[j * stride + i] = gs[i] * vexp(x[j * stride + i] - m[i]);
+}
+
+TESSERA_VEC_CLONES void softmax_row(const float* x, int64_t c, float* m, float* s) {
+  float mx = x[0];
+  for (int64_t j = 1; j < c; ++j) mx = std::max(mx, x[j]);
+  float sum = 0;
+  for (int64_t j = 0; j < c; ++j) sum += vexp(x[j] - mx);
+  *m = mx, *s = sum;
+}
+
+TESSERA_VEC_CLONES void softmax_grad_row(const float* x, float* dx, int64_t c, float m, float g) {
+  for (int64_t j = 0; j < c; ++j) dx[j] = g * vexp(x[j] - m);
+}
+
+// Calls f(n, first position, width, m, s) for blocks of positions of every example, m and s the
+// per-position max and sum of exponentials (a row per position when there are no d dims).
+template <class F>
+void for_loss_blocks(const float* x, const LossShape& ls, F&& f) {
+  constexpr int64_t kBlock = 256;
+  float m[kBlock], s[kBlock];
+  for (int64_t b = 0; b < ls.n; ++b) {
+    const float* xb = x + b * ls.c * ls.inner;
+    if (ls.inner == 1) {  // [N, C]: one row
+      softmax_row(xb, ls.c, m, s);
+      f(b, 0, 1, m, s);
+      continue;
+    }
+    for (int64_t i0 = 0; i0 < ls.inner; i0 += kBlock) {
+      const int64_t w = std::min(kBlock, ls.inner - i0);
+      softmax_columns(xb + i0, ls.c, ls.inner, w, m, s);
+      f(b, i0, w, m, s);
+    }
+  }
+}
+
+Status check_target(int64_t k, const LossShape& ls) {
+  if (k < 0 || k >= ls.c)
+    return make_error("target class " + std::to_string(k) + " is out of range for " + std::to_string(ls.c) + " classes");
+  return Status::ok();
+}
+
+Expected<KernelPtr> make_softmax_ce(const KernelInit& init) {
+  const std::string impl = "cpu.vec:softmax_cross_entropy";
+  if (init.out_types.size() != 1) return decline(init, impl, "the log_prob output");
+  auto ls = loss_shape(init, impl, 0, 1);
+  if (!ls) return decline(init, impl, ls.error().message);
+  const LossShape s = *ls;
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    const float* x = static_cast<const float*>(run.inputs[0].data);
+    const int64_t* t = static_cast<const int64_t*>(run.inputs[1].data);
+    double total = 0;
+    int64_t count = 0;
+    Status bad = Status::ok();
+    for_loss_blocks(x, s, [&](int64_t b, int64_t i0, int64_t w, const float* m, const float* sum) {
+      for (int64_t i = 0; i < w; ++i) {
+        const int64_t k = t[b * s.inner + i0 + i];
+        if (s.has_ignore && k == s.ignore) continue;
+        if (Status st = check_target(k, s); !st.is_ok()) {
+          bad = st;
+          continue;
+        }
+        total += std::log(static_cast<double>(sum[i])) + m[i] - x[(b * s.c + k) * s.inner + i0 + i];
+        ++count;
+      }
+    });
+    RETURN_IF_ERROR(bad);
+    *static_cast<float*>(run.outputs[0].data) =
+        static_cast<float>(s.mean ? (count ? total / static_cast<double>(count) : std::nan("")) : total);
+    return Status::ok();
+  });
+}
+
+Expected<KernelPtr> make_softmax_ce_grad(const KernelInit& init) {
+  const std::string impl = "cpu.vec:softmax_cross_entropy_grad";
+  auto ls = loss_shape(init, impl, 1, 2);
+  if (!ls) return decline(init, impl, ls.error().message);
+  if (init.in_types[0]->dtype != DType::kF32 || init.in_types[0]->static_numel() != 1)
+    return decline(init, impl, "reduction none");
+  const LossShape s = *ls;
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    const float g = *static_cast<const float*>(run.inputs[0].data);
+    const float* x = static_cast<const float*>(run.inputs[1].data);
+    const int64_t* t = static_cast<const int64_t*>(run.inputs[2].data);
+    float* dx = static_cast<float*>(run.outputs[0].data);
+    int64_t count = 0;
+    for (int64_t p = 0; p < s.n * s.inner; ++p) {
+      if (s.has_ignore && t[p] == s.ignore) continue;
+      RETURN_IF_ERROR(check_target(t[p], s));
+      ++count;
+    }
+    const float scale = s.mean ? static_cast<float>(static_cast<double>(g) / static_cast<double>(count)) : g;
+    float gs[256];
+    for_loss_blocks(x, s, [&](int64_t b, int64_t i0, int64_t w, const float* m, const float* sum) {
+      for (int64_t i = 0; i < w; ++i) {
+        const int64_t k = t[b * s.inner + i0 + i];
+        gs[i] = s.has_ignore && k == s.ignore ? 0.f : scale / sum[i];
+      }
+      const int64_t base = b * s.c * s.inner + i0;
+      if (s.inner == 1) {
+        softmax_grad_row(x + base, dx + base, s.c, m[0], gs[0]);
+      } else {
+        softmax_grad_columns(x + base, dx + base, s.c, s.inner, w, m, gs);
+      }
+      for (int64_t i = 0; i < w; ++i) {
+        const int64_t k = t[b * s.inner + i0 + i];
+        if (!(s.has_ignore && k == s.ignore)) dx[base + k * s.inner + i] -= scale;
+      }
+    });
+    return Status::ok();
+  });
+}
+
 Expected<KernelPtr> make_sgd(const KernelInit& init) {
   const std::string impl = "cpu.vec:sgd";
   if (!plain_static(init) || !same_f32_shape(init, 0, 1) || init.in_types[2]->dtype != DType::kF32)
@@ -493,6 +753,10 @@ void register_vec_train(KernelRegistry& registry) {
   registry.add("ReduceMean", "cpu.vec:reduce_mean", kOneDnnPriority + 10, [](const KernelInit& i) { return make_reduce(i, true); });
   registry.add("SGDUpdate", "cpu.vec:sgd", kVecPriority, make_sgd);
   registry.add("ReluGrad", "cpu.vec:relu_grad", kVecPriority, make_relu_grad);
+  registry.add("LayerNormalizationGrad", "cpu.vec:layernorm_grad", kVecPriority, make_layernorm_grad);
+  registry.add("Sum", "cpu.vec:sum", kVecPriority, make_sum);
+  registry.add("SoftmaxCrossEntropyLoss", "cpu.vec:softmax_cross_entropy", kVecPriority, make_softmax_ce);
+  registry.add("SoftmaxCrossEntropyLossGrad", "cpu.vec:softmax_cross_entropy_grad", kVecPriority, make_softmax_ce_grad);
   // Training mode only, which oneDNN's (inference) declines.
   registry.add("BatchNormalization", "cpu.vec:batchnorm_training", kVecPriority, make_batchnorm_training);
   registry.add("BatchNormalizationGrad", "cpu.vec:batchnorm_grad", kVecPriority, make_batchnorm_grad);

@@ -578,8 +578,150 @@ void register_batchnorm_grad(OpRegistry& registry) {
   registry.add(std::move(def));
 }
 
+// ---- fused gradients of activations and normalisations (one op where the rule emitted a dozen) --
+
+// dX = dY * gelu'(X): exact 0.5 (1 + erf(x / sqrt 2)) + x phi(x), or the tanh form's derivative.
+double gelu_derivative(double x, bool exact) {
+  if (exact) return 0.5 * (1.0 + std::erf(x * M_SQRT1_2)) + x * std::exp(-0.5 * x * x) * 0.5 * M_2_SQRTPI * M_SQRT1_2;
+  const double a = 0.044715, k = std::sqrt(2.0 / M_PI);
+  const double t = std::tanh(k * x * (1.0 + a * x * x));
+  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * a * x * x);
+}
+
+Expected<std::vector<TensorType>> infer_same_as_input(const InferContext& ctx, size_t dy, size_t like) {
+  if (ctx.inputs[dy]->dtype != ctx.inputs[like]->dtype)
+    return node_error(ctx.node, "the gradient " + ctx.inputs[dy]->to_string() + " and " + ctx.inputs[like]->to_string() + " differ in type");
+  if (ctx.inputs[dy]->is_static() && ctx.inputs[like]->is_static() && ctx.inputs[dy]->static_shape() != ctx.inputs[like]->static_shape())
+    return node_error(ctx.node, "the gradient " + ctx.inputs[dy]->to_string() + " and " + ctx.inputs[like]->to_string() + " differ in shape");
+  return std::vector<TensorType>{*ctx.inputs[like]};
+}
+
+void register_gelu_grad(OpRegistry& registry) {
+  OpDef def("GeluGrad", "grad", "Gradient of Gelu: dX = dY * Gelu'(X) (approximate as the forward op).");
+  def.input("dY", "gradient of the Gelu's output").input("X", "the Gelu's input, same shape");
+  def.output("dX", "shape of X");
+  def.attr("approximate", AttrKind::kString, Attribute("none"), "none (erf) or tanh, as the forward op");
+  def.allowed_types = kFloatTypes;
+  def.infer = [](const InferContext& ctx) { return infer_same_as_input(ctx, 0, 1); };
+  def.reference = [](KernelContext& ctx) -> Status {
+    const std::string mode = ctx.attrs().s("approximate");
+    if (mode != "none" && mode != "tanh") return node_error(ctx.node, "unknown approximate mode '" + mode + "'");
+    const Tensor dy = ctx.in(0).contiguous(), x = ctx.in(1).contiguous();
+    if (dy.shape() != x.shape()) return node_error(ctx.node, "dY and X differ in shape");
+    TRY(Tensor dx, Tensor::create(x.dtype(), x.shape()));
+    for (int64_t i = 0; i < x.numel(); ++i) dx.set(i, dy.get(i) * gelu_derivative(x.get(i), mode == "none"));
+    ctx.outputs.push_back(std::move(dx));
+    return Status::ok();
+  };
+  def.no_gradient_reason = kSecondOrder;
+  registry.add(std::move(def));
+}
+
+// Row-wise views for SoftmaxGrad / LayerNormalizationGrad: outer x axis-size x inner.
+struct Rows {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+Rows rows_of(const Shape& s, int64_t axis, bool to_end) {
+  Rows r;
+  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) {
+    if (d < axis) r.outer *= s[static_cast<size_t>(d)];
+    else if (d == axis || to_end) r.len *= s[static_cast<size_t>(d)];
+    else r.inner *= s[static_cast<size_t>(d)];
+  }
+  return r;
+}
+
+void register_softmax_grad(OpRegistry& registry) {
+  OpDef def("SoftmaxGrad", "grad", "Gradient of Softmax from its output: dX = Y * (dY - sum(dY * Y, axis)).");
+  def.input("dY", "gradient of the Softmax's output").input("Y", "the Softmax's output, same shape");
+  def.output("dX", "shape of Y");
+  def.attr("axis", AttrKind::kInt, Attribute(int64_t{-1}), "as the forward op");
+  def.allowed_types = kFloatTypes;
+  def.infer = [](const InferContext& ctx) { return infer_same_as_input(ctx, 0, 1); };
+  def.reference = [](KernelContext& ctx) -> Status {
+    const Tensor dy = ctx.in(0).contiguous(), y = ctx.in(1).contiguous();
+    if (dy.shape() != y.shape()) return node_error(ctx.node, "dY and Y differ in shape");
+    int64_t axis = ctx.attrs().i("axis");
+    if (axis < 0) axis += y.rank();
+    if (axis < 0 || axis >= std::max(1, y.rank())) return node_error(ctx.node, "axis out of range");
+    const Rows r = rows_of(y.shape(), axis, false);
+    TRY(Tensor dx, Tensor::create(y.dtype(), y.shape()));
+    for (int64_t o = 0; o < r.outer; ++o)
+      for (int64_t in = 0; in < r.inner; ++in) {
+        auto at = [&](int64_t k) { return (o * r.len + k) * r.inner + in; };
+        double sum = 0;
+        for (int64_t k = 0; k < r.len; ++k) sum += dy.get(at(k)) * y.get(at(k));
+        for (int64_t k = 0; k < r.len; ++k) dx.set(at(k), y.get(at(k)) * (dy.get(at(k)) - sum));
+      }
+    ctx.outputs.push_back(std::move(dx));
+    return Status::ok();
+  };
+  def.no_gradient_reason = kSecondOrder;
+  registry.add(std::move(def));
+}
+
+// LayerNormalization over the axes from `axis` to the last, Scale of exactly those dims:
+// xhat = (x - mean) * inv per row, g = dY * Scale, dX = inv * (g - mean(g) - xhat * mean(g * xhat)),
+// dScale = sum over rows of dY * xhat, dB = sum over rows of dY.
+void register_layernorm_grad(OpRegistry& registry) {
+  OpDef def("LayerNormalizationGrad", "grad",
+            "Gradient of LayerNormalization with respect to X, Scale and B (Scale and B of the normalised "
+            "dims), from the row moments recomputed from X.");
+  def.input("dY", "gradient of Y").input("X", "the forward input").input("Scale", "X.shape[axis:]");
+  def.output("dX", "shape of X").output("dScale", "shape of Scale").output("dB", "shape of Scale");
+  def.attr("axis", AttrKind::kInt, Attribute(int64_t{-1}), "as the forward op");
+  def.attr("epsilon", AttrKind::kFloat, Attribute(1e-5), "as the forward op");
+  def.allowed_types = kFloatTypes;
+  def.infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+    TRY(std::vector<TensorType> t, infer_same_as_input(ctx, 0, 1));
+    return std::vector<TensorType>{t[0], *ctx.inputs[2], *ctx.inputs[2]};
+  };
+  def.reference = [](KernelContext& ctx) -> Status {
+    const Tensor dy = widen(ctx.in(0)).contiguous(), x = widen(ctx.in(1)).contiguous(), scale = widen(ctx.in(2)).contiguous();
+    int64_t axis = ctx.attrs().i("axis");
+    if (axis < 0) axis += x.rank();
+    if (dy.shape() != x.shape() || axis < 0 || axis >= x.rank() ||
+        Shape(x.shape().begin() + axis, x.shape().end()) != scale.shape())
+      return node_error(ctx.node, "dY " + shape_to_string(dy.shape()) + ", X " + shape_to_string(x.shape()) + " and Scale " +
+                                      shape_to_string(scale.shape()) + " do not fit axis " + std::to_string(axis));
+    const Rows r = rows_of(x.shape(), axis, true);
+    const double eps = ctx.attrs().f("epsilon");
+    TRY(Tensor dx, Tensor::create(x.dtype(), x.shape()));
+    std::vector<double> ds(static_cast<size_t>(r.len), 0.0), db(static_cast<size_t>(r.len), 0.0);
+    for (int64_t o = 0; o < r.outer; ++o) {
+      const int64_t base = o * r.len;
+      double mean = 0, var = 0, mg = 0, mgx = 0;
+      for (int64_t k = 0; k < r.len; ++k) mean += x.get(base + k);
+      mean /= static_cast<double>(r.len);
+      for (int64_t k = 0; k < r.len; ++k) var += (x.get(base + k) - mean) * (x.get(base + k) - mean);
+      const double inv = 1.0 / std::sqrt(var / static_cast<double>(r.len) + eps);
+      for (int64_t k = 0; k < r.len; ++k) {
+        const double xhat = (x.get(base + k) - mean) * inv, g = dy.get(base + k) * scale.get(k);
+        mg += g, mgx += g * xhat;
+        ds[static_cast<size_t>(k)] += dy.get(base + k) * xhat;
+        db[static_cast<size_t>(k)] += dy.get(base + k);
+      }
+      mg /= static_cast<double>(r.len), mgx /= static_cast<double>(r.len);
+      for (int64_t k = 0; k < r.len; ++k) {
+        const double xhat = (x.get(base + k) - mean) * inv, g = dy.get(base + k) * scale.get(k);
+        dx.set(base + k, inv * (g - mg - xhat * mgx));
+      }
+    }
+    TRY(Tensor dscale, Tensor::create(ctx.in(2).dtype(), scale.shape()));
+    TRY(Tensor dbias, Tensor::create(ctx.in(2).dtype(), scale.shape()));
+    for (int64_t k = 0; k < r.len; ++k) dscale.set(k, ds[static_cast<size_t>(k)]), dbias.set(k, db[static_cast<size_t>(k)]);
+    ctx.outputs = {narrow(dx, ctx.in(1).dtype()), std::move(dscale), std::move(dbias)};
+    return Status::ok();
+  };
+  def.no_gradient_reason = kSecondOrder;
+  registry.add(std::move(def));
+}
+
 void register_grad_ops(OpRegistry& registry) {
   register_relu_grad(registry);
+  register_gelu_grad(registry);
+  register_softmax_grad(registry);
+  register_layernorm_grad(registry);
   register_batchnorm_grad(registry);
   register_conv_grad(registry, /*weight=*/false);
   register_conv_grad(registry, /*weight=*/true);

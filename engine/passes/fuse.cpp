@@ -6,6 +6,7 @@
 //   - one bias Add with a constant operand broadcasting along the channel axis (Conv: [C, 1, .., 1]
 //     or [1, C, 1, .., 1] or [C] for 1 spatial axis; MatMul / Gemm: [N] or [1.., N]). A Conv's
 //     existing bias is summed with it; a Gemm takes it as C only when it has none (beta := 1);
+//     a MatMul also takes a non-constant [N] (a trained bias, fed to a training step) as its Bias;
 //   - one residual Add whose other operand is not constant and has exactly the output's type;
 // then at most one activation (Relu, LeakyRelu, Clip with constant bounds, Sigmoid, Tanh,
 // Gelu with approximate "none", HardSwish), which ends the chain. The chain is fused when it
@@ -135,6 +136,9 @@ class FusePass : public Pass {
               k->dtype() != out.dtype)
             break;
           chain.bias = other;
+        } else if (main.op == "MatMul" && !has_bias_input && chain.bias == ir::kNoValue && out.rank() > 1 &&
+                   g.value(other).type == ir::TensorType::of(out.dtype, {channels})) {
+          chain.bias = other;  // a bias computed or fed at run time (a trained one: a training step's input)
         } else {
           if (chain.residual != ir::kNoValue || g.value(other).type != out) break;
           chain.residual = other;
@@ -155,7 +159,9 @@ class FusePass : public Pass {
     std::vector<ir::ValueId> inputs(main.inputs.begin(), main.inputs.begin() + std::min<size_t>(main.inputs.size(), 3));
     while (inputs.size() < 3) inputs.push_back(ir::kNoValue);
     ir::Attributes attrs = main.attrs;
-    if (chain.bias != ir::kNoValue) {
+    if (chain.bias != ir::kNoValue && !ops::constant_value(g, chain.bias)) {
+      inputs[2] = chain.bias;
+    } else if (chain.bias != ir::kNoValue) {
       const Tensor& k = *ops::constant_value(g, chain.bias);
       const int64_t c = k.numel();
       const ir::ValueId old_b = main.op == "Conv" ? inputs[2] : ir::kNoValue;

@@ -1,25 +1,50 @@
 #!/usr/bin/python3
-"""Side-by-side training benchmark: Tessera (`tessera train`) against eager PyTorch on Fashion-MNIST.
+"""Side-by-side training benchmark: Tessera (`tessera train`) against eager PyTorch.
 
-Both train the same sample network (samples/<model>.json, read here into an equivalent torch
-module), from the same initial weights, with the same optimizer (SGD, momentum), learning rate,
-batch size, thread count and the same data order: the epoch permutations are Tessera's data
-loader's (SplitMix64 Fisher-Yates, engine/data/rng.h), reimplemented below. Images are scaled to
-[0, 1] in both. Images per second count the training steps only (data already in memory for
-PyTorch; Tessera's loader runs in a worker thread); evaluation on the 10,000 test images follows
-each run. Prints one table and, with --json-out, the figures as JSON.
+Four networks, each a sample of samples/ that `tessera train` runs, each trained by both from the
+same initial weights, on the same data in the same order, with the same optimizer, schedule, batch
+and thread count, and their losses compared step by step:
 
-Usage: /usr/bin/python3 tests/bench/train_bench.py --tessera build/release/cli/tessera
-         [--models lenet,mlp] [--epochs 2] [--batch 64] [--lr 0.01] [--momentum 0.9]
-         [--threads 2] [--seed 0] [--data /usr/share/datasets/fashion-mnist] [--json-out FILE]
+  lenet     LeNet-5, Fashion-MNIST, 2 epochs, SGD momentum 0.9, lr 0.01, batch 64
+  mlp       MLP 784-128-10, the same
+  resnet18  CIFAR-style ResNet-18 (batch normalisation in training mode), Fashion-MNIST padded
+            to 32x32 in the graph, 20 steps, SGD momentum 0.9, lr 0.01, batch 64
+  charlm    2-layer character transformer LM (d 128, 4 heads, causal attention, GELU) on the
+            licence texts of Debian's base-files (samples/data/chars.npz), 100 steps of 32 x 64
+            characters, AdamW lr 3e-3 weight decay 0.01, cosine schedule
+  (--onnx adds lenet-onnx and mlp-onnx: the same networks exported by torch.onnx, so Tessera
+  trains what PyTorch wrote.)
+
+The PyTorch side is a lean eager trainer, as a PyTorch user writes one: the whole data set
+preloaded as one tensor, batches taken by index (no DataLoader), an nn.Module that runs the
+sample's nodes with torch.nn.functional (read from the same JSON graph, so both sides compute the
+same function from the same weights), optimizer.zero_grad(), loss.backward(), optimizer.step().
+The data order is Tessera's DataLoader's (SplitMix64 Fisher-Yates, engine/data/rng.h),
+reimplemented below; weights drawn at load ("init") are reimplemented too.
+
+Each side runs in a process of its own: images per second count every step but the first
+(compilation on Tessera's side, primitive creation on PyTorch's), from the wall clock at each
+step's end (Tessera's from its insight database); peak memory is the process's maximum resident
+set (ru_maxrss), which includes the data set and, for PyTorch, libtorch. With --repeats R each
+side runs R times, alternating, and the median throughput is shown (these machines vary by tens
+of percent from run to run).
+
+Usage: /usr/bin/python3 tests/bench/train_bench.py [--tessera build/release/cli/tessera]
+         [--models lenet,mlp,resnet18,charlm] [--onnx] [--threads 2] [--seed 0] [--repeats 1]
+         [--steps N (overrides every model's step count)] [--json-out FILE]
 """
 
 import argparse
 import gzip
 import json
+import math
 import os
+import resource
+import sqlite3
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 # OpenBLAS (PyTorch's BLAS on Debian) reads its core type when it loads; 0.3.21 does not know the
@@ -27,14 +52,24 @@ import time
 os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FASHION = "/usr/share/datasets/fashion-mnist"
 MASK = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
 SHUFFLE_STREAM = 0x53485546464C45
 
+MODELS = {
+    "lenet": dict(graph="samples/lenet.json", data=FASHION, epochs=2, batch=64, optimizer="sgd", lr=0.01, momentum=0.9),
+    "mlp": dict(graph="samples/mlp.json", data=FASHION, epochs=2, batch=64, optimizer="sgd", lr=0.01, momentum=0.9),
+    "resnet18": dict(graph="samples/resnet18.json", data=FASHION, steps=20, batch=64, optimizer="sgd", lr=0.01,
+                     momentum=0.9),
+    "charlm": dict(graph="samples/charlm.json", data="samples/data/chars.npz", steps=100, batch=32, optimizer="adamw",
+                   lr=3e-3, weight_decay=0.01, schedule="cosine", loss="output"),
+}
+
+
+# ---- Tessera's data order and initialisers ------------------------------------------------------
 
 def mix(z):
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
@@ -63,6 +98,20 @@ def epoch_order(n, seed, epoch):
     return order
 
 
+def uniform_init(seed, n, bound):
+    """A param's {"uniform": bound, "seed": seed} (formats/README.md), in NumPy: the same bytes."""
+    u64 = np.uint64
+    with np.errstate(over="ignore"):
+        z = u64(seed) + np.arange(1, n + 1, dtype=u64) * u64(GOLDEN)
+        z = (z ^ (z >> u64(30))) * u64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> u64(27))) * u64(0x94D049BB133111EB)
+        z = z ^ (z >> u64(31))
+    u = (z >> u64(11)).astype(np.float64) * 2.0 ** -53
+    return (bound * (2.0 * u - 1.0)).astype(np.float32)
+
+
+# ---- data ---------------------------------------------------------------------------------------
+
 def read_idx(path):
     with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as f:
         data = f.read()
@@ -71,136 +120,349 @@ def read_idx(path):
     return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
-def load_split(data_dir, prefix):
+def load_train_split(data):
+    """x as stored (u8 images [N, 1, 28, 28], scaled per batch as Tessera's loader does; integer
+    token ids [N, T]) and labels as i64."""
+    if data.endswith(".npz"):
+        z = np.load(data)
+        return z["x"].astype(np.int64), z["labels"].astype(np.int64), False
     def find(stem):
         for name in (stem, stem + ".gz"):
-            if os.path.exists(os.path.join(data_dir, name)):
-                return os.path.join(data_dir, name)
-        sys.exit("train_bench: %s[.gz] not found in %s" % (stem, data_dir))
-    x = read_idx(find(prefix + "-images-idx3-ubyte")).astype(np.float32) / 255.0
-    y = read_idx(find(prefix + "-labels-idx1-ubyte")).astype(np.int64)
-    return torch.from_numpy(x[:, None, :, :].copy()), torch.from_numpy(y.copy())
+            if os.path.exists(os.path.join(data, name)):
+                return os.path.join(data, name)
+        sys.exit("train_bench: %s[.gz] not found in %s" % (stem, data))
+    x = read_idx(find("train-images-idx3-ubyte"))[:, None, :, :].copy()
+    y = read_idx(find("train-labels-idx1-ubyte")).astype(np.int64)
+    return x, y, True
 
 
-class GraphModule(torch.nn.Module):
-    """A chain of Conv/Relu/MaxPool/Flatten/Gemm nodes read from a Tessera JSON graph."""
+# ---- the PyTorch side ----------------------------------------------------------------------------
 
-    def __init__(self, path):
-        super().__init__()
-        with open(path) as f:
-            g = json.load(f)
-        weights = np.load(os.path.join(os.path.dirname(path), g["weights_file"])) if g.get("weights_file") else {}
-        self.params = torch.nn.ParameterDict()
-        for p in g["params"]:
-            arr = np.asarray(weights[p["npz"]] if "npz" in p else p["data"], dtype=np.float32)
-            shape = [int(d) for d in p["type"][p["type"].index("[") + 1:-1].split(",")]
-            self.params[p["name"].replace(".", "_")] = torch.nn.Parameter(torch.from_numpy(arr.reshape(shape).copy()))
-        self.nodes = g["nodes"]
+def torch_worker(cfg):
+    """Trains one configuration with eager PyTorch; prints a JSON result line."""
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(cfg["seed"])
+    torch.set_num_threads(cfg["threads"])
 
-    def p(self, name):
-        return self.params[name.replace(".", "_")]
+    with open(cfg["graph"]) as f:
+        g = json.load(f)
+    npz = np.load(os.path.join(os.path.dirname(cfg["graph"]), g["weights_file"])) if g.get("weights_file") else {}
 
-    def forward(self, x):
-        for n in self.nodes:
-            a = n.get("attrs", {})
-            if n["op"] == "Conv":
-                pads = a.get("pads", [0, 0, 0, 0])
-                x = F.conv2d(x, self.p(n["inputs"][1]), self.p(n["inputs"][2]), stride=a.get("strides", [1, 1]),
-                             padding=(pads[0], pads[1]))
-            elif n["op"] == "Relu":
-                x = F.relu(x)
-            elif n["op"] == "MaxPool":
-                x = F.max_pool2d(x, a["kernel_shape"], a.get("strides", a["kernel_shape"]))
-            elif n["op"] == "Flatten":
-                x = torch.flatten(x, a.get("axis", 1))
-            elif n["op"] == "Gemm":
-                x = torch.addmm(self.p(n["inputs"][2]), x, self.p(n["inputs"][1]))
-            else:
-                raise SystemExit("train_bench: op %s is not supported here" % n["op"])
-        return x
+    class GraphModule(torch.nn.Module):
+        """Runs a Tessera JSON graph's nodes with torch.nn.functional."""
 
+        def __init__(self):
+            super().__init__()
+            self.weights = torch.nn.ParameterDict()
+            self.consts = {}
+            self.bn_stats = set()
+            for n in g["nodes"]:
+                if n["op"] == "BatchNormalization":
+                    self.bn_stats.update(n["inputs"][3:5])
+            for p in g["params"]:
+                dtype, dims = p["type"].split("[", 1)
+                shape = [int(d) for d in dims[:-1].split(",")] if dims[:-1].strip() else []
+                count = int(np.prod(shape)) if shape else 1
+                if "npz" in p:
+                    arr = npz[p["npz"]]
+                elif "data" in p:
+                    arr = np.asarray(p["data"], dtype=np.float32 if dtype == "f32" else np.int64)
+                elif "uniform" in p["init"]:
+                    arr = uniform_init(p["init"].get("seed", 0), count, p["init"]["uniform"])
+                else:
+                    arr = np.full(count, p["init"]["constant"], dtype=np.float32)
+                t = torch.from_numpy(np.array(arr).reshape(shape).copy())
+                if dtype == "f32" and p["name"] not in self.bn_stats:
+                    self.weights[self.key(p["name"])] = torch.nn.Parameter(t)
+                else:
+                    self.consts[p["name"]] = t  # running statistics (updated in place), shapes, indices
 
-def torch_train(model_path, train, test, args):
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)
-    model = GraphModule(model_path)
-    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
-    x_all, y_all = train
-    n = x_all.shape[0]
-    steps, seconds, losses = 0, 0.0, []
-    for epoch in range(args.epochs):
-        order = torch.tensor(epoch_order(n, args.seed, epoch))
-        xs, ys = x_all[order], y_all[order]  # the permutation, applied before timing starts
-        model.train()
-        epoch_loss, batches = 0.0, 0
-        t0 = time.perf_counter()
-        for k in range(0, n, args.batch):
-            xb, yb = xs[k:k + args.batch], ys[k:k + args.batch]
+        @staticmethod
+        def key(name):
+            return name.replace(".", "_")
+
+        def value(self, env, name):
+            if name in env:
+                return env[name]
+            if self.key(name) in self.weights:
+                return self.weights[self.key(name)]
+            return self.consts[name]
+
+        def forward(self, inputs):
+            env = dict(inputs)
+            for n in g["nodes"]:
+                a = n.get("attrs", {})
+                ins = [self.value(env, i) if i else None for i in n.get("inputs", [])]
+                op = n["op"]
+                if op == "Conv":
+                    pads = a.get("pads", [0, 0, 0, 0])
+                    y = F.conv2d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, stride=a.get("strides", [1, 1]),
+                                 padding=(pads[0], pads[1]))
+                elif op == "Relu":
+                    y = F.relu(ins[0])
+                elif op == "MaxPool":
+                    y = F.max_pool2d(ins[0], a["kernel_shape"], a.get("strides", a["kernel_shape"]))
+                elif op == "Flatten":
+                    y = torch.flatten(ins[0], a.get("axis", 1))
+                elif op == "Gemm":
+                    y = torch.addmm(ins[2], ins[0], ins[1])
+                elif op == "Pad":
+                    p = ins[1].tolist()
+                    half = len(p) // 2
+                    torch_pads = []
+                    for d in reversed(range(half)):
+                        torch_pads += [p[d], p[d + half]]
+                    y = F.pad(ins[0], torch_pads)
+                elif op == "BatchNormalization":
+                    y = F.batch_norm(ins[0], ins[3], ins[4], ins[1], ins[2], training=True,
+                                     momentum=1.0 - a.get("momentum", 0.9), eps=a.get("epsilon", 1e-5))
+                elif op == "Add":
+                    y = ins[0] + ins[1]
+                elif op == "Mul":
+                    y = ins[0] * ins[1]
+                elif op == "GlobalAveragePool":
+                    y = ins[0].mean(dim=(2, 3), keepdim=True)
+                elif op == "Gather":
+                    y = F.embedding(ins[1], ins[0])
+                elif op == "LayerNormalization":
+                    y = F.layer_norm(ins[0], ins[0].shape[-1:], ins[1], ins[2], a.get("epsilon", 1e-5))
+                elif op == "MatMul":
+                    y = torch.matmul(ins[0], ins[1])
+                elif op == "Reshape":
+                    shape = [ins[0].shape[i] if s == 0 else s for i, s in enumerate(ins[1].tolist())]
+                    y = ins[0].reshape(shape)
+                elif op == "Transpose":
+                    y = ins[0].permute(*a["perm"])
+                elif op == "Softmax":
+                    y = F.softmax(ins[0], dim=a.get("axis", -1))
+                elif op == "Gelu":
+                    y = F.gelu(ins[0])
+                elif op == "Constant":
+                    y = torch.tensor(a["value"]["tensor"]["data"][0], dtype=torch.float32)
+                elif op == "ConstantOfShape":
+                    y = torch.full(ins[0].tolist(), a["value"]["tensor"]["data"][0], dtype=torch.float32)
+                elif op == "Trilu":
+                    k = int(ins[1]) if len(ins) > 1 else 0
+                    y = torch.triu(ins[0], k) if a.get("upper", 1) else torch.tril(ins[0], k)
+                elif op == "SoftmaxCrossEntropyLoss":
+                    y = F.cross_entropy(ins[0], ins[1])
+                else:
+                    raise SystemExit("train_bench: op %s is not supported here" % op)
+                env[n["outputs"][0]] = y
+            return [env[o] for o in g["outputs"]]
+
+    model = GraphModule()
+    model.train()
+    params = list(model.weights.values())
+    if cfg["optimizer"] == "adamw":
+        opt = torch.optim.AdamW(params, lr=cfg["lr"], weight_decay=cfg.get("weight_decay", 0.01))
+    else:
+        opt = torch.optim.SGD(params, lr=cfg["lr"], momentum=cfg.get("momentum", 0.0))
+    x_all, y_all, images = load_train_split(cfg["data"])
+    x_all, y_all = torch.from_numpy(x_all), torch.from_numpy(y_all)
+    n, batch = x_all.shape[0], cfg["batch"]
+    batches = (n + batch - 1) // batch
+    total = cfg.get("steps") or batches * cfg["epochs"]
+    input_name = g["inputs"][0]["name"]
+    graph_loss = cfg.get("loss") == "output"
+    losses, ends = [], []
+    step = 0
+    for epoch in range(cfg.get("epochs", 1)):
+        order = torch.tensor(epoch_order(n, cfg["seed"], epoch))
+        for k in range(0, n, batch):
+            if step >= total:
+                break
+            if cfg.get("schedule") == "cosine":
+                for group in opt.param_groups:
+                    group["lr"] = cfg["lr"] * (1.0 + math.cos(math.pi * step / total)) / 2.0
+            idx = order[k:k + batch]
+            xb, yb = x_all[idx], y_all[idx]
+            if images:
+                xb = xb.float().div_(255.0)
             opt.zero_grad()
-            loss = F.cross_entropy(model(xb), yb)
+            if graph_loss:
+                loss = model({input_name: xb, "labels": yb})[0]
+            else:
+                loss = F.cross_entropy(model({input_name: xb})[0], yb)
             loss.backward()
             opt.step()
-            epoch_loss += loss.item()
-            batches += 1
-            steps += 1
-        seconds += time.perf_counter() - t0
-        losses.append(epoch_loss / batches)
-    model.eval()
-    with torch.no_grad():
-        correct = sum(int((model(test[0][k:k + 1000]).argmax(1) == test[1][k:k + 1000]).sum())
-                      for k in range(0, test[0].shape[0], 1000))
-    return {"images_per_s": n * args.epochs / seconds, "train_loss": losses[-1],
-            "test_accuracy": correct / test[0].shape[0], "seconds": seconds}
+            losses.append(loss.item())
+            ends.append(time.perf_counter())
+            step += 1
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"losses": losses, "ends": ends, "batch": batch, "n": n, "maxrss_kb": maxrss,
+                      "torch": torch.__version__}))
 
 
-def tessera_train(model_path, args):
-    cmd = [args.tessera, "train", model_path, "--data", args.data, "--epochs", str(args.epochs), "--batch",
-           str(args.batch), "--lr", str(args.lr), "--optimizer", "sgd", "--momentum", str(args.momentum),
-           "--threads", str(args.threads), "--seed", str(args.seed), "--json"]
-    t0 = time.perf_counter()
-    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wall = time.perf_counter() - t0
+def run_torch(cfg):
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--torch-worker", json.dumps(cfg)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if out.returncode != 0:
-        sys.exit("train_bench: %s failed:\n%s" % (" ".join(cmd), out.stderr))
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    result["wall_s"] = wall
-    return result
+        sys.exit("train_bench: the PyTorch worker failed:\n" + out.stderr)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    return finish(r["losses"], r["ends"], r["batch"], r["n"], r["maxrss_kb"], extra={"torch": r["torch"]})
+
+
+# ---- the Tessera side ----------------------------------------------------------------------------
+
+def run_tessera(tessera, cfg, graph):
+    with tempfile.TemporaryDirectory() as tmp:
+        db = os.path.join(tmp, "bench.db")
+        cmd = [tessera, "train", graph, "--data", cfg["data"], "--batch", str(cfg["batch"]), "--lr", str(cfg["lr"]),
+               "--optimizer", cfg["optimizer"], "--threads", str(cfg["threads"]), "--seed", str(cfg["seed"]),
+               "--no-eval", "--db", db, "--json"]
+        if cfg.get("steps"):
+            cmd += ["--max-steps", str(cfg["steps"])]
+        else:
+            cmd += ["--epochs", str(cfg["epochs"])]
+        if "momentum" in cfg:
+            cmd += ["--momentum", str(cfg["momentum"])]
+        if "weight_decay" in cfg:
+            cmd += ["--weight-decay", str(cfg["weight_decay"])]
+        if "schedule" in cfg:
+            cmd += ["--schedule", cfg["schedule"]]
+        if "loss" in cfg:
+            cmd += ["--loss", cfg["loss"]]
+        out_path, err_path = os.path.join(tmp, "out"), os.path.join(tmp, "err")
+        with open(out_path, "w") as fo, open(err_path, "w") as fe:
+            proc = subprocess.Popen(cmd, stdout=fo, stderr=fe)
+            _, status, usage = os.wait4(proc.pid, 0)  # the child's own peak memory
+            proc.returncode = os.waitstatus_to_exitcode(status)
+        stdout, stderr = open(out_path).read(), open(err_path).read()
+        if proc.returncode != 0:
+            sys.exit("train_bench: %s failed:\n%s" % (" ".join(cmd), stderr))
+        rows = sqlite3.connect(db).execute(
+            "SELECT value, wall_ns FROM metrics WHERE name = 'train/loss' ORDER BY step").fetchall()
+    n = json.loads(stdout.strip().splitlines()[-1]).get("steps", len(rows))
+    return finish([r[0] for r in rows], [r[1] * 1e-9 for r in rows], cfg["batch"], None, usage.ru_maxrss,
+                  extra={"steps_reported": n})
+
+
+def finish(losses, ends, batch, n, maxrss_kb, extra):
+    """Throughput over every step but the first (the last batch of an epoch may be smaller: the
+    count of examples is exact when n is known, else steps * batch)."""
+    steps = len(losses)
+    seconds = ends[-1] - ends[0] if steps > 1 else float("nan")
+    examples = (steps - 1) * batch
+    r = {"losses": losses, "steps": steps, "images_per_s": examples / seconds if seconds > 0 else float("nan"),
+         "seconds": seconds, "peak_mb": maxrss_kb / 1024.0}
+    r.update(extra)
+    return r
+
+
+def export_onnx(name, cfg, out_dir):
+    """The sample exported by torch.onnx (opset 13) with the sample's weights, so that Tessera
+    trains a file PyTorch wrote. Returns its path."""
+    code = r"""
+import json, sys, numpy as np, torch, torch.nn.functional as F
+g = json.load(open(sys.argv[1])); w = np.load(sys.argv[1][:-5] + '.npz') if g.get('weights_file') else {}
+P = {}
+for p in g['params']:
+    shape = [int(d) for d in p['type'][p['type'].index('[') + 1:-1].split(',')]
+    P[p['name']] = torch.from_numpy(np.asarray(w[p['npz']] if 'npz' in p else p['data'], np.float32).reshape(shape).copy())
+class M(torch.nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.p = torch.nn.ParameterDict({k.replace('.', '_'): torch.nn.Parameter(v) for k, v in P.items()})
+    def forward(s, x):
+        for n in g['nodes']:
+            a = n.get('attrs', {}); q = lambda i: s.p[n['inputs'][i].replace('.', '_')]
+            if n['op'] == 'Conv':
+                pads = a.get('pads', [0, 0, 0, 0]); x = F.conv2d(x, q(1), q(2), padding=(pads[0], pads[1]))
+            elif n['op'] == 'Relu': x = F.relu(x)
+            elif n['op'] == 'MaxPool': x = F.max_pool2d(x, a['kernel_shape'], a.get('strides', a['kernel_shape']))
+            elif n['op'] == 'Flatten': x = torch.flatten(x, 1)
+            elif n['op'] == 'Gemm': x = torch.addmm(q(2), x, q(1))
+        return x
+torch.onnx.export(M(), torch.zeros(1, 1, 28, 28), sys.argv[2], input_names=['x'], output_names=['logits'],
+                  dynamic_axes={'x': {0: 'N'}, 'logits': {0: 'N'}}, opset_version=13)
+"""
+    path = os.path.join(out_dir, name + ".onnx")
+    out = subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, cfg["graph"]), path],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if out.returncode != 0:
+        sys.exit("train_bench: exporting %s to ONNX failed:\n%s" % (name, out.stderr))
+    return path
+
+
+def compare(t, p):
+    """Largest relative difference of the step losses, over the steps both made."""
+    k = min(len(t), len(p))
+    return max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(t[:k], p[:k])) if k else float("nan")
+
+
+def cpu_name():
+    try:
+        for line in subprocess.run(["lscpu"], stdout=subprocess.PIPE, text=True).stdout.splitlines():
+            if line.startswith("Model name:"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--torch-worker":
+        torch_worker(json.loads(sys.argv[2]))
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tessera", default=os.path.join(ROOT, "build/release/cli/tessera"))
-    ap.add_argument("--models", default="lenet,mlp")
-    ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--lr", type=float, default=0.01)
-    ap.add_argument("--momentum", type=float, default=0.9)
+    ap.add_argument("--models", default="lenet,mlp,resnet18,charlm")
+    ap.add_argument("--onnx", action="store_true", help="also train lenet and mlp from torch.onnx exports")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=0, help="train every model this many steps (0: the defaults)")
     ap.add_argument("--json-out")
     args = ap.parse_args()
-    if args.epochs < 1 or args.batch < 1 or args.threads < 1:
-        ap.error("--epochs, --batch and --threads must be >= 1")
-    train = load_split(args.data, "train")
-    test = load_split(args.data, "t10k")
+    if args.threads < 1 or args.repeats < 1 or args.steps < 0:
+        ap.error("--threads and --repeats must be >= 1, --steps >= 0")
+    if not os.path.exists(args.tessera):
+        ap.error("no tessera binary at %s (build first: bash scripts/build.sh release)" % args.tessera)
+    names = [m for m in args.models.split(",") if m]
+    for m in names:
+        if m not in MODELS:
+            ap.error("unknown model %s (expected %s)" % (m, ", ".join(MODELS)))
     rows = []
-    for name in args.models.split(","):
-        path = os.path.join(ROOT, "samples", name + ".json")
-        if not os.path.exists(path):
-            ap.error("no sample %s" % path)
-        t = tessera_train(path, args)
-        p = torch_train(path, train, test, args)
-        rows.append({"model": name, "tessera": t, "torch": p})
-    print("Fashion-MNIST, %d epoch(s), batch %d, SGD lr %g momentum %g, %d thread(s), seed %d, torch %s"
-          % (args.epochs, args.batch, args.lr, args.momentum, args.threads, args.seed, torch.__version__))
-    print("%-6s %14s %14s %7s %14s %14s %12s %12s" % ("model", "tessera img/s", "torch img/s", "ratio",
-                                                       "tessera acc", "torch acc", "tessera loss", "torch loss"))
+    with tempfile.TemporaryDirectory() as tmp:
+        plan = [(m, None) for m in names]
+        if args.onnx:
+            plan += [(m + "-onnx", m) for m in ("lenet", "mlp") if m in names]
+        for label, onnx_of in plan:
+            base = onnx_of or label
+            cfg = dict(MODELS[base], threads=args.threads, seed=args.seed)
+            cfg["graph"] = os.path.join(ROOT, cfg["graph"])
+            if not cfg["data"].startswith("/"):
+                cfg["data"] = os.path.join(ROOT, cfg["data"])
+            if args.steps:
+                cfg["steps"] = args.steps
+            graph = export_onnx(base, cfg, tmp) if onnx_of else cfg["graph"]
+            ts, ps = [], []
+            for _ in range(args.repeats):
+                ts.append(run_tessera(args.tessera, cfg, graph))
+                ps.append(run_torch(cfg))
+                print("  %s: tessera %.0f img/s, torch %.0f img/s" % (label, ts[-1]["images_per_s"], ps[-1]["images_per_s"]),
+                      file=sys.stderr)
+            t = dict(ts[0], images_per_s=statistics.median(r["images_per_s"] for r in ts),
+                     peak_mb=max(r["peak_mb"] for r in ts))
+            p = dict(ps[0], images_per_s=statistics.median(r["images_per_s"] for r in ps),
+                     peak_mb=max(r["peak_mb"] for r in ps))
+            rows.append({"model": label, "config": {k: v for k, v in cfg.items() if k != "graph"}, "tessera": t, "torch": p,
+                         "max_step_loss_rel_diff": compare(t["losses"], p["losses"])})
+    torch_version = rows[0]["torch"].get("torch", "?") if rows else "?"
+    print("%s, %d thread(s), seed %d, torch %s, median of %d run(s) per side" %
+          (cpu_name(), args.threads, args.seed, torch_version, args.repeats))
+    print("%-10s %6s %12s %12s %6s %10s %10s %12s %12s %10s" % (
+        "model", "steps", "tessera/s", "torch/s", "ratio", "tessera MB", "torch MB", "tessera loss", "torch loss",
+        "max step Δ"))
     for r in rows:
         t, p = r["tessera"], r["torch"]
-        print("%-6s %14.0f %14.0f %7.2f %13.2f%% %13.2f%% %12.4f %12.4f" % (
-            r["model"], t["images_per_s"], p["images_per_s"], t["images_per_s"] / p["images_per_s"],
-            100 * t["test_accuracy"], 100 * p["test_accuracy"], t["train_loss"], p["train_loss"]))
+        print("%-10s %6d %12.1f %12.1f %6.2f %10.0f %10.0f %12.4f %12.4f %9.1e" % (
+            r["model"], t["steps"], t["images_per_s"], p["images_per_s"], t["images_per_s"] / p["images_per_s"],
+            t["peak_mb"], p["peak_mb"], t["losses"][-1], p["losses"][-1], r["max_step_loss_rel_diff"]))
+    print("(images or sequences per second, every step but the first; peak resident memory of each process;"
+          " max step Δ: the largest relative difference of the two losses at the same step)")
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(rows, f, indent=1)

@@ -96,6 +96,7 @@ inline Tensor from_blocked(const float* p, const Shape& shape, int b) {
 struct KernelResult {
   std::vector<Tensor> outputs;
   std::string impl;  // the kernel that ran, "" when every CPU kernel declined
+  std::string error;  // the run's error (Case::expect_run_error)
 };
 
 struct Case {
@@ -107,6 +108,7 @@ struct Case {
   std::string out_layout;
   int num_outputs = 1;
   std::string impl = {};  // only this implementation (when several kernels serve the op)
+  bool expect_run_error = false;  // the run fails (bad data): KernelResult::error, no outputs
 };
 
 // Runs the highest-priority CPU kernel that accepts the case. Declining everywhere gives an empty
@@ -179,6 +181,11 @@ inline KernelResult run_cpu(const Case& c) {
   std::vector<float> scratch((kernel->scratch_bytes() + 3) / 4 + 1, std::nanf(""));
   run.scratch = {scratch.data(), kernel->scratch_bytes()};
   st = kernel->run(run);
+  if (c.expect_run_error) {
+    EXPECT_FALSE(st.is_ok()) << "the run succeeded";
+    if (!st) res.error = st.to_string();
+    return res;
+  }
   EXPECT_TRUE(st.is_ok()) << st.to_string();
   if (!st) return res;
   for (size_t i = 0; i < node.outputs.size(); ++i) {

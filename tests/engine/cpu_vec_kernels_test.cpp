@@ -186,6 +186,55 @@ TEST(CpuVec, OptimizerUpdates) {
   check_update("AdamUpdate", {&bp, &bg, &lr, &step, &bb, &bb}, {}, 3, "cpu.vec:adam");
 }
 
+// The fused gradients and training-mode kernels, every output against the reference kernel.
+TEST(CpuVec, TrainingKernelsMatchTheReference) {
+  using Ints = std::vector<int64_t>;
+  const Tensor x = random_f32({8, 6, 5, 7}, 50), dy = random_f32({8, 6, 5, 7}, 51);
+  const Tensor scale = random_f32({6}, 52), bias = random_f32({6}, 53), mean = random_f32({6}, 54),
+               var = random_f32({6}, 55, 0.5f, 2.f);
+  check_update("BatchNormalization", {&x, &scale, &bias, &mean, &var}, {{"training_mode", int64_t{1}}, {"momentum", 0.8}}, 3,
+               "cpu.vec:batchnorm_training");
+  check_update("BatchNormalizationGrad", {&dy, &x, &scale}, {{"epsilon", 1e-3}}, 3, "cpu.vec:batchnorm_grad");
+  const Tensor ln_x = random_f32({4, 9, 32}, 56), ln_dy = random_f32({4, 9, 32}, 57), ln_s = random_f32({32}, 58),
+               ln_s2 = random_f32({9, 32}, 59);
+  check_update("LayerNormalizationGrad", {&ln_dy, &ln_x, &ln_s}, {}, 3, "cpu.vec:layernorm_grad");
+  check_update("LayerNormalizationGrad", {&ln_dy, &ln_x, &ln_s2}, {{"axis", int64_t{1}}}, 3, "cpu.vec:layernorm_grad");
+  const Tensor a = random_f32({300, 200}, 60), b = random_f32({300, 200}, 61), c = random_f32({300, 200}, 62);
+  check_update("Sum", {&a, &b, &c}, {}, 1, "cpu.vec:sum");
+  check_update("Sum", {&a, &b}, {}, 1, "cpu.vec:sum");
+  // Cross-entropy over [N, C] rows and over [N, C, T] sequences, with an ignored position.
+  Tensor rows = random_f32({16, 10}, 63, -4.f, 4.f), seq = random_f32({3, 50, 300}, 64, -4.f, 4.f);
+  Tensor rows_t(DType::kI64, {16}), seq_t(DType::kI64, {3, 300});
+  for (int64_t i = 0; i < 16; ++i) rows_t.data<int64_t>()[i] = (i * 7) % 10;
+  for (int64_t i = 0; i < 900; ++i) seq_t.data<int64_t>()[i] = (i * 13) % 50;
+  seq_t.data<int64_t>()[5] = -100;
+  const Tensor g = Tensor::scalar<float>(0.7f);
+  for (const char* red : {"mean", "sum"}) {
+    SCOPED_TRACE(red);
+    check_update("SoftmaxCrossEntropyLoss", {&rows, &rows_t}, {{"reduction", std::string(red)}}, 1, "cpu.vec:softmax_cross_entropy");
+    check_update("SoftmaxCrossEntropyLoss", {&seq, &seq_t}, {{"reduction", std::string(red)}, {"ignore_index", int64_t{-100}}}, 1,
+                 "cpu.vec:softmax_cross_entropy");
+    check_update("SoftmaxCrossEntropyLossGrad", {&g, &rows, &rows_t}, {{"reduction", std::string(red)}}, 1,
+                 "cpu.vec:softmax_cross_entropy_grad");
+    check_update("SoftmaxCrossEntropyLossGrad", {&g, &seq, &seq_t}, {{"reduction", std::string(red)}, {"ignore_index", int64_t{-100}}},
+                 1, "cpu.vec:softmax_cross_entropy_grad");
+  }
+  // A target out of range is an error naming it, not a read past the row.
+  Tensor bad_t = rows_t.clone();
+  bad_t.data<int64_t>()[3] = 10;
+  KernelResult bad = run_cpu({"SoftmaxCrossEntropyLoss", {&rows, &bad_t}, {}, {false, false}, {}, "", 1, "", true});
+  EXPECT_NE(bad.error.find("out of range"), std::string::npos) << bad.error;
+  // ReduceMean with the axes as an attribute (opsets before 18, as autodiff emits it).
+  check_update("ReduceMean", {&x}, {{"axes", Ints{0, 2, 3}}, {"keepdims", int64_t{1}}}, 1, "cpu.vec:reduce_mean");
+  // oneDNN's backward activations.
+  const Tensor big = random_f32({4, 64, 33}, 65, -3.f, 3.f), big_dy = random_f32({4, 64, 33}, 66);
+  check_update("GeluGrad", {&big_dy, &big}, {}, 1, "onednn:gelu_grad");
+  check_update("GeluGrad", {&big_dy, &big}, {{"approximate", std::string("tanh")}}, 1, "onednn:gelu_grad");
+  Tensor soft = random_f32({4, 64, 33}, 67, 0.f, 1.f);
+  check_update("SoftmaxGrad", {&big_dy, &soft}, {{"axis", int64_t{-1}}}, 1, "onednn:softmax_grad");
+  check_update("SoftmaxGrad", {&big_dy, &soft}, {{"axis", int64_t{1}}}, 1, "onednn:softmax_grad");
+}
+
 TEST(CpuVec, ReluGrad) {
   Tensor y = random_f32({4, 6, 5, 5}, 40), dy = random_f32({4, 6, 5, 5}, 41);
   y.data<float>()[0] = 0.f;  // the kink: 0, as PyTorch

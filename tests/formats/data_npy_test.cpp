@@ -95,8 +95,13 @@ TEST(DataNpy, Errors) {
   EXPECT_EQ(floats.error().where, d + "/yf.npy");
   EXPECT_NE(floats.error().message.find("must be integers"), std::string::npos);
 
+  // Labels per position of a sequence ([N, T]) are accepted; scalar labels are not.
   ASSERT_TRUE(write_npy(d + "/y2d.npy", Tensor::from_vector<int64_t>({3, 1}, {0, 1, 2})).is_ok());
-  EXPECT_FALSE(open_npy_source(d + "/x.npy", d + "/y2d.npy"));
+  EXPECT_TRUE(open_npy_source(d + "/x.npy", d + "/y2d.npy"));
+  ASSERT_TRUE(write_npy(d + "/y0.npy", Tensor::scalar<int64_t>(1)).is_ok());
+  auto scalar = open_npy_source(d + "/x.npy", d + "/y0.npy");
+  ASSERT_FALSE(scalar);
+  EXPECT_NE(scalar.error().message.find("[N] or [N, ...]"), std::string::npos) << scalar.error().message;
   ASSERT_TRUE(write_npy(d + "/s.npy", Tensor::scalar<float>(1.f)).is_ok());
   ASSERT_TRUE(write_npy(d + "/y1.npy", Tensor::from_vector<int64_t>({1}, {0})).is_ok());
   EXPECT_FALSE(open_npy_source(d + "/s.npy", d + "/y1.npy"));
