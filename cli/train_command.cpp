@@ -114,6 +114,7 @@ int run_train(const TrainOptions& o) {
   train::TrainCallbacks cb;
   cb.stop = &g_stop;
   int64_t last_print = -1;
+  const bool classify = cfg.spec.loss == autodiff::LossKind::kSoftmaxCrossEntropy;
   cb.on_step = [&](const train::StepInfo& s) {
     const bool last = s.batch == s.batches;
     if (!tty && !last && s.batch / std::max<int64_t>(1, s.batches / 10) == last_print) return;
@@ -123,19 +124,21 @@ int run_train(const TrainOptions& o) {
     std::string bar(static_cast<size_t>(filled), '=');
     if (filled < width) bar += '>';
     bar.resize(width, ' ');
-    char line[256];
-    std::snprintf(line, sizeof line, "epoch %lld/%lld [%s] %lld/%lld  loss %.4f  acc %5.1f%%  %.0f img/s  ETA %s",
+    char line[256], acc[32] = "";
+    if (classify) std::snprintf(acc, sizeof acc, "  acc %5.1f%%", 100 * s.accuracy);
+    std::snprintf(line, sizeof line, "epoch %lld/%lld [%s] %lld/%lld  loss %.4f%s  %.0f ex/s  ETA %s",
                   static_cast<long long>(s.epoch + 1), static_cast<long long>(o.epochs), bar.c_str(),
-                  static_cast<long long>(s.batch), static_cast<long long>(s.batches), s.loss, 100 * s.accuracy,
+                  static_cast<long long>(s.batch), static_cast<long long>(s.batches), s.loss, acc,
                   s.images_per_s, clock_text(s.eta_s).c_str());
     std::cerr << (tty ? "\r" : "") << line << (tty ? "\033[K" : "\n") << std::flush;
   };
   cb.on_epoch = [&](const train::EpochInfo& e) {
     if (tty) std::cerr << "\n";
-    std::fprintf(stderr, "epoch %lld: train loss %.4f acc %.2f%%", static_cast<long long>(e.epoch + 1), e.train_loss,
-                 100 * e.train_accuracy);
+    std::fprintf(stderr, "epoch %lld: train loss %.4f", static_cast<long long>(e.epoch + 1), e.train_loss);
+    if (classify) std::fprintf(stderr, " acc %.2f%%", 100 * e.train_accuracy);
     if (e.test_accuracy >= 0) std::fprintf(stderr, ", test loss %.4f acc %.2f%%", e.test_loss, 100 * e.test_accuracy);
-    std::fprintf(stderr, ", %.0f img/s, %.1f s\n", e.images_per_s, e.seconds);
+    std::fprintf(stderr, ", %.0f ex/s, %.1f s (%.1f%% waiting for data)\n", e.images_per_s, e.seconds,
+                 e.seconds > 0 ? 100 * e.data_wait_s / e.seconds : 0.0);
   };
   cb.on_checkpoint = [&](const std::string& path) {
     if (tty) std::cerr << "\r\033[K";
@@ -159,7 +162,9 @@ int run_train(const TrainOptions& o) {
                         {"images_per_s", result->images_per_s},
                         {"epochs", result->epochs.empty() ? int64_t{0} : result->epochs.back().epoch + 1},
                         {"epochs_run", result->epochs.size()},
-                        {"steps", result->steps}, {"checkpoint", result->last_checkpoint}};
+                        {"steps", result->steps}, {"checkpoint", result->last_checkpoint},
+                        {"data_wait_s", result->data_wait_s}, {"arena_bytes", result->arena_bytes},
+                        {"state_bytes", result->state_bytes}};
     print_json(j);
   }
   return rec.finish(result->stopped && g_stop.load());

@@ -52,6 +52,7 @@ Expected<std::vector<Tensor>> Session::run(const runtime::Feeds& feeds) {
   InputShapes shapes;
   for (const auto& [name, t] : feeds) shapes[name] = t.shape();
   TRY(Program * p, compile(shapes));
+  last_program_ = p;
   RunOptions ro;
   ro.trace = options_.trace;
   return p->run(feeds, ro);

@@ -56,6 +56,8 @@ class Session {
   // Compiles for the feeds' shapes when needed, then executes.
   Expected<std::vector<Tensor>> run(const runtime::Feeds& feeds);
 
+  // The program the last run() used (nullptr before the first).
+  Program* last_program() const { return last_program_; }
   // Reports of the last compilation (stages and passes).
   const StageContext& context() const { return *last_context_; }
   int64_t last_compile_ns() const { return last_compile_ns_; }
@@ -69,6 +71,7 @@ class Session {
   std::map<InputShapes, std::unique_ptr<Program>> programs_;
   std::unique_ptr<StageContext> last_context_;
   int64_t last_compile_ns_ = 0;
+  Program* last_program_ = nullptr;
 };
 
 // Runs the six stages' first five on `graph` and keeps every printed artefact.

@@ -325,7 +325,9 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
         result.stopped = true;
         break;
       }
+      const int64_t wait_start = observe::now_ns();
       TRY(bool more, train.next(batch));
+      info.data_wait_s += static_cast<double>(observe::now_ns() - wait_start) * 1e-9;
       if (!more) break;
       add_batch(batch, config_.spec.loss != autodiff::LossKind::kGraphOutput, feeds);
       for (const autodiff::StateSlot& s : state_) feeds[s.name] = s.initial;
@@ -412,6 +414,9 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
     if (result.stopped) break;
   }
   result.steps = global_step_;
+  for (const EpochInfo& e : result.epochs) result.data_wait_s += e.data_wait_s;
+  for (const autodiff::StateSlot& st : state_) result.state_bytes += st.initial.nbytes();
+  if (stages::Program* p = sessions_->step->last_program()) result.arena_bytes = p->plan().peak_bytes();
   if (!result.epochs.empty()) {
     result.train_loss = result.epochs.back().train_loss;
     result.test_accuracy = result.epochs.back().test_accuracy;

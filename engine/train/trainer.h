@@ -66,6 +66,7 @@ struct EpochInfo {
   double train_loss = 0, train_accuracy = 0;   // means over the epoch's batches
   double test_loss = -1, test_accuracy = -1;   // -1 without a test loader
   double seconds = 0, images_per_s = 0;
+  double data_wait_s = 0;                      // of `seconds`, waiting for the loader's next batch
 };
 
 struct TrainResult {
@@ -74,6 +75,9 @@ struct TrainResult {
   double train_loss = 0, test_accuracy = -1, images_per_s = 0;
   std::string last_checkpoint;
   bool stopped = false;  // by max_steps or the stop flag
+  double data_wait_s = 0;      // waiting for batches, over the epochs run
+  size_t arena_bytes = 0;      // the compiled step's arena (activations kept for the backward pass, gradients)
+  size_t state_bytes = 0;      // weights and optimizer state (updated in place)
 };
 
 struct TrainCallbacks {

@@ -31,7 +31,7 @@ of percent from run to run).
 
 Usage: /usr/bin/python3 tests/bench/train_bench.py [--tessera build/release/cli/tessera]
          [--models lenet,mlp,resnet18,charlm] [--onnx] [--threads 2] [--seed 0] [--repeats 1]
-         [--steps N (overrides every model's step count)] [--json-out FILE]
+         [--steps N (overrides every model's step count)] [--torch-noise] [--json-out FILE]
 """
 
 import argparse
@@ -301,7 +301,7 @@ def run_torch(cfg):
     if out.returncode != 0:
         sys.exit("train_bench: the PyTorch worker failed:\n" + out.stderr)
     r = json.loads(out.stdout.strip().splitlines()[-1])
-    return finish(r["losses"], r["ends"], r["batch"], r["n"], r["maxrss_kb"], extra={"torch": r["torch"]})
+    return finish(r["losses"], r["ends"], r["batch"], r["n"], r["maxrss_kb"], extra={"torch": r["torch"], "n_examples": r["n"]})
 
 
 # ---- the Tessera side ----------------------------------------------------------------------------
@@ -386,10 +386,24 @@ torch.onnx.export(M(), torch.zeros(1, 1, 28, 28), sys.argv[2], input_names=['x']
     return path
 
 
+EARLY_STEPS = 20
+
+
 def compare(t, p):
-    """Largest relative difference of the step losses, over the steps both made."""
-    k = min(len(t), len(p))
+    """Largest relative difference of the step losses over the first EARLY_STEPS steps (later,
+    float rounding alone makes two runs drift apart: see --torch-noise)."""
+    k = min(len(t), len(p), EARLY_STEPS)
     return max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(t[:k], p[:k])) if k else float("nan")
+
+
+def final_loss(r, cfg):
+    """The mean loss of the last epoch (epoch runs, as `tessera train` prints it) or of the last 10
+    steps: one batch's loss alone varies by tens of percent from batch to batch."""
+    losses = r["losses"]
+    tail = min(len(losses), 10)
+    if not cfg.get("steps") and cfg.get("epochs"):
+        tail = min(len(losses), -(-r.get("n_examples", 0) // cfg["batch"])) or tail
+    return sum(losses[-tail:]) / tail
 
 
 def cpu_name():
@@ -414,6 +428,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--steps", type=int, default=0, help="train every model this many steps (0: the defaults)")
+    ap.add_argument("--torch-noise", action="store_true",
+                    help="also train with PyTorch on 1 thread: how far two PyTorch runs drift apart (the floor of max step Δ)")
     ap.add_argument("--json-out")
     args = ap.parse_args()
     if args.threads < 1 or args.repeats < 1 or args.steps < 0:
@@ -448,21 +464,30 @@ def main():
                      peak_mb=max(r["peak_mb"] for r in ts))
             p = dict(ps[0], images_per_s=statistics.median(r["images_per_s"] for r in ps),
                      peak_mb=max(r["peak_mb"] for r in ps))
-            rows.append({"model": label, "config": {k: v for k, v in cfg.items() if k != "graph"}, "tessera": t, "torch": p,
-                         "max_step_loss_rel_diff": compare(t["losses"], p["losses"])})
+            t["n_examples"] = p["n_examples"]
+            t["final_loss"], p["final_loss"] = final_loss(t, cfg), final_loss(p, cfg)
+            row = {"model": label, "config": {k: v for k, v in cfg.items() if k != "graph"}, "tessera": t, "torch": p,
+                   "max_step_loss_rel_diff": compare(t["losses"], p["losses"])}
+            if args.torch_noise:
+                row["torch_1_thread_rel_diff"] = compare(run_torch(dict(cfg, threads=1))["losses"], p["losses"])
+            rows.append(row)
     torch_version = rows[0]["torch"].get("torch", "?") if rows else "?"
     print("%s, %d thread(s), seed %d, torch %s, median of %d run(s) per side" %
           (cpu_name(), args.threads, args.seed, torch_version, args.repeats))
-    print("%-10s %6s %12s %12s %6s %10s %10s %12s %12s %10s" % (
+    noise = args.torch_noise
+    print("%-10s %6s %12s %12s %6s %10s %10s %12s %12s %10s%s" % (
         "model", "steps", "tessera/s", "torch/s", "ratio", "tessera MB", "torch MB", "tessera loss", "torch loss",
-        "max step Δ"))
+        "max step Δ", " torch 1t Δ" if noise else ""))
     for r in rows:
         t, p = r["tessera"], r["torch"]
-        print("%-10s %6d %12.1f %12.1f %6.2f %10.0f %10.0f %12.4f %12.4f %9.1e" % (
+        print("%-10s %6d %12.1f %12.1f %6.2f %10.0f %10.0f %12.4f %12.4f %10.1e%s" % (
             r["model"], t["steps"], t["images_per_s"], p["images_per_s"], t["images_per_s"] / p["images_per_s"],
-            t["peak_mb"], p["peak_mb"], t["losses"][-1], p["losses"][-1], r["max_step_loss_rel_diff"]))
+            t["peak_mb"], p["peak_mb"], t["final_loss"], p["final_loss"], r["max_step_loss_rel_diff"],
+            " %10.1e" % r["torch_1_thread_rel_diff"] if noise else ""))
     print("(images or sequences per second, every step but the first; peak resident memory of each process;"
-          " max step Δ: the largest relative difference of the two losses at the same step)")
+          " loss: the mean over the last epoch, or the last 10 steps; max step Δ: the largest relative difference of"
+          " the two losses at the same step over the first %d%s)" % (EARLY_STEPS,
+          "; torch 1t Δ: the same between PyTorch on 1 thread and on --threads, the drift of float rounding alone" if noise else ""))
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(rows, f, indent=1)

@@ -117,6 +117,29 @@ def main():
         expect_error([tessera, "train", mlp, "--data", DATA, "--loss", "output", "--max-steps", "2"], "must hold one value")
         print("ok: errors")
 
+    # The larger samples: the character transformer LM learns (AdamW, cosine, its loss computed in
+    # the graph, weights drawn at load) and reports its memory and data waits; ResNet-18 (batch
+    # normalisation in training mode) makes finite steps.
+    charlm = os.path.join(src, "samples", "charlm.json")
+    chars = os.path.join(src, "samples", "data", "chars.npz")
+    p = run([tessera, "train", charlm, "--data", chars, "--loss", "output", "--optimizer", "adamw", "--lr", "0.003",
+             "--schedule", "cosine", "--batch", "32", "--max-steps", "40", "--threads", "2", "--no-eval", "--json"])
+    result = json.loads(p.stdout.strip().splitlines()[-1])
+    if not result["train_loss"] < 3.2:  # ln(128) = 4.85 at the start; 2.9 when written
+        sys.exit("FAIL: the char LM's mean loss over 40 steps is %.4f" % result["train_loss"])
+    # state: the weights and Adam's m and v (the i64 shape params are not trained)
+    if result["state_bytes"] != 437888 * 4 * 3 or result["arena_bytes"] <= 0 or not 0 <= result["data_wait_s"] < 5:
+        sys.exit("FAIL: memory and data-wait figures: %s" % result)
+    if " acc " in p.stderr:
+        sys.exit("FAIL: accuracy printed for a graph whose output is its loss:\n" + p.stderr)
+    resnet = os.path.join(src, "samples", "resnet18.json")
+    p = run([tessera, "train", resnet, "--data", DATA, "--optimizer", "momentum", "--batch", "16", "--max-steps", "2",
+             "--threads", "2", "--no-eval", "--json"])
+    result = json.loads(p.stdout.strip().splitlines()[-1])
+    if result["steps"] != 2 or not 0 < result["train_loss"] < 10:
+        sys.exit("FAIL: ResNet-18: %s" % result)
+    print("ok: char LM trains to %.3f, ResNet-18 steps" % result["train_loss"])
+
     # The recurrent sample: gradients through a Loop (8 steps, weights shared by every step).
     rnn = os.path.join(src, "samples", "rnn.json")
     seqs = os.path.join(src, "samples", "data", "sequences.npz")

@@ -186,6 +186,41 @@ TEST(JsonGraphTypes, Errors) {
 
 // ---- accepted shapes of graphs ----
 
+// Params drawn at load: the bytes NumPy computes for the same formula (tests/bench/train_bench.py
+// uniform_init(7, 4, 0.5)), constants, and the errors.
+TEST(JsonGraphLoad, ParamsDrawnAtLoad) {
+  auto g = parse(doc(R"("params": [{"name": "w", "type": "f32[4]", "init": {"uniform": 0.5, "seed": 7}},
+                                  {"name": "w64", "type": "f64[2, 2]", "init": {"uniform": 0.5, "seed": 7}},
+                                  {"name": "one", "type": "f32[3]", "init": {"constant": 1}}])"));
+  ASSERT_TRUE(g) << g.error().to_string();
+  const Tensor& w = *g->param_data(value_named(*g, "w"));
+  const std::vector<float> numpy = {-0.11017025262117386f, -0.4832116961479187f, 0.400760680437088f, 0.0829302966594696f};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(w.data<float>()[i], numpy[static_cast<size_t>(i)]) << i;
+  const Tensor& w64 = *g->param_data(value_named(*g, "w64"));
+  EXPECT_NEAR(w64.get(1), numpy[1], 1e-7);  // the same draws, kept in double
+  const Tensor& one = *g->param_data(value_named(*g, "one"));
+  EXPECT_EQ(one.get(2), 1.0);
+  // Another seed, other values; the same seed, the same values.
+  auto h = parse(doc(R"("params": [{"name": "w", "type": "f32[4]", "init": {"uniform": 0.5, "seed": 8}}])"));
+  ASSERT_TRUE(h);
+  EXPECT_FALSE(h->param_data(value_named(*h, "w"))->equals(w));
+
+  EXPECT_ERROR(load_error(doc(R"("params": [{"name": "w", "type": "i64[4]", "init": {"constant": 1}}])")),
+               "g.json:/params/0/init", "floating-point params only");
+  EXPECT_ERROR(load_error(doc(R"("params": [{"name": "w", "type": "f32[4]", "init": {"uniform": -1}}])")),
+               "g.json:/params/0/init/uniform", "must be positive");
+  EXPECT_ERROR(load_error(doc(R"("params": [{"name": "w", "type": "f32[4]", "init": {"uniform": 1, "seed": -2}}])")),
+               "g.json:/params/0/init/seed", "non-negative integer");
+  EXPECT_ERROR(load_error(doc(R"("params": [{"name": "w", "type": "f32[4]", "init": {"normal": 1}}])")),
+               "g.json:/params/0/init", "expected {\"uniform\"");
+  EXPECT_ERROR(load_error(doc(R"("params": [{"name": "w", "type": "f32[4]", "init": {"constant": 1, "seed": 2}}])")),
+               "g.json:/params/0/init/seed", "unknown field");
+  EXPECT_ERROR(load_error(doc(R"("params": [{"name": "w", "type": "f32[1]", "data": [1], "init": {"constant": 1}}])")),
+               "g.json:/params/0", "not two");
+  EXPECT_ERROR(load_error(doc(R"("params": [{"name": "w", "type": "f32[N]", "init": {"constant": 1}}])")),
+               "g.json:/params/0/type", "");
+}
+
 TEST(JsonGraphLoad, MinimalAndDefaults) {
   auto g = parse(doc(R"("nodes": [])"));
   ASSERT_TRUE(g) << g.error().to_string();
