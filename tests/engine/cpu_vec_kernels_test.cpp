@@ -163,6 +163,15 @@ TEST(CpuVec, MaxPoolGrad) {
   const Tensor x = random_f32({2, 3, 8, 9}, 30), dy = random_f32({2, 3, 4, 4}, 31), dy_overlap = random_f32({2, 3, 3, 4}, 32);
   check("MaxPoolGrad", {&dy, &x}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}},
         {false, false}, "cpu.vec:maxpool_grad");
+  // Rows and columns past the last window, ties (the first maximum takes dY), and planes enough
+  // to split over threads.
+  Tensor x_odd = random_f32({2, 3, 9, 9}, 33);
+  for (int64_t i = 0; i < 9; ++i) x_odd.data<float>()[i] = 1.f;  // the first row ties
+  check("MaxPoolGrad", {&dy, &x_odd}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}},
+        {false, false}, "cpu.vec:maxpool_grad");
+  const Tensor x_big = random_f32({64, 6, 28, 28}, 34), dy_big = random_f32({64, 6, 14, 14}, 35);
+  check("MaxPoolGrad", {&dy_big, &x_big}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}},
+        {false, false}, "cpu.vec:maxpool_grad");
   // Overlapping windows (3x3, stride 2x2) accumulate.
   check("MaxPoolGrad", {&dy_overlap, &x},
         {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}}}, {false, false},
