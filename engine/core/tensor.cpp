@@ -86,6 +86,17 @@ Expected<Tensor> Tensor::create(DType dtype, Shape shape) {
   }
 }
 
+Expected<Tensor> Tensor::create_uninitialized(DType dtype, Shape shape) {
+  TRY(int64_t n, checked_numel(shape, dtype));
+  (void)n;
+  const std::string text = shape_to_string(shape);
+  try {
+    return Tensor(dtype, std::move(shape), Uninitialized{});
+  } catch (const std::bad_alloc&) {
+    return make_error("out of memory allocating a tensor of shape " + text);
+  }
+}
+
 Tensor Tensor::from_bools(Shape shape, const std::vector<bool>& values) {
   Tensor t(DType::kBool, std::move(shape));
   assert(static_cast<int64_t>(values.size()) == t.numel());

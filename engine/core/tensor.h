@@ -40,6 +40,8 @@ class Tensor {
   // Zero-filled; asserts the size is sane (use create() for sizes from outside).
   Tensor(DType dtype, Shape shape);
   static Expected<Tensor> create(DType dtype, Shape shape);
+  // As create(), without zero-filling: for buffers the caller overwrites entirely.
+  static Expected<Tensor> create_uninitialized(DType dtype, Shape shape);
 
   template <class T>
   static Tensor from_vector(Shape shape, const std::vector<T>& values);

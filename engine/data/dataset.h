@@ -50,6 +50,13 @@ class Source {
   virtual std::string name() const = 0;
   // The files the examples come from (for fingerprint()); empty for purely in-memory data.
   virtual std::vector<std::string> files() const { return {}; }
+  // Optional fast path for a batch without transforms: writes examples indices[0..count) straight
+  // into `out` (one tensor per field, [count, field shape], fields() order), as get() would give
+  // them. false: not offered (the loader calls get() per example). Thread-safe.
+  virtual Expected<bool> gather(const int64_t* indices, int64_t count, std::vector<Tensor>& out) const {
+    (void)indices, (void)count, (void)out;
+    return false;
+  }
 };
 
 // Index of the field called `name` in `fields`, or -1.
@@ -112,6 +119,20 @@ class TensorSource final : public Source {
       out.push_back(std::move(t));
     }
     return Status::ok();
+  }
+  Expected<bool> gather(const int64_t* indices, int64_t count, std::vector<Tensor>& out) const override {
+    for (size_t f = 0; f < columns_.size(); ++f) {
+      const size_t row = columns_[f].nbytes() / static_cast<size_t>(std::max<int64_t>(1, size_));
+      const auto* base = static_cast<const unsigned char*>(columns_[f].raw_data());
+      auto* dst = static_cast<unsigned char*>(out[f].raw_data());
+      for (int64_t j = 0; j < count; ++j) {
+        if (indices[j] < 0 || indices[j] >= size_)
+          return make_error("example index " + std::to_string(indices[j]) + " out of range [0, " + std::to_string(size_) + ")",
+                            name_);
+        std::memcpy(dst + static_cast<size_t>(j) * row, base + static_cast<size_t>(indices[j]) * row, row);
+      }
+    }
+    return true;
   }
 
  private:

@@ -179,6 +179,51 @@ TEST(Loader, WorkerErrorIsReturnedWithIndexAndSource) {
   }
 }
 
+// A source without the batch fast path: every call forwarded but gather().
+class PerExample final : public Source {
+ public:
+  explicit PerExample(std::shared_ptr<const Source> s) : s_(std::move(s)) {}
+  int64_t size() const override { return s_->size(); }
+  std::vector<FieldSpec> fields() const override { return s_->fields(); }
+  Status get(int64_t index, Example& out) const override { return s_->get(index, out); }
+  std::string name() const override { return s_->name(); }
+
+ private:
+  std::shared_ptr<const Source> s_;
+};
+
+// Sources that gather a batch at once (TensorSource; the IDX reader on Fashion-MNIST when it is
+// installed) give the bytes the per-example path gives, and name a bad index.
+TEST(Loader, GatheredBatchesEqualPerExampleBatches) {
+  Tensor x(DType::kF32, {23, 2, 3}), y(DType::kI64, {23, 4});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i) * 0.5f;
+  for (int64_t i = 0; i < y.numel(); ++i) y.data<int64_t>()[i] = i * 7;
+  auto ts = TensorSource::create({{"x", x}, {"labels", y}}, "tensors");
+  ASSERT_TRUE(ts);
+  std::vector<std::shared_ptr<const Source>> sources{*ts};
+  const std::string fashion = "/usr/share/datasets/fashion-mnist";
+  if (std::filesystem::exists(fashion)) {
+    auto idx = open_mnist_dir(fashion, "test");
+    ASSERT_TRUE(idx) << idx.error().to_string();
+    sources.push_back(*idx);
+  }
+  for (const auto& src : sources) {
+    SCOPED_TRACE(src->name());
+    for (int workers : {0, 2}) {
+      DataLoader fast(src, {}, options(5, true, 11, workers));
+      DataLoader slow(std::make_shared<PerExample>(src), {}, options(5, true, 11, workers));
+      const std::vector<Batch> a = run_epoch(fast, 1), b = run_epoch(slow, 1);
+      EXPECT_GT(a.size(), 1u);
+      EXPECT_TRUE(same_bytes(a, b));
+    }
+  }
+  std::vector<Tensor> out{Tensor(DType::kF32, {1, 2, 3}), Tensor(DType::kI64, {1, 4})};
+  const int64_t bad = 23;
+  auto r = (*ts)->gather(&bad, 1, out);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("example index 23 out of range [0, 23)"), std::string::npos) << r.error().message;
+}
+
 TEST(Loader, TransformErrorsAndConfigurationErrors) {
   auto src = std::make_shared<CountingSource>(10);
   DataLoader one_hot(src, make_transforms(OneHot(5)), options(4, false, 0, 2));
