@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Side-by-side training benchmark: Tessera vs eager PyTorch (Debian's python3-torch 1.13) training
-# LeNet-5 and the MLP on Fashion-MNIST with the same initial weights, data order, optimizer, batch
-# and threads (tests/bench/train_bench.py). Installs what is missing, builds the `tessera` CLI,
-# then prints one table.
+# LeNet-5, the MLP, a CIFAR-style ResNet-18 and a character transformer LM (samples/) with the same
+# initial weights, data order, optimizer, schedule, batch and threads, losses compared step by step
+# (tests/bench/train_bench.py, tests/bench/README.md). Installs what is missing, builds the
+# `tessera` CLI, then prints one table.
 #
-# Usage: scripts/train_bench.sh [--no-build] [train_bench.py options: --models lenet,mlp --epochs 2
-#                               --batch 64 --lr 0.01 --momentum 0.9 --threads 2 --seed 0 --json-out F]
+# Usage: scripts/train_bench.sh [--no-build] [train_bench.py options: --models lenet,mlp,resnet18,charlm
+#                               --onnx --threads 2 --seed 0 --repeats 1 --steps N --torch-noise --json-out F]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=1
