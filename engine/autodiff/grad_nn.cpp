@@ -93,8 +93,15 @@ Status conv_grad(GradientContext& g) {
   attrs.insert_or_assign("group", g.attrs().i("group"));
   const ValueId dy = g.grad_output(0);
   if (g.wants(0)) g.set_grad(0, g.emit("ConvGradInput", {dy, g.input(1), g.shape_of(g.input(0))}, attrs));
+  const bool bias = g.has_input(2) && g.wants(2);
+  if (g.wants(1) && bias) {  // the bias gradient inside the weights' backward (oneDNN's diff_bias)
+    const std::vector<ValueId> d = g.emit_n("ConvGradWeight", {dy, g.input(0), g.shape_of(g.input(1))}, 2, attrs);
+    g.set_grad(1, d[0]);
+    g.set_grad(2, d[1]);
+    return Status::ok();
+  }
   if (g.wants(1)) g.set_grad(1, g.emit("ConvGradWeight", {dy, g.input(0), g.shape_of(g.input(1))}, attrs));
-  if (g.has_input(2) && g.wants(2)) g.set_grad(2, channel_sum(g, dy));
+  if (bias) g.set_grad(2, channel_sum(g, dy));
   return Status::ok();
 }
 

@@ -128,10 +128,10 @@ class GradKernel : public OneDnnKernel {
   memory scratchpad_, fwd_scratchpad_, fwd_dst_, ws_;
 };
 
-// Static f32 inputs 0 and 1 and output 0, ranks 3-5, plain output.
+// Static f32 inputs 0 and 1 and output 0 (ConvGradWeight's dB may follow), ranks 3-5, plain output.
 bool usable(const KernelInit& init) {
   if (init.in_types.size() < 2 || !is_static_f32(init.in_types[0]) || !is_static_f32(init.in_types[1]) ||
-      init.out_types.size() != 1 || !is_static_f32(init.out_types[0]) || !init.out_layout.empty())
+      init.out_types.empty() || init.out_types.size() > 2 || !is_static_f32(init.out_types[0]) || !init.out_layout.empty())
     return false;
   const int rank = init.out_types[0]->rank();
   return rank >= 3 && rank <= 5 && init.in_types[0]->rank() == rank;
@@ -152,6 +152,9 @@ Expected<KernelPtr> make_conv_grad(const ContextPtr& ctx, const KernelInit& init
   if (w.size() != x.size() || group < 1 || x[1] != w[1] * group || w[0] % group != 0 || dy[1] != w[0])
     return decline(init, impl, "channels and groups");
   if (!weight && !layout_at(init, 1).empty()) return decline(init, impl, "blocked weights");
+  const bool with_bias = weight && init.out_types.size() > 1;
+  if (with_bias && (!is_static_f32(init.out_types[1]) || init.out_types[1]->static_shape() != Shape{dy[1]}))
+    return decline(init, impl, "dB must be static f32 [M]");
   auto geom = window_geom(init, spatial(w), spatial(x), spatial(dy));
   if (!geom) return decline(init, impl, geom.error().message);
   const WindowGeom g = *geom;
@@ -171,12 +174,15 @@ Expected<KernelPtr> make_conv_grad(const ContextPtr& ctx, const KernelInit& init
                                  any_md(dy), g.strides, g.dilations, g.pad_l, g.pad_r);
     const convolution_forward::primitive_desc hint(fd, eng);
     if (weight) {
-      convolution_backward_weights::desc bd(algorithm::convolution_direct, any_md(x), any_md(wd), any_md(dy),
+      // With a second output, dB comes out of the same primitive (diff_bias).
+      const memory::desc bias_md = with_bias ? plain_md({dy[1]}) : memory::desc();
+      convolution_backward_weights::desc bd(algorithm::convolution_direct, any_md(x), any_md(wd), bias_md, any_md(dy),
                                             g.strides, g.dilations, g.pad_l, g.pad_r);
       const convolution_backward_weights::primitive_desc pd(bd, user_scratchpad_attr(), eng, hint);
       k->add(DNNL_ARG_DIFF_DST, false, 0, *dy_user, pd.diff_dst_desc());
       k->add(DNNL_ARG_SRC, false, 1, *other_user, pd.src_desc());
       k->add(DNNL_ARG_DIFF_WEIGHTS, true, 0, plain_md(wd), pd.diff_weights_desc());
+      if (with_bias) k->add(DNNL_ARG_DIFF_BIAS, true, 1, bias_md, pd.diff_bias_desc());
       k->finish(pd, nullptr);
     } else {
       convolution_backward_data::desc bd(algorithm::convolution_direct, any_md(x), any_md(wd), any_md(dy), g.strides,

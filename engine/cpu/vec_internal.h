@@ -58,10 +58,11 @@ inline Expected<KernelPtr> make_byte_copy(const std::string& name, size_t bytes)
 #define TESSERA_VEC_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
 // e^x in float for vectorised loops (Cephes' expf: range reduction by ln 2, a degree-5 polynomial;
-// within 2 ulp over the range, 0 below -87.3, +inf above 88.7). Inlined into the calling clone.
+// within 2 ulp over the range, 0 below -87.3, +inf above 88.7, NaN for NaN). Inlined into the
+// calling clone.
 __attribute__((always_inline)) inline float vexp(float x) {
-  if (x < -87.33654f) return 0.f;
   if (x > 88.72283f) return __builtin_inff();
+  if (!(x >= -87.33654f)) return x != x ? x : 0.f;  // NaN stays NaN (and never reaches the int conversion)
   float fx = __builtin_floorf(x * 1.44269504088896341f + 0.5f);
   const float r = x - fx * 0.693359375f + fx * 2.12194440e-4f;
   const float z = r * r;

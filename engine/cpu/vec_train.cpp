@@ -464,22 +464,21 @@ struct LossShape {
   int64_t ignore = 0;
 };
 
-Expected<LossShape> loss_shape(const KernelInit& init, const std::string& impl, size_t scores, size_t target) {
+Expected<LossShape> loss_shape(const KernelInit& init, size_t scores, size_t target) {
   LossShape s;
   if (!plain_static(init) || !init.in_types[scores] || init.in_types[scores]->dtype != DType::kF32 ||
       init.in_types[scores]->rank() < 2 || !init.in_types[target] || init.in_types[target]->dtype != DType::kI64)
-    return Error{"needs plain static f32 scores and i64 targets"};
-  if (init.in_types.size() > target + 1 && init.in_types[target + 1]) return Error{"class weights"};
+    return make_error("needs plain static f32 scores and i64 targets");
+  if (init.in_types.size() > target + 1 && init.in_types[target + 1]) return make_error("class weights");
   const Shape x = init.in_types[scores]->static_shape();
   s.n = x[0];
   s.c = x[1];
   for (size_t d = 2; d < x.size(); ++d) s.inner *= x[d];
   const ir::Attribute* red = init.node.attr("reduction");
   const std::string r = red ? red->s() : "mean";
-  if (r != "mean" && r != "sum") return Error{"reduction " + r};
+  if (r != "mean" && r != "sum") return make_error("reduction " + r);
   s.mean = r == "mean";
   if (const ir::Attribute* ig = init.node.attr("ignore_index")) s.has_ignore = true, s.ignore = ig->i();
-  (void)impl;
   return s;
 }
 
@@ -540,7 +539,7 @@ Status check_target(int64_t k, const LossShape& ls) {
 Expected<KernelPtr> make_softmax_ce(const KernelInit& init) {
   const std::string impl = "cpu.vec:softmax_cross_entropy";
   if (init.out_types.size() != 1) return decline(init, impl, "the log_prob output");
-  auto ls = loss_shape(init, impl, 0, 1);
+  auto ls = loss_shape(init, 0, 1);
   if (!ls) return decline(init, impl, ls.error().message);
   const LossShape s = *ls;
   return make(impl, init, [=](KernelRun& run) -> Status {
@@ -570,7 +569,7 @@ Expected<KernelPtr> make_softmax_ce(const KernelInit& init) {
 
 Expected<KernelPtr> make_softmax_ce_grad(const KernelInit& init) {
   const std::string impl = "cpu.vec:softmax_cross_entropy_grad";
-  auto ls = loss_shape(init, impl, 1, 2);
+  auto ls = loss_shape(init, 1, 2);
   if (!ls) return decline(init, impl, ls.error().message);
   if (init.in_types[0]->dtype != DType::kF32 || init.in_types[0]->static_numel() != 1)
     return decline(init, impl, "reduction none");

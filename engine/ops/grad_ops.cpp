@@ -139,7 +139,12 @@ Expected<std::vector<TensorType>> infer_conv_grad(const InferContext& ctx, bool 
     else
       RETURN_IF_ERROR(check_conv_shapes(ctx.node, ctx.attrs(), dy.dims, shape, other.dims, nullptr));
   }
-  return std::vector<TensorType>{out};
+  std::vector<TensorType> types{out};
+  if (weight && ctx.node.outputs.size() > 1) {  // dB [M]: the bias gradient
+    if (!dy.rank_known || dy.rank() < 2) return std::vector<TensorType>{out, TensorType::unranked(dy.dtype)};
+    types.push_back(TensorType(dy.dtype, {dy.dims[1]}));
+  }
+  return types;
 }
 
 // dX[n, g*cg + c, at(o, t)] += W[m, c, t] * dY[n, m, o] (weight = false), or
@@ -192,6 +197,16 @@ Status conv_grad_kernel(KernelContext& ctx, bool weight) {
     return Status::ok();
   }));
   ctx.outputs = {narrow(result, dt)};
+  if (weight && ctx.node.outputs.size() > 1) {  // dB[m] = sum of dY[n, m, o]
+    TRY(Tensor db, Tensor::create(dy.dtype(), {m_out}));
+    for (int64_t m = 0; m < m_out; ++m) {
+      double sum = 0;
+      for (int64_t n = 0; n < n_batch; ++n)
+        for (int64_t o = 0; o < pl.out_size; ++o) sum += dy.get((n * m_out + m) * pl.out_size + o);
+      db.set(m, sum);
+    }
+    ctx.outputs.push_back(narrow(db, dt));
+  }
   return Status::ok();
 }
 
@@ -418,6 +433,7 @@ void register_conv_grad(OpRegistry& registry, bool weight) {
       .input(weight ? "weight_shape" : "input_shape", "i64 1-D shape of the result")
       .output(weight ? "dW" : "dX", weight ? "shape weight_shape" : "shape input_shape")
       .attr("group", AttrKind::kInt, Attribute(int64_t{1}), "number of channel groups, as the forward Conv");
+  if (weight) def.output("dB", "[M]: the bias gradient, dY summed over every axis but 1 (computed with dW)", /*optional=*/true);
   window_attrs(def, /*pool=*/false);
   def.allowed_types = kFloatTypes;
   def.infer = [weight](const InferContext& ctx) { return infer_conv_grad(ctx, weight); };

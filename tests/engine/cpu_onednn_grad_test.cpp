@@ -42,6 +42,21 @@ TEST(CpuConvGrad, Weight) {
   check_conv_grad(true, {2, 16, 10, 10}, {2, 8, 14, 14}, {16, 8, 5, 5}, {}, "nChw16c", "nChw8c");
 }
 
+// dW and dB from one primitive (diff_bias), both against the reference.
+TEST(CpuConvGrad, WeightWithBias) {
+  for (const char* layout : {"", "nChw16c"}) {
+    SCOPED_TRACE(layout);
+    const Tensor dy = random_f32({4, 16, 10, 10}, 63), x = random_f32({4, 6, 14, 14}, 64), shape = shape_tensor({16, 6, 5, 5});
+    KernelResult got = run_cpu({"ConvGradWeight", {&dy, &x, &shape}, {}, {false, false, true}, {layout, ""}, "", 2});
+    ASSERT_EQ(got.impl, "onednn:conv_grad_weight");
+    auto want = runtime::run_single_op_with_absent(ops_registry(), "ConvGradWeight", {&dy, &x, &shape}, {}, 2);
+    ASSERT_TRUE(want.has_value()) << want.error().to_string();
+    ASSERT_EQ(got.outputs.size(), 2u);
+    expect_close(got.outputs[0], (*want)[0], 1e-4, 1e-4);
+    expect_close(got.outputs[1], (*want)[1], 1e-4, 1e-4);
+  }
+}
+
 void check_pool_grad(bool max, const Shape& x_shape, const Shape& dy_shape, const ir::Attributes& attrs,
                      const std::string& x_layout = "") {
   const std::string op = max ? "MaxPoolGrad" : "AveragePoolGrad";

@@ -1,5 +1,6 @@
 // The vectorised CPU kernels against the reference kernels: copies, Transpose, Gather, Where,
 // Cast, Erf, Pow; blocked layouts are refused with an error.
+#include "engine/cpu/vec_internal.h"
 #include "tests/engine/cpu_test_util.h"
 
 namespace tessera::cpu_test {
@@ -233,6 +234,12 @@ TEST(CpuVec, TrainingKernelsMatchTheReference) {
   bad_t.data<int64_t>()[3] = 10;
   KernelResult bad = run_cpu({"SoftmaxCrossEntropyLoss", {&rows, &bad_t}, {}, {false, false}, {}, "", 1, "", true});
   EXPECT_NE(bad.error.find("out of range"), std::string::npos) << bad.error;
+  // A diverged score makes the loss NaN (the trainer's diagnosis starts there), not a crash.
+  Tensor nan_rows = rows.clone();
+  nan_rows.data<float>()[7] = NAN;
+  KernelResult nan_loss = run_cpu({"SoftmaxCrossEntropyLoss", {&nan_rows, &rows_t}, {}, {false, false}, {}, "", 1});
+  ASSERT_EQ(nan_loss.outputs.size(), 1u);
+  EXPECT_TRUE(std::isnan(nan_loss.outputs[0].get(0)));
   // ReduceMean with the axes as an attribute (opsets before 18, as autodiff emits it).
   check_update("ReduceMean", {&x}, {{"axes", Ints{0, 2, 3}}, {"keepdims", int64_t{1}}}, 1, "cpu.vec:reduce_mean");
   // oneDNN's backward activations.
@@ -242,6 +249,19 @@ TEST(CpuVec, TrainingKernelsMatchTheReference) {
   Tensor soft = random_f32({4, 64, 33}, 67, 0.f, 1.f);
   check_update("SoftmaxGrad", {&big_dy, &soft}, {{"axis", int64_t{-1}}}, 1, "onednn:softmax_grad");
   check_update("SoftmaxGrad", {&big_dy, &soft}, {{"axis", int64_t{1}}}, 1, "onednn:softmax_grad");
+}
+
+// The vectorisable exp of the loss kernels: within 2 ulp of std::exp over its range, 0 below it,
+// inf above, NaN for NaN (a diverged loss must stay NaN, and never reach the exponent's int cast).
+TEST(CpuVec, VexpMatchesStdExp) {
+  for (float x = -87.f; x < 88.f; x += 0.37f) {
+    const float want = std::exp(x), got = cpu::vexp(x);
+    EXPECT_LE(std::fabs(got - want), 2.5f * std::fabs(std::nextafter(want, INFINITY) - want)) << x;
+  }
+  EXPECT_EQ(cpu::vexp(-100.f), 0.f);
+  EXPECT_EQ(cpu::vexp(-INFINITY), 0.f);
+  EXPECT_EQ(cpu::vexp(100.f), INFINITY);
+  EXPECT_TRUE(std::isnan(cpu::vexp(NAN)));
 }
 
 TEST(CpuVec, ReluGrad) {
