@@ -391,6 +391,10 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
     info.train_loss = epoch_batches ? loss_sum / static_cast<double>(epoch_batches) : 0;
     info.train_accuracy = examples ? static_cast<double>(hits) / static_cast<double>(examples) : 0;
     info.images_per_s = info.seconds > 0 ? static_cast<double>(examples) / info.seconds : 0;
+    if (config_.metrics && info.seconds > 0 && examples > 0) {  // the epoch's pace, and how much of it went to waiting for data
+      config_.metrics->on_metric("train/examples_per_s", global_step_, epoch, info.images_per_s);
+      config_.metrics->on_metric("train/data_wait", global_step_, epoch, info.data_wait_s / info.seconds);
+    }
     if (result.stopped && batch_in_epoch_ < batches) {
       if (epoch_batches) result.epochs.push_back(info);
       break;

@@ -50,7 +50,7 @@ struct TrainConfig {
   // cost more than the work of small networks). 0 traces every step.
   observe::TraceSink* trace = nullptr;
   int64_t trace_warm_steps = 20, trace_every = 50;
-  observe::MetricsSink* metrics = nullptr;  // loss, accuracy, lr by step; test metrics by epoch
+  observe::MetricsSink* metrics = nullptr;  // loss, accuracy, lr by step; test metrics, examples/s and the share waiting for data by epoch
 };
 
 struct StepInfo {

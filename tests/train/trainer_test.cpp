@@ -3,6 +3,8 @@
 // graph), a loss that becomes NaN, and schedules.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <atomic>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -364,6 +366,27 @@ TEST(Trainer, UpdatesTheStateInPlace) {
   ASSERT_FALSE(diverging.fit(loader2, nullptr, cb2).has_value());
   ASSERT_EQ(last.size(), diverging.state().size());
   for (size_t i = 0; i < last.size(); ++i) EXPECT_TRUE(same_bytes(diverging.state()[i].initial, last[i])) << diverging.state()[i].name;
+}
+
+// The metrics a run records: per step loss, accuracy and lr; per epoch the pace and the share of
+// it spent waiting for batches (a fraction in [0, 1]).
+TEST(Trainer, RecordsStepAndEpochMetrics) {
+  struct Capture : observe::MetricsSink {
+    std::map<std::string, std::vector<double>> values;
+    void on_metric(const std::string& name, int64_t, int64_t, double value) override { values[name].push_back(value); }
+  } capture;
+  auto src = dataset(256, 5);
+  data::DataLoader loader(src, {}, loader_options(7));
+  TrainConfig c = config(2);
+  c.metrics = &capture;
+  Trainer t(mlp(), reg(), c);
+  auto r = t.fit(loader, nullptr);
+  ASSERT_TRUE(r.has_value()) << r.error().to_string();
+  EXPECT_EQ(capture.values["train/loss"].size(), static_cast<size_t>(r->steps));
+  ASSERT_EQ(capture.values["train/data_wait"].size(), 2u);
+  ASSERT_EQ(capture.values["train/examples_per_s"].size(), 2u);
+  for (double w : capture.values["train/data_wait"]) EXPECT_TRUE(w >= 0 && w <= 1) << w;
+  for (double v : capture.values["train/examples_per_s"]) EXPECT_GT(v, 0);
 }
 
 TEST(Trainer, GraphWithoutALossIsRefused) {
