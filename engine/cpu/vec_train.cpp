@@ -511,10 +511,11 @@ TESSERA_VEC_CLONES void softmax_grad_row(const float* x, float* dx, int64_t c, f
 
 // Calls f(n, first position, width, m, s) for blocks of positions of every example, m and s the
 // per-position max and sum of exponentials (a row per position when there are no d dims).
+constexpr int64_t kLossBlock = 256;  // positions per block of for_loss_blocks
+
 template <class F>
 void for_loss_blocks(const float* x, const LossShape& ls, F&& f) {
-  constexpr int64_t kBlock = 256;
-  float m[kBlock], s[kBlock];
+  float m[kLossBlock], s[kLossBlock];
   for (int64_t b = 0; b < ls.n; ++b) {
     const float* xb = x + b * ls.c * ls.inner;
     if (ls.inner == 1) {  // [N, C]: one row
@@ -522,8 +523,8 @@ void for_loss_blocks(const float* x, const LossShape& ls, F&& f) {
       f(b, 0, 1, m, s);
       continue;
     }
-    for (int64_t i0 = 0; i0 < ls.inner; i0 += kBlock) {
-      const int64_t w = std::min(kBlock, ls.inner - i0);
+    for (int64_t i0 = 0; i0 < ls.inner; i0 += kLossBlock) {
+      const int64_t w = std::min(kLossBlock, ls.inner - i0);
       softmax_columns(xb + i0, ls.c, ls.inner, w, m, s);
       f(b, i0, w, m, s);
     }
@@ -586,7 +587,7 @@ Expected<KernelPtr> make_softmax_ce_grad(const KernelInit& init) {
       ++count;
     }
     const float scale = s.mean ? static_cast<float>(static_cast<double>(g) / static_cast<double>(count)) : g;
-    float gs[256];
+    float gs[kLossBlock];
     for_loss_blocks(x, s, [&](int64_t b, int64_t i0, int64_t w, const float* m, const float* sum) {
       for (int64_t i = 0; i < w; ++i) {
         const int64_t k = t[b * s.inner + i0 + i];

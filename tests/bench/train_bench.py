@@ -138,16 +138,14 @@ def load_train_split(data):
 
 # ---- the PyTorch side ----------------------------------------------------------------------------
 
-def torch_worker(cfg):
-    """Trains one configuration with eager PyTorch; prints a JSON result line."""
+def graph_module(path):
+    """An nn.Module that runs the Tessera JSON graph at `path` with torch.nn.functional, holding its
+    weights (the same bytes as Tessera's) as parameters. Returns (module, graph JSON)."""
     import torch
     import torch.nn.functional as F
-    torch.manual_seed(cfg["seed"])
-    torch.set_num_threads(cfg["threads"])
-
-    with open(cfg["graph"]) as f:
+    with open(path) as f:
         g = json.load(f)
-    npz = np.load(os.path.join(os.path.dirname(cfg["graph"]), g["weights_file"])) if g.get("weights_file") else {}
+    npz = np.load(os.path.join(os.path.dirname(path), g["weights_file"])) if g.get("weights_file") else {}
 
     class GraphModule(torch.nn.Module):
         """Runs a Tessera JSON graph's nodes with torch.nn.functional."""
@@ -252,7 +250,16 @@ def torch_worker(cfg):
                 env[n["outputs"][0]] = y
             return [env[o] for o in g["outputs"]]
 
-    model = GraphModule()
+    return GraphModule(), g
+
+
+def torch_worker(cfg):
+    """Trains one configuration with eager PyTorch; prints a JSON result line."""
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(cfg["seed"])
+    torch.set_num_threads(cfg["threads"])
+    model, g = graph_module(cfg["graph"])
     model.train()
     params = list(model.weights.values())
     if cfg["optimizer"] == "adamw":
@@ -351,35 +358,30 @@ def finish(losses, ends, batch, n, maxrss_kb, extra):
     return r
 
 
+def onnx_worker(graph, out):
+    """Exports the sample at `graph` with torch.onnx (opset 13, batch axis symbolic) to `out`."""
+    import torch
+    model, g = graph_module(graph)
+    name = g["inputs"][0]["name"]
+
+    class One(torch.nn.Module):  # torch.onnx wants positional inputs and one output
+        def __init__(self):
+            super().__init__()
+            self.inner = model
+
+        def forward(self, x):
+            return self.inner({name: x})[0]
+
+    shape = [1] + [int(d) for d in g["inputs"][0]["type"].split("[", 1)[1][:-1].split(",")[1:]]
+    torch.onnx.export(One(), torch.zeros(shape), out, input_names=[name], output_names=[g["outputs"][0]],
+                      dynamic_axes={name: {0: "N"}, g["outputs"][0]: {0: "N"}}, opset_version=13)
+
+
 def export_onnx(name, cfg, out_dir):
-    """The sample exported by torch.onnx (opset 13) with the sample's weights, so that Tessera
-    trains a file PyTorch wrote. Returns its path."""
-    code = r"""
-import json, sys, numpy as np, torch, torch.nn.functional as F
-g = json.load(open(sys.argv[1])); w = np.load(sys.argv[1][:-5] + '.npz') if g.get('weights_file') else {}
-P = {}
-for p in g['params']:
-    shape = [int(d) for d in p['type'][p['type'].index('[') + 1:-1].split(',')]
-    P[p['name']] = torch.from_numpy(np.asarray(w[p['npz']] if 'npz' in p else p['data'], np.float32).reshape(shape).copy())
-class M(torch.nn.Module):
-    def __init__(s):
-        super().__init__()
-        s.p = torch.nn.ParameterDict({k.replace('.', '_'): torch.nn.Parameter(v) for k, v in P.items()})
-    def forward(s, x):
-        for n in g['nodes']:
-            a = n.get('attrs', {}); q = lambda i: s.p[n['inputs'][i].replace('.', '_')]
-            if n['op'] == 'Conv':
-                pads = a.get('pads', [0, 0, 0, 0]); x = F.conv2d(x, q(1), q(2), padding=(pads[0], pads[1]))
-            elif n['op'] == 'Relu': x = F.relu(x)
-            elif n['op'] == 'MaxPool': x = F.max_pool2d(x, a['kernel_shape'], a.get('strides', a['kernel_shape']))
-            elif n['op'] == 'Flatten': x = torch.flatten(x, 1)
-            elif n['op'] == 'Gemm': x = torch.addmm(q(2), x, q(1))
-        return x
-torch.onnx.export(M(), torch.zeros(1, 1, 28, 28), sys.argv[2], input_names=['x'], output_names=['logits'],
-                  dynamic_axes={'x': {0: 'N'}, 'logits': {0: 'N'}}, opset_version=13)
-"""
+    """The sample exported by torch.onnx with the sample's weights, so that Tessera trains a file
+    PyTorch wrote. Returns its path."""
     path = os.path.join(out_dir, name + ".onnx")
-    out = subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, cfg["graph"]), path],
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--onnx-worker", cfg["graph"], path],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if out.returncode != 0:
         sys.exit("train_bench: exporting %s to ONNX failed:\n%s" % (name, out.stderr))
@@ -419,6 +421,9 @@ def cpu_name():
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--torch-worker":
         torch_worker(json.loads(sys.argv[2]))
+        return
+    if len(sys.argv) == 4 and sys.argv[1] == "--onnx-worker":
+        onnx_worker(sys.argv[2], sys.argv[3])
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tessera", default=os.path.join(ROOT, "build/release/cli/tessera"))
