@@ -100,11 +100,22 @@ std::optional<std::string> missing_attribute(const NodeOut& out, int opset, cons
   return "attribute '" + key + "' is a Tessera extension, not in ONNX opsets up to 17";
 }
 
+// Attributes whose Tessera name differs from ONNX's: the recurrent ops' `layout` is `batch_first`
+// (Tessera's `layout` is the physical layout the optimiser picks; the importer renames it).
+bool is_recurrent(const std::string& op) { return op == "RNN" || op == "LSTM" || op == "GRU"; }
+std::string onnx_attribute_name(const std::string& op, const std::string& key) {
+  return is_recurrent(op) && key == "batch_first" ? "layout" : key;
+}
+std::string tessera_attribute_name(const std::string& op, const std::string& key) {
+  return is_recurrent(op) && key == "layout" ? "batch_first" : key;
+}
+
 void write_attributes(NodeOut& out, const onnx::OpSchema& schema, int opset, const std::set<std::string>& handled,
                       onnx::NodeProto* np, const ExportSubgraph& export_subgraph) {
   const auto& specs = schema.attributes();
-  for (const auto& [key, attr] : out.node.attrs) {
-    if (handled.count(key)) continue;
+  for (const auto& [tkey, attr] : out.node.attrs) {
+    if (handled.count(tkey)) continue;
+    const std::string key = onnx_attribute_name(out.node.op, tkey);
     auto it = specs.find(key);
     if (it == specs.end()) {
       if (auto why = missing_attribute(out, opset, key, attr)) out.reasons.push_back(*why);
@@ -126,8 +137,9 @@ void write_attributes(NodeOut& out, const onnx::OpSchema& schema, int opset, con
   }
   // Absent attributes: ONNX requires them, or its default is not the registry's.
   for (const auto& [key, spec] : specs) {
-    if (out.node.attrs.count(key) || handled.count(key)) continue;
-    const ops::AttrSpec* mine = out.def ? out.def->find_attr(key) : nullptr;
+    const std::string tkey = tessera_attribute_name(out.node.op, key);
+    if (out.node.attrs.count(tkey) || handled.count(key)) continue;
+    const ops::AttrSpec* mine = out.def ? out.def->find_attr(tkey) : nullptr;
     if (mine == nullptr || !mine->default_value) {
       if (spec.required) out.reasons.push_back("required attribute '" + key + "' is missing");
       continue;

@@ -18,6 +18,7 @@
 //   every op < 7         consumed_inputs / is_test dropped; binary ops' broadcast=1 + axis -> B
 //                        unsqueezed to align at axis; PRelu's 1-D slope -> per channel
 //   Gemm < 7 (broadcast dropped), Concat < 4 (axis 1 by default), Cast < 6 (string `to`)
+//   RNN, LSTM, GRU       `layout` -> `batch_first` (Tessera's `layout` is the physical layout)
 #include <cmath>
 #include <set>
 
@@ -300,6 +301,12 @@ Status legacy_prelu(NodeImport& ni) {
   return Status::ok();
 }
 
+// Tessera reserves the attribute name `layout` for the physical layout the optimiser picks.
+Status recurrent_rule(NodeImport& ni) {
+  if (std::optional<ir::Attribute> layout = take(ni, "layout")) ni.attrs.insert_or_assign("batch_first", *layout);
+  return Status::ok();
+}
+
 }  // namespace
 
 Status legacy_rule(NodeImport& ni) {
@@ -335,6 +342,9 @@ const std::map<std::string, NodeRule>& node_rules() {
       {"Concat", concat_rule},
       {"Cast", cast_rule},
       {"Gemm", gemm_rule},
+      {"RNN", recurrent_rule},
+      {"LSTM", recurrent_rule},
+      {"GRU", recurrent_rule},
   };
   return kRules;
 }

@@ -392,7 +392,7 @@ Status layernorm_grad(GradientContext& g) {
   const ir::TensorType xt = g.type(x), st = g.type(g.input(1));
   const Shape xs = xt.is_static() ? xt.static_shape() : Shape{};
   if (xt.is_static() && st.is_static() && Shape(xs.begin() + axis, xs.end()) == st.static_shape() &&
-      (!g.has_input(2) || g.type(g.input(2)).is_static() && g.type(g.input(2)).static_shape() == st.static_shape())) {
+      (!g.has_input(2) || (g.type(g.input(2)).is_static() && g.type(g.input(2)).static_shape() == st.static_shape()))) {
     // Scale and B of the normalised dims (the usual case): one op.
     const std::vector<ValueId> d = g.emit_n("LayerNormalizationGrad", {dy, x, g.input(1)}, 3,
                                             {{"axis", axis}, {"epsilon", g.attrs().f("epsilon")}});
@@ -480,7 +480,25 @@ Status dropout_grad(GradientContext& g) {
 
 }  // namespace
 
+// RNN, LSTM, GRU: one backward op (backpropagation through time) from the forward inputs and the
+// gradients of Y, Y_h (and Y_c); it returns the gradients of X, W, R, B, initial_h (initial_c, P).
+Status recurrent_grad(GradientContext& g) {
+  const bool lstm = g.node().op == "LSTM";
+  const size_t nf = lstm ? 8 : 6, nout = lstm ? 3 : 2;
+  std::vector<ValueId> ins;
+  for (size_t i = 0; i < nf; ++i) ins.push_back(g.input(i));
+  for (size_t o = 0; o < nout; ++o) ins.push_back(o < g.num_outputs() ? g.grad_output(o) : ir::kNoValue);
+  while (ins.back() == ir::kNoValue) ins.pop_back();
+  const std::vector<ValueId> d = g.emit_n(g.node().op + "Grad", ins, lstm ? 7 : 5, g.node().attrs);
+  // Gradient outputs in the order of the inputs X, W, R, B, (sequence_lens), initial_h, initial_c, P.
+  const std::vector<std::pair<size_t, size_t>> input_of = {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {5, 4}, {6, 5}, {7, 6}};
+  for (const auto& [in, out] : input_of)
+    if (out < d.size() && g.has_input(in) && g.wants(in)) g.set_grad(in, d[out]);
+  return Status::ok();
+}
+
 void register_nn_gradients(ops::OpRegistry& registry) {
+  for (const char* op : {"RNN", "LSTM", "GRU"}) set_gradient(registry, op, recurrent_grad);
   set_gradient(registry, "Conv", conv_grad);
   set_gradient(registry, "ConvTranspose", conv_transpose_grad);
   set_gradient(registry, "MaxPool", [](GradientContext& g) { return pool_grad(g, true); });
@@ -500,7 +518,8 @@ void register_nn_gradients(ops::OpRegistry& registry) {
   set_gradient(registry, "LRN", lrn_grad);
   set_gradient(registry, "Dropout", dropout_grad);
   for (const char* op : {"ConvGradInput", "ConvGradWeight", "MaxPoolGrad", "AveragePoolGrad",
-                         "SoftmaxCrossEntropyLossGrad", "NegativeLogLikelihoodLossGrad", "LRNGrad", "DropoutGrad"})
+                         "SoftmaxCrossEntropyLossGrad", "NegativeLogLikelihoodLossGrad", "LRNGrad", "DropoutGrad",
+                         "RNNGrad", "LSTMGrad", "GRUGrad"})
     set_no_gradient(registry, op, "a backward op; second derivatives are not supported");
 }
 

@@ -69,6 +69,7 @@ void register_all_ops(OpRegistry& registry) {
   register_runtime_ops(registry);
   register_grad_ops(registry);
   register_train_ops(registry);
+  register_recurrent_ops(registry);
   register_gradients(registry);
 }
 

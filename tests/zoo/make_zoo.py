@@ -271,10 +271,8 @@ kZoo = {
     "transformer": ("language", lambda: nn.TransformerEncoder(
         nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, batch_first=True),
         num_layers=2, enable_nested_tensor=False), [("input", (1, 128, 256), "float32")], None),
-    "lstm": ("recurrent", lambda: Recurrent(nn.LSTM), [("input", (1, 32, 64), "float32")],
-             "LSTM is not implemented yet (recurrent ops: issue 19)"),
-    "gru": ("recurrent", lambda: Recurrent(nn.GRU), [("input", (1, 32, 64), "float32")],
-            "GRU is not implemented yet (recurrent ops: issue 19)"),
+    "lstm": ("recurrent", lambda: Recurrent(nn.LSTM), [("input", (1, 32, 64), "float32")], None),
+    "gru": ("recurrent", lambda: Recurrent(nn.GRU), [("input", (1, 32, 64), "float32")], None),
     "mlp": ("MLP", Mlp, [("input", (64, 784), "float32")], None),
     "lenet": ("classic CNN", LeNet5, [("input", (64, 1, 28, 28), "float32")], None),
 }
