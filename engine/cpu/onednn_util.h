@@ -36,6 +36,7 @@ void register_onednn_conv(KernelRegistry& registry, const ContextPtr& ctx);    /
 void register_onednn_matmul(KernelRegistry& registry, const ContextPtr& ctx);  // onednn_matmul.cpp
 void register_onednn_nn(KernelRegistry& registry, const ContextPtr& ctx);      // onednn_nn.cpp
 void register_onednn_grad(KernelRegistry& registry, const ContextPtr& ctx);    // onednn_grad.cpp
+void register_onednn_rnn(KernelRegistry& registry, const ContextPtr& ctx);     // onednn_rnn.cpp
 void register_onednn_eltwise(KernelRegistry& registry,
                              const ContextPtr& ctx);  // onednn_eltwise.cpp
 void register_vec_kernels(KernelRegistry& registry);  // vec_kernels.cpp
