@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the sample networks: samples/mlp.json + mlp.npz, lenet.json + lenet.npz, rnn.json + rnn.npz,
+"""Writes the sample networks: samples/mlp.json + mlp.npz, lenet.json + lenet.npz, rnn.json + rnn.npz, lstm.json,
 resnet18.json and charlm.json (weights drawn at load), and their data in samples/data.
 
 Run from anywhere: /usr/bin/python3 samples/make_samples.py
@@ -193,6 +193,29 @@ def rnn():
     b.write([logits])
 
 
+def lstm():
+    """The sequence task of rnn.json with ONNX's LSTM op: x [N, 8, 2] -> Transpose to time-major
+    [8, N, 2] (as PyTorch exports batch_first; ONNX Runtime refuses LSTM's layout 1) -> LSTM of 32
+    units -> its last hidden state [1, N, 32] -> Squeeze -> Gemm 32x2 -> logits. PyTorch's
+    initialisation (uniform in +-1/sqrt(hidden)), drawn at load."""
+    b = Builder("lstm", SEED + 6)
+    steps, feats, hidden = 8, 2, 32
+    x = b.input("x", "f32[N, %d, %d]" % (steps, feats))
+    bound = 1.0 / np.sqrt(hidden)
+    w = b.init("lstm.W", (1, 4 * hidden, feats), bound=bound)
+    r = b.init("lstm.R", (1, 4 * hidden, hidden), bound=bound)
+    bias = b.init("lstm.B", (1, 8 * hidden), bound=bound)
+    xt = b.node("Transpose", "time_major", [x], "xt", perm=[1, 0, 2])
+    b.nodes.append({"op": "LSTM", "name": "lstm", "inputs": [xt, w, r, bias], "outputs": ["y", "h_last"],
+                    "attrs": {"hidden_size": hidden}})
+    axes = b.ints("squeeze.axes", [0])
+    h = b.node("Squeeze", "squeeze", ["h_last", axes], "h")
+    fc_w = b.init("fc.w", (hidden, 2), bound=bound)
+    fc_b = b.init("fc.b", (2,), bound=bound)
+    logits = b.node("Gemm", "fc", [h, fc_w, fc_b], "logits")
+    b.write([logits])
+
+
 def resnet18():
     """ResNet-18 in the CIFAR style (3x3 stem, no max-pool; He et al. 2016, section 4.2 widths
     64-128-256-512) for Fashion-MNIST padded to 32x32 in the graph, with batch normalisation.
@@ -328,6 +351,7 @@ if __name__ == "__main__":
     mlp()
     lenet()
     rnn()
+    lstm()
     sequences()
     resnet18()
     charlm()

@@ -23,7 +23,7 @@ import tempfile
 import numpy as np
 
 SKIP = 77
-SAMPLES = ["lenet", "mlp", "rnn"]
+SAMPLES = ["lenet", "mlp", "rnn", "lstm"]
 # Conformance cases (folders under the testdata root) that cover convolution, pooling, norms,
 # control flow with captures, casts, indexing and opset-13+ forms.
 CONFORMANCE = [
