@@ -521,6 +521,10 @@ void register_nn_gradients(ops::OpRegistry& registry) {
                          "SoftmaxCrossEntropyLossGrad", "NegativeLogLikelihoodLossGrad", "LRNGrad", "DropoutGrad",
                          "RNNGrad", "LSTMGrad", "GRUGrad"})
     set_no_gradient(registry, op, "a backward op; second derivatives are not supported");
+  for (const char* op : {"QuantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "QLinearMatMul",
+                         "QLinearConv"})
+    set_no_gradient(registry, op, "integer-valued (quantization-aware training would need a straight-through rule)");
+  set_no_gradient(registry, "DequantizeLinear", "its input is integer-valued");
 }
 
 }  // namespace tessera::autodiff

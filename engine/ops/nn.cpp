@@ -338,6 +338,12 @@ void register_softmax(OpRegistry& registry, bool log) {
 
 }  // namespace
 
+Status matmul_reference(KernelContext& ctx) { return matmul_kernel(ctx); }
+Expected<std::vector<Dim>> matmul_output_dims(const ir::Node& node, const std::vector<Dim>& a, const std::vector<Dim>& b) {
+  TRY(MatMulDims d, matmul_dims(node, a, b));
+  return d.out;
+}
+
 void register_nn_ops(OpRegistry& registry) {
   register_matmul(registry);
   register_gemm(registry);

@@ -434,11 +434,8 @@ void register_conv(OpRegistry& registry) {
   def.input("X", "[N, C, D1, D2, ...]")
       .input("W", "filters [M, C / group, k1, k2, ...]")
       .input("B", "bias [M]", /*optional=*/true)
-      .output("Y", "[N, M, O1, O2, ...]")
-      .attr("dilations", AttrKind::kInts, std::nullopt, "one per spatial axis; default 1")
-      .attr("group", AttrKind::kInt, Attribute(1), "number of channel groups; C and M divide by it")
-      .attr("kernel_shape", AttrKind::kInts, std::nullopt, "taken from W when absent");
-  window_attrs(def);
+      .output("Y", "[N, M, O1, O2, ...]");
+  conv_window_attrs(def);
   def.allowed_types = kFloatTypes;
   def.infer = infer_conv;
   def.reference = conv_kernel;
@@ -496,6 +493,19 @@ void register_global_avgpool(OpRegistry& registry) {
 }
 
 }  // namespace
+
+Status conv_reference(KernelContext& ctx) { return conv_kernel(ctx); }
+Expected<std::vector<Dim>> conv_output_dims(const ir::Node& node, const AttrReader& attrs, const std::vector<Dim>& x,
+                                            const std::vector<Dim>& w) {
+  TRY(Geometry g, conv_geometry(node, attrs, x, w, nullptr));
+  return g.out;
+}
+void conv_window_attrs(OpDef& def) {
+  def.attr("dilations", AttrKind::kInts, std::nullopt, "one per spatial axis; default 1")
+      .attr("group", AttrKind::kInt, Attribute(1), "number of channel groups; C and M divide by it")
+      .attr("kernel_shape", AttrKind::kInts, std::nullopt, "taken from W when absent");
+  window_attrs(def);
+}
 
 Expected<std::vector<int64_t>> per_axis(const ir::Node& node, const AttrReader& attrs,
                                         const std::string& name, size_t count, int64_t dflt,

@@ -15,6 +15,16 @@ void register_conv_ops(OpRegistry& registry);
 // BatchNormalization, LayerNormalization, Dropout (nn_norm.cpp).
 void register_norm_ops(OpRegistry& registry);
 
+// Conv's and MatMul's reference kernels and shapes, shared with the quantized ops (quantize.cpp).
+// The kernels read X, W (A, B) and Conv's attributes through ctx (node and def); any float dtype.
+Status conv_reference(KernelContext& ctx);
+Status matmul_reference(KernelContext& ctx);
+Expected<std::vector<Dim>> conv_output_dims(const ir::Node& node, const AttrReader& attrs, const std::vector<Dim>& x,
+                                            const std::vector<Dim>& w);
+Expected<std::vector<Dim>> matmul_output_dims(const ir::Node& node, const std::vector<Dim>& a, const std::vector<Dim>& b);
+// Conv's window attributes (dilations, group, kernel_shape, auto_pad, pads, strides) on `def`.
+void conv_window_attrs(OpDef& def);
+
 // "[N, 3, 4]"
 std::string dims_to_string(const std::vector<Dim>& dims);
 

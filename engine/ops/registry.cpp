@@ -70,6 +70,7 @@ void register_all_ops(OpRegistry& registry) {
   register_grad_ops(registry);
   register_train_ops(registry);
   register_recurrent_ops(registry);
+  register_quantize_ops(registry);
   register_gradients(registry);
 }
 
