@@ -47,6 +47,7 @@ void register_cpu_kernels(backend::KernelRegistry& registry) {
     register_onednn_eltwise(onednn, ctx);
     register_onednn_grad(onednn, ctx);
     register_onednn_rnn(onednn, ctx);
+    register_int8_kernels(onednn, ctx);
     add_guarded(onednn, registry);
   }
   register_vec_kernels(registry);

@@ -37,6 +37,7 @@ void register_onednn_matmul(KernelRegistry& registry, const ContextPtr& ctx);  /
 void register_onednn_nn(KernelRegistry& registry, const ContextPtr& ctx);      // onednn_nn.cpp
 void register_onednn_grad(KernelRegistry& registry, const ContextPtr& ctx);    // onednn_grad.cpp
 void register_onednn_rnn(KernelRegistry& registry, const ContextPtr& ctx);     // onednn_rnn.cpp
+void register_int8_kernels(KernelRegistry& registry, const ContextPtr& ctx);   // int8_kernels.cpp
 void register_onednn_eltwise(KernelRegistry& registry,
                              const ContextPtr& ctx);  // onednn_eltwise.cpp
 void register_vec_kernels(KernelRegistry& registry);  // vec_kernels.cpp

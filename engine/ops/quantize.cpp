@@ -8,7 +8,8 @@
 //                          zero point round(-min(x, 0) / scale)
 //   MatMulInteger, ConvInteger  i32 products of (a - a_zero_point) and (b - b_zero_point); zero
 //                          points per tensor, per row of A / column of B, per filter of W
-//   QLinearMatMul, QLinearConv  the same products (plus QLinearConv's i32 bias), scaled by
+//   QLinearMatMul, QLinearConv  the same products (plus an i32 bias: QLinearConv's B, and
+//                          QLinearMatMul's optional B, a Tessera extension for Gemm), scaled by
 //                          a_scale * b_scale / y_scale, then quantized like QuantizeLinear
 // The reference kernels compute exactly in double (integer products of 8-bit values are exact up
 // to 2^53) through Conv's and MatMul's reference kernels. A scale that is zero, negative or not
@@ -296,10 +297,10 @@ Expected<std::vector<TensorType>> infer_qlinear(const InferContext& ctx, bool co
   for (size_t i : {size_t{1}, size_t{4}, size_t{6}})
     RETURN_IF_ERROR(check_param_type(ctx.node, ctx.def, i, *ctx.inputs[i], {DType::kF32}, Dim::unknown(), i == 6 ? "" : "slice"));
   RETURN_IF_ERROR(check_param_type(ctx.node, ctx.def, 7, *ctx.inputs[7], kQuantTypes, Dim::unknown(), ""));
-  if (conv && ctx.has_input(8)) {
+  if (ctx.has_input(8)) {
     const TensorType& bias = *ctx.inputs[8];
     if (bias.dtype != DType::kI32 || (bias.rank_known && bias.rank() != 1))
-      return node_error(ctx.node, "input 'B' must be i32 [M], got " + bias.to_string());
+      return node_error(ctx.node, "input 'B' must be i32 " + std::string(conv ? "[M]" : "[N]") + ", got " + bias.to_string());
   }
   return infer_integer_product(ctx, conv, kQLinear, DType::kU8, 7);
 }
@@ -320,11 +321,12 @@ Status qlinear_kernel(KernelContext& ctx, bool conv) {
   RETURN_IF_ERROR(check_count(ctx, 1, as, conv ? 1 : a.dim(std::max(0, a.rank() - 2)), "row of A"));
   RETURN_IF_ERROR(check_count(ctx, 4, bs, conv ? b.dim(0) : b.dim(b.rank() - 1), conv ? "filter of W" : "column of B"));
   std::vector<double> bias;
-  if (conv && ctx.has_input(8)) {
+  if (ctx.has_input(8)) {
     bias = ctx.in(8).to_doubles();
-    if (static_cast<int64_t>(bias.size()) != b.dim(0))
-      return node_error(ctx.node, "input 'B' has " + std::to_string(bias.size()) + " values, expected one per filter (" +
-                                      std::to_string(b.dim(0)) + ")");
+    const int64_t want = conv ? b.dim(0) : b.dim(b.rank() - 1);
+    if (static_cast<int64_t>(bias.size()) != want)
+      return node_error(ctx.node, "input 'B' has " + std::to_string(bias.size()) + " values, expected one per " +
+                                      (conv ? "filter (" : "column of b (") + std::to_string(want) + ")");
   }
   const Shape& s = acc.shape();
   const int r = static_cast<int>(s.size());
@@ -343,6 +345,7 @@ Status qlinear_kernel(KernelContext& ctx, bool conv) {
       scale = at(as, 0) * at(bs, m);
     } else {
       const int64_t col = i % cols, row = (i / cols) % rows;
+      if (!bias.empty()) v += bias[static_cast<size_t>(col)];
       scale = at(as, row) * at(bs, col);
     }
     y.set(i, quantize(v * scale / ys[0], yzp, out));
@@ -423,6 +426,8 @@ void register_quantize_ops(OpRegistry& registry) {
     def.input("a", "u8 or i8 [..., M, K]").input("a_scale", "f32: scalar or [M]").input("a_zero_point", "a's type")
         .input("b", "u8 or i8 [..., K, N]").input("b_scale", "f32: scalar or [N]").input("b_zero_point", "b's type")
         .input("y_scale", "f32 scalar").input("y_zero_point", "u8 or i8 scalar: the output's type")
+        .input("B", "i32 [N], scale a_scale * b_scale (a Tessera extension: what the optimiser's qdq-fuse makes of "
+                    "a Gemm's bias; not exportable to ONNX)", true)
         .output("y", "[..., M, N]");
     def.allowed_types = kQuantTypes;
     def.infer = [](const InferContext& ctx) { return infer_qlinear(ctx, false); };

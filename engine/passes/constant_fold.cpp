@@ -105,6 +105,7 @@ class ConstantFoldPass : public Pass {
   static bool foldable(const ir::Graph& g, const ir::Node& n) {
     if (n.op == "Copy" || n.op == "Reorder") return false;
     if (is_impure(n) || has_graph_attribute(n)) return false;
+    if (feeds_qdq_pattern(g, n)) return false;  // qdq-fuse's, not a float weight to precompute
     if (n.op == "Constant") return true;  // becomes a param: kernels then see it at compile time
     bool any = false;
     for (ir::ValueId v : n.inputs) {

@@ -8,8 +8,10 @@ namespace tessera::passes {
 // fusion so that Conv+BN+Relu becomes one FusedConv; pattern fusion (Swish, Gelu, LayerNorm...)
 // before fuse, so that a Conv or MatMul absorbs the activations it made; dce last removes what
 // fusion left.
+// qdq-fuse comes first: it turns quantized Conv / Gemm / MatMul patterns into integer ops before
+// anything else rewrites the float ops between the QuantizeLinear / DequantizeLinear pairs.
 const char* const kDefaultPipeline =
-    "fixpoint(canonicalize,constant-fold),dce,cse,fuse-patterns,fold-batchnorm,fuse,dce";
+    "qdq-fuse,fixpoint(canonicalize,constant-fold),dce,cse,fuse-patterns,fold-batchnorm,fuse,dce";
 
 PassRegistry default_pass_registry() {
   PassRegistry r;
@@ -20,6 +22,7 @@ PassRegistry default_pass_registry() {
   r.add("fold-batchnorm", [] { return make_fold_batchnorm_pass(); });
   r.add("fuse-patterns", [] { return make_fuse_patterns_pass(); });
   r.add("fuse", [] { return make_fuse_pass(); });
+  r.add("qdq-fuse", [] { return make_qdq_fuse_pass(); });
   return r;
 }
 

@@ -47,5 +47,9 @@ bool all_elements_equal(const Tensor& t, double x);
 // Ops whose result is not a function of their inputs (randomness), which no pass folds or merges.
 bool is_impure(const ir::Node& n);
 bool has_graph_attribute(const ir::Node& n);
+// A DequantizeLinear whose every user takes it as the weight (input 1) of a Conv, Gemm or MatMul
+// whose data input is itself dequantized: a QDQ pattern qdq-fuse turns into an integer op, so
+// constant-fold leaves it (qdq_fuse.cpp).
+bool feeds_qdq_pattern(const ir::Graph& g, const ir::Node& dq);
 
 }  // namespace tessera::passes

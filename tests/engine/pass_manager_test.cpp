@@ -132,8 +132,8 @@ TEST(PassManager, ParseErrorsNameThePassAndColumn) {
 }
 
 TEST(PassManager, RegistryListsDefaultPasses) {
-  const std::vector<std::string> want = {"canonicalize",   "constant-fold", "cse", "dce",
-                                         "fold-batchnorm", "fuse",          "fuse-patterns"};
+  const std::vector<std::string> want = {"canonicalize", "constant-fold", "cse",     "dce",
+                                         "fold-batchnorm", "fuse",        "fuse-patterns", "qdq-fuse"};
   EXPECT_EQ(default_pass_registry().names(), want);
 }
 

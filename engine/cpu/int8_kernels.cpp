@@ -1,0 +1,286 @@
+// int8 kernels: QuantizeLinear and DequantizeLinear (vectorised loops, per-tensor constant scale
+// and zero point), QLinearConv and QLinearMatMul on oneDNN's int8 primitives (VNNI on Zen 4 and
+// Cascade Lake on, AMX on Sapphire Rapids).
+//
+// QLinearConv: u8 or s8 activations, s8 weights with zero point 0 (oneDNN has no weight zero
+// points), constant per-tensor x/y scales and zero points, per-tensor or per-filter w scales:
+//   y = saturate(round(oscale[m] * (sum (x - x_zp) w + B[m])) + y_zp),  oscale = x_s * w_s[m] / y_s
+// oneDNN's output scales and zero points compute exactly that (its bias is added to the s32
+// accumulator before the scale). The node's buffers are plain NCHW; the primitive runs on its own
+// preferred (channels-last) formats, with reorders of the 8-bit activations around it.
+// QLinearMatMul: A [..., M, K] (batch axes folded into M), constant s8 B [K, N], the same scales
+// (per column of B) and the optional i32 bias B [N] (qdq-fuse's Gemm).
+// Anything else declines to the reference kernels (engine/ops/quantize.cpp).
+#include <cmath>
+#include <cstring>
+
+#include "engine/cpu/onednn_util.h"
+#include "engine/cpu/vec_internal.h"
+
+namespace tessera::cpu {
+namespace {
+
+using dt = memory::data_type;
+using tag = memory::format_tag;
+
+bool is_8bit(DType d) { return d == DType::kU8 || d == DType::kI8; }
+dt onednn_type(DType d) { return d == DType::kU8 ? dt::u8 : d == DType::kI8 ? dt::s8 : dt::s32; }
+
+// A constant input's values (nullopt when not constant).
+std::optional<std::vector<double>> const_values(const KernelInit& init, size_t i) {
+  const Tensor* t = constant_at(init, i);
+  if (!t) return std::nullopt;
+  return t->to_doubles();
+}
+bool positive_finite(const std::vector<double>& v) {
+  for (double x : v)
+    if (!(x > 0) || !std::isfinite(x)) return false;
+  return true;
+}
+
+// ---- QuantizeLinear, DequantizeLinear ----
+
+Expected<KernelPtr> make_quantize(const KernelInit& init, bool quantize) {
+  const std::string impl = quantize ? "cpu.vec:quantize" : "cpu.vec:dequantize";
+  if (!plain_static(init) || init.out_types.size() != 1) return decline(init, impl, "needs plain static types");
+  const ir::TensorType* x = input_type(init, 0);
+  if (!x || (quantize ? x->dtype != DType::kF32 : !is_8bit(x->dtype))) return decline(init, impl, "f32 <-> u8/i8 only");
+  auto s = const_values(init, 1);
+  auto zp = input_type(init, 2) ? const_values(init, 2) : std::optional<std::vector<double>>(std::vector<double>{0});
+  if (!s || !zp || s->size() != 1 || zp->size() != 1 || !positive_finite(*s))
+    return decline(init, impl, "per-axis or run-time scale and zero point");
+  const int64_t n = x->static_numel();
+  const float scale = static_cast<float>((*s)[0]);
+  const float z = static_cast<float>((*zp)[0]);
+  const DType q = quantize ? init.out_types[0]->dtype : x->dtype;
+  const float lo = q == DType::kU8 ? 0.f : -128.f, hi = q == DType::kU8 ? 255.f : 127.f;
+  if (quantize) {
+    // y = saturate(round(x / s) + zp): the division in float as the reference kernel does.
+    if (q == DType::kU8)
+      return make(impl, init, [=](KernelRun& run) -> Status {
+        const float* px = static_cast<const float*>(run.inputs[0].data);
+        uint8_t* py = static_cast<uint8_t*>(run.outputs[0].data);
+#pragma omp parallel for simd if (n > (1 << 16))
+        for (int64_t i = 0; i < n; ++i) py[i] = static_cast<uint8_t>(std::min(hi, std::max(lo, std::nearbyint(px[i] / scale) + z)));
+        return Status::ok();
+      });
+    return make(impl, init, [=](KernelRun& run) -> Status {
+      const float* px = static_cast<const float*>(run.inputs[0].data);
+      int8_t* py = static_cast<int8_t*>(run.outputs[0].data);
+#pragma omp parallel for simd if (n > (1 << 16))
+      for (int64_t i = 0; i < n; ++i) py[i] = static_cast<int8_t>(std::min(hi, std::max(lo, std::nearbyint(px[i] / scale) + z)));
+      return Status::ok();
+    });
+  }
+  if (q == DType::kU8)
+    return make(impl, init, [=](KernelRun& run) -> Status {
+      const uint8_t* px = static_cast<const uint8_t*>(run.inputs[0].data);
+      float* py = static_cast<float*>(run.outputs[0].data);
+#pragma omp parallel for simd if (n > (1 << 16))
+      for (int64_t i = 0; i < n; ++i) py[i] = (static_cast<float>(px[i]) - z) * scale;
+      return Status::ok();
+    });
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    const int8_t* px = static_cast<const int8_t*>(run.inputs[0].data);
+    float* py = static_cast<float*>(run.outputs[0].data);
+#pragma omp parallel for simd if (n > (1 << 16))
+    for (int64_t i = 0; i < n; ++i) py[i] = (static_cast<float>(px[i]) - z) * scale;
+    return Status::ok();
+  });
+}
+
+// ---- QLinearConv, QLinearMatMul ----
+
+// The quantisation parameters every int8 primitive here needs, read from constant inputs
+// (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp, B).
+struct QParams {
+  std::vector<float> oscales;  // per output channel / column, or one
+  int32_t src_zp = 0, dst_zp = 0;
+  Tensor weights;              // s8, as given
+  std::optional<Tensor> bias;  // s32
+};
+
+Expected<QParams> read_qparams(const KernelInit& init, const std::string& impl, int64_t channels) {
+  QParams q;
+  for (size_t i = 0; i < 8; ++i)
+    if (!input_type(init, i)) return make_error("missing input");
+  if (!is_8bit(input_type(init, 0)->dtype) || input_type(init, 3)->dtype != DType::kI8 ||
+      !is_8bit(input_type(init, 7)->dtype))
+    return make_error("needs u8/s8 activations and s8 weights");
+  auto as = const_values(init, 1), azp = const_values(init, 2), ws = const_values(init, 4), wzp = const_values(init, 5),
+       ys = const_values(init, 6), yzp = const_values(init, 7);
+  const Tensor* w = constant_at(init, 3);
+  if (!as || !azp || !ws || !wzp || !ys || !yzp || !w) return make_error("scales, zero points and weights must be constants");
+  if (as->size() != 1 || azp->size() != 1 || ys->size() != 1 || yzp->size() != 1)
+    return make_error("per-tensor activation scales and zero points only");
+  if (!positive_finite(*as) || !positive_finite(*ws) || !positive_finite(*ys)) return make_error("a scale is not positive");
+  for (double z : *wzp)
+    if (z != 0) return make_error("weight zero points must be 0");
+  if (ws->size() != 1 && static_cast<int64_t>(ws->size()) != channels) return make_error("weight scales");
+  for (size_t c = 0; c < ws->size(); ++c)
+    q.oscales.push_back(static_cast<float>((*as)[0] * (*ws)[c] / (*ys)[0]));
+  q.src_zp = static_cast<int32_t>((*azp)[0]);
+  q.dst_zp = static_cast<int32_t>((*yzp)[0]);
+  q.weights = w->contiguous();
+  if (input_type(init, 8)) {
+    const Tensor* b = constant_at(init, 8);
+    if (!b || b->numel() != channels) return make_error("bias must be a constant i32 per channel");
+    q.bias = b->contiguous();
+  }
+  (void)impl;
+  return q;
+}
+
+dnnl::primitive_attr int8_attr(const QParams& q) {
+  dnnl::primitive_attr attr = user_scratchpad_attr();
+  attr.set_output_scales(q.oscales.size() > 1 ? 2 : 0, q.oscales);
+  if (q.src_zp != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {q.src_zp});
+  if (q.dst_zp != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {q.dst_zp});
+  return attr;
+}
+
+// One int8 primitive between plain user buffers: src and dst reordered to and from the
+// primitive's formats when they differ; weights reordered once at load.
+class Int8Kernel : public OneDnnKernel {
+ public:
+  Int8Kernel(ContextPtr ctx, std::string impl, const KernelInit& init, dnnl::primitive_desc pd, memory::desc user_src,
+             memory::desc user_wei, memory::desc user_dst, QParams q)
+      : OneDnnKernel(std::move(ctx), std::move(impl), init.node.name),
+        pd_(std::move(pd)),
+        user_src_(user_src),
+        user_wei_(user_wei),
+        user_dst_(user_dst),
+        q_(std::move(q)) {
+    out_bytes_ = {user_dst.get_size()};
+    need_scratch(pd_);
+  }
+
+ private:
+  void do_load() override {
+    const dnnl::engine& eng = ctx_->engine;
+    prim_ = dnnl::primitive(pd_.get());
+    const memory::desc src = pd_.query_md(dnnl::query::src_md), dst = pd_.query_md(dnnl::query::dst_md),
+                       wei = pd_.query_md(dnnl::query::weights_md);
+    scratchpad_ = memory(pd_.scratchpad_desc(), eng, DNNL_MEMORY_NONE);
+    user_src_mem_ = memory(user_src_, eng, DNNL_MEMORY_NONE);
+    user_dst_mem_ = memory(user_dst_, eng, DNNL_MEMORY_NONE);
+    if (src != user_src_) {
+      src_mem_ = memory(src, eng);
+      src_reorder_ = dnnl::reorder(user_src_mem_, src_mem_);
+    }
+    if (dst != user_dst_) {
+      dst_mem_ = memory(dst, eng);
+      dst_reorder_ = dnnl::reorder(dst_mem_, user_dst_mem_);
+    }
+    memory user_w(user_wei_, eng, q_.weights.raw_data());
+    wei_mem_ = memory(wei, eng);
+    dnnl::reorder(user_w, wei_mem_).execute(stream_, user_w, wei_mem_);
+    if (q_.bias) bias_mem_ = memory(memory::desc({q_.bias->numel()}, dt::s32, tag::x), eng, q_.bias->raw_data());
+    stream_.wait();
+  }
+
+  void do_run(KernelRun& run) override {
+    scratchpad_.set_data_handle(aligned_scratch(run));
+    user_src_mem_.set_data_handle(run.inputs[0].data);
+    user_dst_mem_.set_data_handle(run.outputs[0].data);
+    memory src = user_src_mem_, dst = user_dst_mem_;
+    if (src_mem_) {
+      src_reorder_.execute(stream_, user_src_mem_, src_mem_);
+      src = src_mem_;
+    }
+    if (dst_mem_) dst = dst_mem_;
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei_mem_}, {DNNL_ARG_DST, dst},
+                                            {DNNL_ARG_SCRATCHPAD, scratchpad_}};
+    if (bias_mem_) args[DNNL_ARG_BIAS] = bias_mem_;
+    prim_.execute(stream_, args);
+    if (dst_mem_) dst_reorder_.execute(stream_, dst_mem_, user_dst_mem_);
+  }
+
+  dnnl::primitive_desc pd_;
+  memory::desc user_src_, user_wei_, user_dst_;
+  QParams q_;
+  dnnl::primitive prim_;
+  dnnl::reorder src_reorder_, dst_reorder_;
+  memory scratchpad_, user_src_mem_, user_dst_mem_, src_mem_, dst_mem_, wei_mem_, bias_mem_;
+};
+
+Expected<KernelPtr> make_qlinear_conv(const ContextPtr& ctx, const KernelInit& init) {
+  const std::string impl = "onednn:qlinear_conv";
+  if (!all_plain(init) || init.out_types.size() != 1 || !init.out_types[0]->is_static())
+    return decline(init, impl, "needs plain static types");
+  const ir::TensorType* xt = input_type(init, 0);
+  const ir::TensorType* wt = input_type(init, 3);
+  if (!xt || !wt || !xt->is_static() || !wt->is_static()) return decline(init, impl, "needs static types");
+  const memory::dims x = dims_of(*xt), w = dims_of(*wt), y = dims_of(*init.out_types[0]);
+  if (x.size() < 3 || x.size() > 5) return decline(init, impl, "rank");
+  auto q = read_qparams(init, impl, w[0]);
+  if (!q) return decline(init, impl, q.error().message);
+  const memory::dims in(x.begin() + 2, x.end()), out(y.begin() + 2, y.end()), kernel(w.begin() + 2, w.end());
+  auto geom = window_geom(init, kernel, in, out);
+  if (!geom) return decline(init, impl, geom.error().message);
+  const int64_t group = attr_int(init, "group", 1);
+  memory::dims wdims = w;
+  if (group > 1) {
+    wdims = {group, w[0] / group};
+    wdims.insert(wdims.end(), w.begin() + 1, w.end());
+  }
+  static const tag kPlain[] = {tag::undef, tag::undef, tag::undef, tag::abc, tag::abcd, tag::abcde, tag::abcdef};
+  const memory::desc user_src(x, onednn_type(xt->dtype), kPlain[x.size()]);
+  const memory::desc user_dst(y, onednn_type(init.out_types[0]->dtype), kPlain[y.size()]);
+  const memory::desc user_wei(wdims, dt::s8, kPlain[wdims.size()]);
+  const memory::desc src_any(x, onednn_type(xt->dtype), tag::any), dst_any(y, onednn_type(init.out_types[0]->dtype), tag::any);
+  const memory::desc wei_any(wdims, dt::s8, tag::any);
+  const memory::desc bias_md = q->bias ? memory::desc({w[0]}, dt::s32, tag::x) : memory::desc();
+  std::unique_ptr<Int8Kernel> k;
+  Status st = guarded(impl, [&] {
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_any,
+                                      wei_any, bias_md, dst_any, geom->strides, geom->dilations, geom->pad_l, geom->pad_r);
+    dnnl::convolution_forward::primitive_desc pd(d, int8_attr(*q), ctx->engine);
+    k = std::make_unique<Int8Kernel>(ctx, impl, init, pd, user_src, user_wei, user_dst, std::move(*q));
+  });
+  if (!st.is_ok()) return decline(init, impl, st.error().message);
+  return KernelPtr(std::move(k));
+}
+
+Expected<KernelPtr> make_qlinear_matmul(const ContextPtr& ctx, const KernelInit& init) {
+  const std::string impl = "onednn:qlinear_matmul";
+  if (!all_plain(init) || init.out_types.size() != 1 || !init.out_types[0]->is_static())
+    return decline(init, impl, "needs plain static types");
+  const ir::TensorType* at = input_type(init, 0);
+  const ir::TensorType* bt = input_type(init, 3);
+  if (!at || !bt || !at->is_static() || !bt->is_static() || bt->rank() != 2 || at->rank() < 2)
+    return decline(init, impl, "needs A [..., M, K] and a 2-D B");
+  const memory::dims a = dims_of(*at), b = dims_of(*bt);
+  memory::dim m = 1;
+  for (size_t i = 0; i + 1 < a.size(); ++i) m *= a[i];
+  const memory::dim k = a.back(), n = b[1];
+  auto q = read_qparams(init, impl, n);
+  if (!q) return decline(init, impl, q.error().message);
+  const memory::desc user_src({m, k}, onednn_type(at->dtype), tag::ab);
+  const memory::desc user_dst({m, n}, onednn_type(init.out_types[0]->dtype), tag::ab);
+  const memory::desc user_wei({k, n}, dt::s8, tag::ab);
+  const memory::desc wei_any({k, n}, dt::s8, tag::any);
+  const memory::desc bias_md = q->bias ? memory::desc({1, n}, dt::s32, tag::ab) : memory::desc();
+  std::unique_ptr<Int8Kernel> kern;
+  Status st = guarded(impl, [&] {
+    dnnl::matmul::desc d(user_src, wei_any, bias_md, user_dst);
+    dnnl::matmul::primitive_desc pd(d, int8_attr(*q), ctx->engine);
+    kern = std::make_unique<Int8Kernel>(ctx, impl, init, pd, user_src, user_wei, user_dst, std::move(*q));
+  });
+  if (!st.is_ok()) return decline(init, impl, st.error().message);
+  return KernelPtr(std::move(kern));
+}
+
+}  // namespace
+
+void register_int8_kernels(KernelRegistry& registry, const ContextPtr& ctx) {
+  registry.add("QuantizeLinear", "cpu.vec:quantize", kVecPriority, [](const KernelInit& init) { return make_quantize(init, true); });
+  registry.add("DequantizeLinear", "cpu.vec:dequantize", kVecPriority,
+               [](const KernelInit& init) { return make_quantize(init, false); });
+  registry.add("QLinearConv", "onednn:qlinear_conv", kOneDnnPriority,
+               [ctx](const KernelInit& init) { return make_qlinear_conv(ctx, init); });
+  registry.add("QLinearMatMul", "onednn:qlinear_matmul", kOneDnnPriority,
+               [ctx](const KernelInit& init) { return make_qlinear_matmul(ctx, init); });
+}
+
+}  // namespace tessera::cpu
