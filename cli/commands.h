@@ -155,6 +155,19 @@ int run_convert(const ConvertOptions& o);
 
 int run_print(const std::string& file);
 
+// `tessera quantize` (quantize_command.cpp).
+struct QuantizeOptions {
+  std::string in, out, data;
+  std::string checkpoint;  // trained weights (.tsc) applied first
+  std::string split = "train";
+  std::string method = "minmax";
+  double percentile = 99.99;
+  bool per_tensor = false;
+  int64_t samples = 512, batch = 64;
+  int threads = 0, opset = 0;
+};
+int run_quantize(const QuantizeOptions& o);
+
 // `tessera runs list|show|compare|metrics|lineage|export-trace` (runs_command.cpp).
 struct RunsOptions {
   std::string action;             // list | show | compare | metrics | lineage | export-trace

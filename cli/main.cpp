@@ -211,6 +211,28 @@ int main(int argc, char** argv) {
   convert_cmd->add_flag("--external-data", convert.external_data,
                         "Write the weights of a .tsr to a side file OUT.data (automatic past 1 GiB)");
 
+  QuantizeOptions quantize;
+  CLI::App* quantize_cmd = app.add_subcommand(
+      "quantize", "Quantize a graph to int8 (static, calibrated on data) and write it in ONNX's QDQ form");
+  quantize_cmd->add_option("IN", quantize.in, "Float graph file (.tsr, .json, .tir or .onnx)")->required();
+  quantize_cmd->add_option("OUT", quantize.out, "Quantized graph file (.onnx, .tsr, .json or .tir)")->required();
+  quantize_cmd->add_option("--calibrate", quantize.data, "Calibration data: IDX folder, image folders, .csv or .npz")->required();
+  quantize_cmd->add_option("--checkpoint", quantize.checkpoint, "Load the params from a training checkpoint (.tsc) first");
+  quantize_cmd->add_option("--split", quantize.split, "Split of the data to calibrate on (default train)")
+      ->check(CLI::IsMember({"train", "test"}));
+  quantize_cmd->add_option("--method", quantize.method, "Activation ranges: minmax (default) or percentile")
+      ->check(CLI::IsMember({"minmax", "percentile"}));
+  quantize_cmd->add_option("--percentile", quantize.percentile, "Percentile kept of each tail (default 99.99)")
+      ->check(CLI::Range(50.000001, 100.0));
+  quantize_cmd->add_flag("--per-tensor", quantize.per_tensor, "One scale per weight tensor (default: per output channel)");
+  quantize_cmd->add_option("--samples", quantize.samples, "Calibration examples (default 512; 0: all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  quantize_cmd->add_option("--batch", quantize.batch, "Calibration batch size (default 64)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  quantize_cmd->add_option("--threads,-t", quantize.threads, "Threads (default: one per hardware thread)")
+      ->check(CLI::Range(1, 1024));
+  quantize_cmd->add_option("--opset", quantize.opset, "ONNX opset of the output (13 to 17)")->check(CLI::Range(13, 17));
+
   std::string print_file;
   CLI::App* print_cmd = app.add_subcommand("print", "Print a graph in the IR text form, with inferred types");
   print_cmd->add_option("FILE", print_file, "Graph file (.tsr, .json, .tir or .onnx)")->required();
@@ -243,6 +265,7 @@ int main(int argc, char** argv) {
     if (*info_cmd) return run_info(info);
     if (*run_cmd) return run_run(run);
     if (*convert_cmd) return run_convert(convert);
+    if (*quantize_cmd) return run_quantize(quantize);
     if (*print_cmd) return run_print(print_file);
     if (*passes_cmd) return run_passes(passes);
     if (*bench_cmd) return run_bench(bench);

@@ -40,9 +40,34 @@ bool positive_finite(const std::vector<double>& v) {
 
 // ---- QuantizeLinear, DequantizeLinear ----
 
+// y = saturate(round(x / s) + zp), the division in float as the reference kernel does; compiled
+// for AVX-512 / AVX2 (rounding needs SSE4.1's roundps: the baseline build would call nearbyintf).
+template <class Q>
+TESSERA_VEC_CLONES void quantize_range(const float* x, Q* y, int64_t n, float scale, float zp, float lo, float hi) {
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<Q>(std::min(hi, std::max(lo, __builtin_nearbyintf(x[i] / scale) + zp)));
+}
+template <class Q>
+TESSERA_VEC_CLONES void dequantize_range(const Q* x, float* y, int64_t n, float scale, float zp) {
+  for (int64_t i = 0; i < n; ++i) y[i] = (static_cast<float>(x[i]) - zp) * scale;
+}
+
+// The data input and the output in the same dense layout (plain or channels-last: per-tensor
+// quantization is element-wise over the same bytes), every other input plain.
+bool same_dense_layout(const KernelInit& init) {
+  const LayoutTag& l = init.out_layout;
+  if ((!l.empty() && l != "nhwc") || layout_at(init, 0) != l) return false;
+  for (size_t i = 1; i < init.in_layouts.size(); ++i)
+    if (!init.in_layouts[i].empty()) return false;
+  for (const ir::TensorType* t : init.in_types)
+    if (t && !t->is_static()) return false;
+  for (const ir::TensorType* t : init.out_types)
+    if (!t || !t->is_static()) return false;
+  return true;
+}
+
 Expected<KernelPtr> make_quantize(const KernelInit& init, bool quantize) {
   const std::string impl = quantize ? "cpu.vec:quantize" : "cpu.vec:dequantize";
-  if (!plain_static(init) || init.out_types.size() != 1) return decline(init, impl, "needs plain static types");
+  if (!same_dense_layout(init) || init.out_types.size() != 1) return decline(init, impl, "needs static types, plain or nhwc");
   const ir::TensorType* x = input_type(init, 0);
   if (!x || (quantize ? x->dtype != DType::kF32 : !is_8bit(x->dtype))) return decline(init, impl, "f32 <-> u8/i8 only");
   auto s = const_values(init, 1);
@@ -52,39 +77,24 @@ Expected<KernelPtr> make_quantize(const KernelInit& init, bool quantize) {
   const int64_t n = x->static_numel();
   const float scale = static_cast<float>((*s)[0]);
   const float z = static_cast<float>((*zp)[0]);
-  const DType q = quantize ? init.out_types[0]->dtype : x->dtype;
-  const float lo = q == DType::kU8 ? 0.f : -128.f, hi = q == DType::kU8 ? 255.f : 127.f;
-  if (quantize) {
-    // y = saturate(round(x / s) + zp): the division in float as the reference kernel does.
-    if (q == DType::kU8)
-      return make(impl, init, [=](KernelRun& run) -> Status {
-        const float* px = static_cast<const float*>(run.inputs[0].data);
-        uint8_t* py = static_cast<uint8_t*>(run.outputs[0].data);
-#pragma omp parallel for simd if (n > (1 << 16))
-        for (int64_t i = 0; i < n; ++i) py[i] = static_cast<uint8_t>(std::min(hi, std::max(lo, std::nearbyint(px[i] / scale) + z)));
-        return Status::ok();
-      });
+  const bool u8 = (quantize ? init.out_types[0]->dtype : x->dtype) == DType::kU8;
+  const float lo = u8 ? 0.f : -128.f, hi = u8 ? 255.f : 127.f;
+  constexpr int64_t kSerial = 1 << 15;
+  if (quantize)
     return make(impl, init, [=](KernelRun& run) -> Status {
       const float* px = static_cast<const float*>(run.inputs[0].data);
-      int8_t* py = static_cast<int8_t*>(run.outputs[0].data);
-#pragma omp parallel for simd if (n > (1 << 16))
-      for (int64_t i = 0; i < n; ++i) py[i] = static_cast<int8_t>(std::min(hi, std::max(lo, std::nearbyint(px[i] / scale) + z)));
-      return Status::ok();
-    });
-  }
-  if (q == DType::kU8)
-    return make(impl, init, [=](KernelRun& run) -> Status {
-      const uint8_t* px = static_cast<const uint8_t*>(run.inputs[0].data);
-      float* py = static_cast<float*>(run.outputs[0].data);
-#pragma omp parallel for simd if (n > (1 << 16))
-      for (int64_t i = 0; i < n; ++i) py[i] = (static_cast<float>(px[i]) - z) * scale;
+      for_chunks(n, kSerial, [&](int64_t b, int64_t e) {
+        if (u8) quantize_range(px + b, static_cast<uint8_t*>(run.outputs[0].data) + b, e - b, scale, z, lo, hi);
+        else quantize_range(px + b, static_cast<int8_t*>(run.outputs[0].data) + b, e - b, scale, z, lo, hi);
+      });
       return Status::ok();
     });
   return make(impl, init, [=](KernelRun& run) -> Status {
-    const int8_t* px = static_cast<const int8_t*>(run.inputs[0].data);
     float* py = static_cast<float*>(run.outputs[0].data);
-#pragma omp parallel for simd if (n > (1 << 16))
-    for (int64_t i = 0; i < n; ++i) py[i] = (static_cast<float>(px[i]) - z) * scale;
+    for_chunks(n, kSerial, [&](int64_t b, int64_t e) {
+      if (u8) dequantize_range(static_cast<const uint8_t*>(run.inputs[0].data) + b, py + b, e - b, scale, z);
+      else dequantize_range(static_cast<const int8_t*>(run.inputs[0].data) + b, py + b, e - b, scale, z);
+    });
     return Status::ok();
   });
 }
@@ -206,8 +216,13 @@ class Int8Kernel : public OneDnnKernel {
 
 Expected<KernelPtr> make_qlinear_conv(const ContextPtr& ctx, const KernelInit& init) {
   const std::string impl = "onednn:qlinear_conv";
-  if (!all_plain(init) || init.out_types.size() != 1 || !init.out_types[0]->is_static())
-    return decline(init, impl, "needs plain static types");
+  // x and y plain or channels-last ("nhwc", which the layout pass keeps between int8 convolutions).
+  const LayoutTag in_layout = layout_at(init, 0), out_layout = init.out_layout;
+  for (const LayoutTag& l : {in_layout, out_layout})
+    if (!l.empty() && l != "nhwc") return decline(init, impl, "layout " + l);
+  for (size_t i = 1; i < init.in_layouts.size(); ++i)
+    if (!init.in_layouts[i].empty()) return decline(init, impl, "parameters must be plain");
+  if (init.out_types.size() != 1 || !init.out_types[0]->is_static()) return decline(init, impl, "needs static types");
   const ir::TensorType* xt = input_type(init, 0);
   const ir::TensorType* wt = input_type(init, 3);
   if (!xt || !wt || !xt->is_static() || !wt->is_static()) return decline(init, impl, "needs static types");
@@ -225,8 +240,10 @@ Expected<KernelPtr> make_qlinear_conv(const ContextPtr& ctx, const KernelInit& i
     wdims.insert(wdims.end(), w.begin() + 1, w.end());
   }
   static const tag kPlain[] = {tag::undef, tag::undef, tag::undef, tag::abc, tag::abcd, tag::abcde, tag::abcdef};
-  const memory::desc user_src(x, onednn_type(xt->dtype), kPlain[x.size()]);
-  const memory::desc user_dst(y, onednn_type(init.out_types[0]->dtype), kPlain[y.size()]);
+  auto src_md = layout_md(x, in_layout, onednn_type(xt->dtype));
+  auto dst_md = layout_md(y, out_layout, onednn_type(init.out_types[0]->dtype));
+  if (!src_md || !dst_md) return decline(init, impl, "layout of this rank");
+  const memory::desc user_src = *src_md, user_dst = *dst_md;
   const memory::desc user_wei(wdims, dt::s8, kPlain[wdims.size()]);
   const memory::desc src_any(x, onednn_type(xt->dtype), tag::any), dst_any(y, onednn_type(init.out_types[0]->dtype), tag::any);
   const memory::desc wei_any(wdims, dt::s8, tag::any);

@@ -26,7 +26,9 @@
 namespace tessera::cpu {
 
 backend::LayoutTag blocked_tag_for(const ir::TensorType& type) {
-  if (type.dtype != DType::kF32 || !type.is_static() || type.rank() != 4) return "";
+  // 8-bit tensors too: the int8 convolutions (QLinearConv) also run channels-last.
+  const bool q8 = type.dtype == DType::kU8 || type.dtype == DType::kI8;
+  if ((type.dtype != DType::kF32 && !q8) || !type.is_static() || type.rank() != 4) return "";
   // Channels-last: what oneDNN 2.6's brgemm convolutions on AVX-512 pick for activations
   // (format_tag::any gives acdb), so a chain of convolutions runs without any reorder. It also
   // needs no channel padding, so every channel count qualifies. (nChw16c made each convolution
@@ -51,8 +53,10 @@ backend::LayoutTag value_layout(const ir::Graph& graph, ir::ValueId v) {
 
 namespace {
 
-const std::set<std::string> kConvOps = {"Conv", "FusedConv", "ConvTranspose"};
-const std::set<std::string> kPassThrough = {"MaxPool",
+const std::set<std::string> kConvOps = {"Conv", "FusedConv", "ConvTranspose", "QLinearConv"};
+const std::set<std::string> kPassThrough = {"QuantizeLinear",
+                                            "DequantizeLinear",
+                                            "MaxPool",
                                             "AveragePool",
                                             "GlobalAveragePool",
                                             "BatchNormalization",

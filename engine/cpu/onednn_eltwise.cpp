@@ -199,15 +199,18 @@ Expected<KernelPtr> make_concat(const ContextPtr& ctx, const KernelInit& init) {
 
 Expected<KernelPtr> make_reorder(const ContextPtr& ctx, const KernelInit& init) {
   const std::string impl = "onednn:reorder";
-  if (init.in_types.empty() || !is_static_f32(init.in_types[0]) || init.out_types.size() != 1)
-    return decline(init, impl, "needs static f32");
+  const ir::TensorType* xt = init.in_types.empty() ? nullptr : init.in_types[0];
+  const bool q8 = xt && xt->is_static() && (xt->dtype == DType::kU8 || xt->dtype == DType::kI8);
+  if (!xt || (!is_static_f32(xt) && !q8) || init.out_types.size() != 1)
+    return decline(init, impl, "needs static f32, u8 or i8");
+  const memory::data_type type = !q8 ? memory::data_type::f32 : xt->dtype == DType::kU8 ? memory::data_type::u8 : memory::data_type::s8;
   const LayoutTag to = attr_string(init, "to", "");
   if (!init.out_layout.empty() && init.out_layout != to)
     return kernel_error(init, impl,
                         "out_layout '" + init.out_layout + "' disagrees with to='" + to + "'");
   const memory::dims d = dims_of(*init.in_types[0]);
-  auto src = layout_md(d, layout_at(init, 0));
-  auto dst = layout_md(d, to);
+  auto src = layout_md(d, layout_at(init, 0), type);
+  auto dst = layout_md(d, to, type);
   if (!src) return kernel_error(init, impl, src.error().message);
   if (!dst) return kernel_error(init, impl, dst.error().message);
   return primitive_kernel(

@@ -82,14 +82,21 @@ const TagInfo* find_tag(const LayoutTag& layout) {
 
 }  // namespace
 
-Expected<memory::desc> layout_md(const memory::dims& dims, const LayoutTag& layout) {
-  if (layout.empty()) return plain_md(dims);
+Expected<memory::desc> layout_md(const memory::dims& dims, const LayoutTag& layout, memory::data_type type) {
+  if (layout.empty()) {
+    if (type == memory::data_type::f32) return plain_md(dims);
+    static const memory::format_tag kPlain[] = {memory::format_tag::a, memory::format_tag::a, memory::format_tag::ab,
+                                                memory::format_tag::abc, memory::format_tag::abcd, memory::format_tag::abcde,
+                                                memory::format_tag::abcdef};
+    if (dims.size() > 6) return make_error("rank " + std::to_string(dims.size()) + " not handled");
+    return memory::desc(dims, type, kPlain[dims.size()]);
+  }
   const TagInfo* t = find_tag(layout);
   if (!t) return make_error("unknown layout tag '" + layout + "'");
   if (static_cast<int>(dims.size()) != t->rank)
     return make_error("layout '" + layout + "' needs rank " + std::to_string(t->rank) +
                       ", got rank " + std::to_string(dims.size()));
-  return memory::desc(dims, memory::data_type::f32, t->tag);
+  return memory::desc(dims, type, t->tag);
 }
 
 int layout_block(const LayoutTag& layout) {

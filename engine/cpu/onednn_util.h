@@ -84,7 +84,9 @@ memory::dims dims_of(const ir::TensorType& t);
 memory::desc plain_md(const memory::dims& dims);
 // Descriptor of a static f32 tensor in `layout` ("" plain, "nChw16c", "nChw8c", "nCdhw16c", ...).
 // An unknown tag or a rank that does not fit it is an error.
-Expected<memory::desc> layout_md(const memory::dims& dims, const LayoutTag& layout);
+// `type` other than f32: the same tag over 8-bit or 32-bit elements (the int8 kernels, Reorder).
+Expected<memory::desc> layout_md(const memory::dims& dims, const LayoutTag& layout,
+                                 memory::data_type type = memory::data_type::f32);
 // The block ("nChw16c" -> 16), 0 for plain or unknown tags.
 int layout_block(const LayoutTag& layout);
 
