@@ -130,14 +130,27 @@ class QdqFusePass : public Pass {
     const Tensor* ys = ops::constant_value(g, q.inputs[1]);
     const Tensor* yz = ops::constant_value(g, q.inputs[2]);
     if (!ys || !yz || ys->numel() != 1 || yz->numel() != 1) return false;
-    // Through an optional Relu, which saturation replaces when y_zp is the type's lowest value.
+    // Through an optional Relu, which saturation replaces when y_zp is the type's lowest value,
+    // or Clip(min, max) when the quantized range lies within [min, max] (ReLU6 calibrated after
+    // the Clip: saturation at the range's ends clips exactly as the Clip did).
     ir::ValueId v = q.inputs[0];
     ir::NodeId relu_id = ir::kNoNode;
+    const double lowest = yz->dtype() == DType::kU8 ? 0 : -128, highest = yz->dtype() == DType::kU8 ? 255 : 127;
     if (const ir::Node* relu = producer(g, v, "Relu")) {
-      const double lowest = yz->dtype() == DType::kU8 ? 0 : -128;
       if (yz->get(0) != lowest || sole_user(g, v, captured) != q_id) return false;
       relu_id = relu->id;
       v = relu->inputs[0];
+    } else if (const ir::Node* clip = producer(g, v, "Clip")) {
+      const Tensor* mn = clip->inputs.size() > 1 && clip->inputs[1] != ir::kNoValue ? ops::constant_value(g, clip->inputs[1]) : nullptr;
+      const Tensor* mx = clip->inputs.size() > 2 && clip->inputs[2] != ir::kNoValue ? ops::constant_value(g, clip->inputs[2]) : nullptr;
+      // Values past a bound quantize to the end of the range either way when the bound itself
+      // does: round(min / s) + zp <= lowest and round(max / s) + zp >= highest.
+      const double s = ys->get(0), z = yz->get(0);
+      const bool low_ok = !mn || std::nearbyint(mn->get(0) / s) + z <= lowest;
+      const bool high_ok = !mx || std::nearbyint(mx->get(0) / s) + z >= highest;
+      if (!low_ok || !high_ok || sole_user(g, v, captured) != q_id) return false;
+      relu_id = clip->id;
+      v = clip->inputs[0];
     }
     if (g.value(v).kind != ir::ValueKind::kNodeOutput) return false;
     const ir::NodeId p_id = g.value(v).producer;
@@ -211,7 +224,8 @@ class QdqFusePass : public Pass {
     fusedn.provenance.origin = p.provenance.origin;
     g.value(fusedn.outputs[0]).type = g.value(q.outputs[0]).type;
     take_over(g, q.outputs[0], fusedn.outputs[0]);
-    ctx.diagnostics.push_back("qdq-fuse: " + p.op + " #" + std::to_string(p_id) + (relu_id != ir::kNoNode ? " + Relu" : "") +
+    ctx.diagnostics.push_back("qdq-fuse: " + p.op + " #" + std::to_string(p_id) +
+                              (relu_id != ir::kNoNode ? " + " + g.node(relu_id).op : std::string()) +
                               " between QDQ -> " + fusedn.op + " #" + std::to_string(n));
     g.remove_node(q_id);
     if (relu_id != ir::kNoNode) g.remove_node(relu_id);

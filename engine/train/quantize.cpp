@@ -65,7 +65,8 @@ Expected<std::vector<Target>> find_targets(const ir::Graph& g, QuantizeReport& r
     }
     t.out = n.outputs[0];
     const std::vector<ir::Use> uses = g.uses(t.out);
-    if (uses.size() == 1 && g.node(uses[0].node).op == "Relu" && !passes::is_graph_output(g, t.out))
+    if (uses.size() == 1 && (g.node(uses[0].node).op == "Relu" || g.node(uses[0].node).op == "Clip") &&
+        uses[0].input_index == 0 && !passes::is_graph_output(g, t.out))
       t.out = g.node(uses[0].node).outputs[0];
     targets.push_back(t);
   }

@@ -9,8 +9,8 @@
 // Activations: u8, asymmetric, per tensor, from the calibrated range (always including 0):
 // scale = (max - min) / 255, zero point round(-min / scale). Calibration ranges: "minmax" (the
 // extremes seen) or "percentile" (the p-th percentile of each tail, from a 2048-bin histogram of a
-// second pass). The output of a Conv / Gemm / MatMul read only by a Relu is calibrated after the
-// Relu, so qdq-fuse absorbs it. Weights: s8, symmetric (zero point 0, range +-127), per output
+// second pass). The output of a Conv / Gemm / MatMul read only by a Relu or a Clip (ReLU6) is
+// calibrated after it, so qdq-fuse absorbs it. Weights: s8, symmetric (zero point 0, range +-127), per output
 // channel (or per tensor); biases: i32 in the accumulator's scale (x_scale * w_scale), as
 // ONNX Runtime's quantizer writes them.
 #pragma once

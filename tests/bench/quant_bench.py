@@ -7,8 +7,8 @@
    same int8 file in ONNX Runtime.
 2. Speed: zoo CNNs (tests/zoo, PyTorch exports, batch 1) and LeNet at batch 64, quantized on 32
    random inputs of the zoo's distribution; median latency of the fp32 and the int8 file in
-   Tessera and in ONNX Runtime, interleaved rounds, 2 threads each; and how far int8 outputs are
-   from fp32 (max |int8 - fp32| / max |fp32|).
+   Tessera and in ONNX Runtime, interleaved rounds, 2 threads each; and how far the int8 outputs
+   of each engine are from Tessera's fp32 ones (max |int8 - fp32| / max |fp32|).
 
 Usage: tests/bench/quant_bench.py --tessera build/release/cli/tessera [--models resnet18,mobilenetv2]
        [--rounds 3] [--runs 20] [--work build/quant_bench] [--no-ort]
@@ -134,13 +134,13 @@ def speed(tessera, ort, work, models, rounds, runs):
             fp32 = os.path.join(work, "lenet_fp32.onnx")
             run([tessera, "convert", os.path.join(kRoot, "samples", "lenet.json"), fp32])
             x = np.random.default_rng(1).random((64, 1, 28, 28), dtype=np.float32)
-            inp = os.path.join(work, "lenet_x64.npy")
-            np.save(inp, x)
+            inp = "x=" + os.path.join(work, "lenet_x64.npy")
+            np.save(inp[2:], x)
         else:
             m = manifest[name]
             fp32 = os.path.join(zoo, name + ".onnx")
-            inp = os.path.join(zoo, m["inputs"][0]["file"])
-            x = np.load(inp)
+            inp = m["inputs"][0]["name"] + "=" + os.path.join(zoo, m["inputs"][0]["file"])
+            x = np.load(inp.split("=", 1)[1])
         calib = os.path.join(work, name + "_calib.npz")
         rng = np.random.default_rng(2)
         cx = rng.standard_normal((32,) + x.shape[1:]).astype(np.float32) * x.std() + x.mean()
@@ -150,6 +150,10 @@ def speed(tessera, ort, work, models, rounds, runs):
         ref = tessera_outputs(tessera, fp32, [inp], os.path.join(work, name + "_o32"))
         q = tessera_outputs(tessera, int8, [inp], os.path.join(work, name + "_o8"))
         diff = float(np.abs(q - ref).max() / max(1e-30, np.abs(ref).max()))
+        ort_diff = None
+        if ort.ok:
+            o = ort.outputs(int8, [inp], os.path.join(work, name + "_ort8.npy"))
+            ort_diff = float(np.abs(o - ref).max() / max(1e-30, np.abs(ref).max()))
         times = {k: [] for k in ["t32", "t8", "o32", "o8"]}
         for _ in range(rounds):
             times["t32"].append(tessera_time(tessera, fp32, [inp], runs))
@@ -158,7 +162,7 @@ def speed(tessera, ort, work, models, rounds, runs):
                 times["o32"].append(ort.time(fp32, [inp], runs))
                 times["o8"].append(ort.time(int8, [inp], runs))
         med = {k: (statistics.median(v) if v else None) for k, v in times.items()}
-        rows.append((name, med, diff))
+        rows.append((name, med, diff, ort_diff))
     return rows
 
 
@@ -169,7 +173,7 @@ def fmt(v, digits=2):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tessera", default=os.path.join(kRoot, "build", "release", "cli", "tessera"))
-    ap.add_argument("--models", default="resnet18,mobilenetv2,lenet")
+    ap.add_argument("--models", default="resnet18,resnet50,mobilenetv2,lenet")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--work", default=os.path.join(kRoot, "build", "quant_bench"))
@@ -184,12 +188,13 @@ def main():
     for label, acc, acc_ort in accuracy(args.tessera, ort, args.work):
         print("| %s | %s%% | %s |" % (label, fmt(100 * acc), "-" if acc_ort is None else fmt(100 * acc_ort) + "%"))
     print()
-    print("| model | Tessera fp32 ms | Tessera int8 ms | speed-up | ORT fp32 ms | ORT int8 ms | int8 vs fp32 output |")
+    print("| model | Tessera fp32 ms | Tessera int8 ms | speed-up | ORT fp32 ms | ORT int8 ms | int8 vs fp32 output, "
+          "Tessera / ORT |")
     print("|---|---|---|---|---|---|---|")
-    for name, med, diff in speed(args.tessera, ort, args.work, args.models.split(","), args.rounds, args.runs):
-        print("| %s | %s | %s | %sx | %s | %s | %.1e |" % (name, fmt(med["t32"]), fmt(med["t8"]),
-                                                         fmt(med["t32"] / med["t8"]), fmt(med["o32"]),
-                                                         fmt(med["o8"]), diff))
+    for name, med, diff, ort_diff in speed(args.tessera, ort, args.work, args.models.split(","), args.rounds, args.runs):
+        print("| %s | %s | %s | %sx | %s | %s | %.1e / %s |" % (
+            name, fmt(med["t32"]), fmt(med["t8"]), fmt(med["t32"] / med["t8"]), fmt(med["o32"]), fmt(med["o8"]), diff,
+            "-" if ort_diff is None else "%.1e" % ort_diff))
 
 
 if __name__ == "__main__":
