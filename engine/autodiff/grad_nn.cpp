@@ -525,6 +525,9 @@ void register_nn_gradients(ops::OpRegistry& registry) {
                          "QLinearConv"})
     set_no_gradient(registry, op, "integer-valued (quantization-aware training would need a straight-through rule)");
   set_no_gradient(registry, "DequantizeLinear", "its input is integer-valued");
+  set_no_gradient(registry, "NonMaxSuppression", "integer-valued (indices)");
+  for (const char* op : {"RoiAlign", "MaxUnpool", "GridSample"})
+    set_no_gradient(registry, op, "no gradient rule yet (inference of detection models)");
 }
 
 }  // namespace tessera::autodiff

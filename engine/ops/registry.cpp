@@ -71,6 +71,7 @@ void register_all_ops(OpRegistry& registry) {
   register_train_ops(registry);
   register_recurrent_ops(registry);
   register_quantize_ops(registry);
+  register_detection_ops(registry);
   register_gradients(registry);
 }
 
