@@ -526,7 +526,9 @@ void register_nn_gradients(ops::OpRegistry& registry) {
     set_no_gradient(registry, op, "integer-valued (quantization-aware training would need a straight-through rule)");
   set_no_gradient(registry, "DequantizeLinear", "its input is integer-valued");
   set_no_gradient(registry, "NonMaxSuppression", "integer-valued (indices)");
-  for (const char* op : {"RoiAlign", "MaxUnpool", "GridSample"})
+  for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix"})
+    set_no_gradient(registry, op, "its inputs are integer sizes");
+  for (const char* op : {"RoiAlign", "MaxUnpool", "GridSample", "DFT", "STFT", "Det"})
     set_no_gradient(registry, op, "no gradient rule yet (inference of detection models)");
 }
 

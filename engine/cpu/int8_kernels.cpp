@@ -42,13 +42,27 @@ bool positive_finite(const std::vector<double>& v) {
 
 // y = saturate(round(x / s) + zp), the division in float as the reference kernel does; compiled
 // for AVX-512 / AVX2 (rounding needs SSE4.1's roundps: the baseline build would call nearbyintf).
+// Plain functions per type: clang's target_clones takes no templates.
 template <class Q>
-TESSERA_VEC_CLONES void quantize_range(const float* x, Q* y, int64_t n, float scale, float zp, float lo, float hi) {
+__attribute__((always_inline)) inline void quantize_loop(const float* x, Q* y, int64_t n, float scale, float zp,
+                                                         float lo, float hi) {
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<Q>(std::min(hi, std::max(lo, __builtin_nearbyintf(x[i] / scale) + zp)));
 }
 template <class Q>
-TESSERA_VEC_CLONES void dequantize_range(const Q* x, float* y, int64_t n, float scale, float zp) {
+__attribute__((always_inline)) inline void dequantize_loop(const Q* x, float* y, int64_t n, float scale, float zp) {
   for (int64_t i = 0; i < n; ++i) y[i] = (static_cast<float>(x[i]) - zp) * scale;
+}
+TESSERA_VEC_CLONES void quantize_u8(const float* x, uint8_t* y, int64_t n, float scale, float zp) {
+  quantize_loop(x, y, n, scale, zp, 0.f, 255.f);
+}
+TESSERA_VEC_CLONES void quantize_s8(const float* x, int8_t* y, int64_t n, float scale, float zp) {
+  quantize_loop(x, y, n, scale, zp, -128.f, 127.f);
+}
+TESSERA_VEC_CLONES void dequantize_u8(const uint8_t* x, float* y, int64_t n, float scale, float zp) {
+  dequantize_loop(x, y, n, scale, zp);
+}
+TESSERA_VEC_CLONES void dequantize_s8(const int8_t* x, float* y, int64_t n, float scale, float zp) {
+  dequantize_loop(x, y, n, scale, zp);
 }
 
 // The data input and the output in the same dense layout (plain or channels-last: per-tensor
@@ -78,22 +92,21 @@ Expected<KernelPtr> make_quantize(const KernelInit& init, bool quantize) {
   const float scale = static_cast<float>((*s)[0]);
   const float z = static_cast<float>((*zp)[0]);
   const bool u8 = (quantize ? init.out_types[0]->dtype : x->dtype) == DType::kU8;
-  const float lo = u8 ? 0.f : -128.f, hi = u8 ? 255.f : 127.f;
   constexpr int64_t kSerial = 1 << 15;
   if (quantize)
     return make(impl, init, [=](KernelRun& run) -> Status {
       const float* px = static_cast<const float*>(run.inputs[0].data);
       for_chunks(n, kSerial, [&](int64_t b, int64_t e) {
-        if (u8) quantize_range(px + b, static_cast<uint8_t*>(run.outputs[0].data) + b, e - b, scale, z, lo, hi);
-        else quantize_range(px + b, static_cast<int8_t*>(run.outputs[0].data) + b, e - b, scale, z, lo, hi);
+        if (u8) quantize_u8(px + b, static_cast<uint8_t*>(run.outputs[0].data) + b, e - b, scale, z);
+        else quantize_s8(px + b, static_cast<int8_t*>(run.outputs[0].data) + b, e - b, scale, z);
       });
       return Status::ok();
     });
   return make(impl, init, [=](KernelRun& run) -> Status {
     float* py = static_cast<float*>(run.outputs[0].data);
     for_chunks(n, kSerial, [&](int64_t b, int64_t e) {
-      if (u8) dequantize_range(static_cast<const uint8_t*>(run.inputs[0].data) + b, py + b, e - b, scale, z);
-      else dequantize_range(static_cast<const int8_t*>(run.inputs[0].data) + b, py + b, e - b, scale, z);
+      if (u8) dequantize_u8(static_cast<const uint8_t*>(run.inputs[0].data) + b, py + b, e - b, scale, z);
+      else dequantize_s8(static_cast<const int8_t*>(run.inputs[0].data) + b, py + b, e - b, scale, z);
     });
     return Status::ok();
   });

@@ -179,6 +179,8 @@ void register_train_ops(OpRegistry& registry);        // train_ops.cpp: SumToSha
 void register_recurrent_ops(OpRegistry& registry);    // nn_recurrent.cpp: RNN, LSTM, GRU and their backward ops
 void register_quantize_ops(OpRegistry& registry);     // quantize.cpp: (De)QuantizeLinear, QLinear*, *Integer
 void register_detection_ops(OpRegistry& registry);    // detection.cpp: NonMaxSuppression, RoiAlign, MaxUnpool, GridSample
+void register_signal_ops(OpRegistry& registry);       // signal.cpp: windows, DFT, STFT, MelWeightMatrix
+void register_linalg_ops(OpRegistry& registry);       // linalg.cpp: Det
 // Attaches gradient rules (OpDef::gradient) or reasons (no_gradient_reason) to every op; defined in
 // engine/autodiff/gradients.cpp. make_default_registry calls it after registering every op.
 void register_gradients(OpRegistry& registry);

@@ -72,6 +72,8 @@ void register_all_ops(OpRegistry& registry) {
   register_recurrent_ops(registry);
   register_quantize_ops(registry);
   register_detection_ops(registry);
+  register_signal_ops(registry);
+  register_linalg_ops(registry);
   register_gradients(registry);
 }
 

@@ -13,9 +13,14 @@ namespace {
 // Names of enclosing values that nested graphs of `n` read (captures, at any depth).
 void collect_captures(const ir::Graph& g, std::vector<std::string>& names) {
   for (ir::ValueId c : g.captures()) names.push_back(g.value(c).name);
+  // What graphs nested deeper capture, less what `g` itself defines (a Loop body inside an If
+  // branch reading a value of that branch: Faster R-CNN's exported post-processing).
+  std::vector<std::string> inner;
   for (ir::NodeId id : g.node_ids())
     for (const auto& [key, attr] : g.node(id).attrs)
-      if (attr.kind() == ir::AttrKind::kGraph) collect_captures(attr.g(), names);
+      if (attr.kind() == ir::AttrKind::kGraph) collect_captures(attr.g(), inner);
+  for (std::string& name : inner)
+    if (!g.find_value(name)) names.push_back(std::move(name));
 }
 
 // Named values visible to nested graphs: this graph's computed values, then enclosing scopes.

@@ -3,6 +3,8 @@
 // zero points and scales, and the errors of bad scales and zero points. Expected values by hand.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "engine/runtime/interpreter.h"
 #include "tests/engine/op_test_util.h"
 
