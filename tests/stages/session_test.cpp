@@ -200,6 +200,44 @@ TEST(Session, RunsControlFlowThroughTheReferenceFallback) {
   }
 }
 
+// A graph nested two deep capturing a value of the graph between (an If inside an If branch
+// reading what that branch computed, as Faster R-CNN's export has a Loop inside an If): the
+// outer If captures only what its branches take from outside.
+TEST(Session, ANestedGraphCapturesAValueOfTheGraphBetween) {
+  ir::Graph g = parse(R"(graph "nested" {
+  input %0 "cond" : bool[]
+  input %1 "x" : f32[N, 3]
+  #0 "outer" = If(%0) -> (%2 "y" : f32[N, 3]) {else_branch = graph "else" {
+    capture %0 "x" : f32[N, 3]
+    capture %1 "cond" : bool[]
+    #0 = Neg(%0) -> (%2 "inner" : f32[N, 3])
+    #1 "deeper" = If(%1) -> (%3 : f32[N, 3]) {else_branch = graph "e2" {
+      capture %0 "inner" : f32[N, 3]
+      #0 = Abs(%0) -> (%1 : f32[N, 3])
+      output %1
+    }, then_branch = graph "t2" {
+      capture %0 "inner" : f32[N, 3]
+      output %0
+    }}
+    output %3
+  }, then_branch = graph "then" {
+    capture %0 "x" : f32[N, 3]
+    output %0
+  }}
+  output %2
+})");
+  Session s(g, registry(), {});
+  Tensor x = random_tensor({2, 3}, 5);
+  for (bool c : {true, false}) {
+    runtime::Feeds f{{"cond", Tensor::from_bools({}, {c})}, {"x", x}};
+    auto got = s.run(f);
+    ASSERT_TRUE(got.has_value()) << got.error().to_string();
+    auto want = runtime::run_reference(g, registry(), f);
+    ASSERT_TRUE(want.has_value()) << want.error().to_string();
+    expect_close((*got)[0], (*want)[0]);
+  }
+}
+
 }  // namespace
 }  // namespace tessera::stages
 
