@@ -19,6 +19,8 @@
 //                        unsqueezed to align at axis; PRelu's 1-D slope -> per channel
 //   Gemm < 7 (broadcast dropped), Concat < 4 (axis 1 by default), Cast < 6 (string `to`)
 //   RNN, LSTM, GRU       `layout` -> `batch_first` (Tessera's `layout` is the physical layout)
+//   RoiAlign < 16        coordinate_transformation_mode = output_half_pixel (RoiAlign-10 had no
+//                        half-pixel offset; 16's default is half_pixel)
 #include <cmath>
 #include <set>
 
@@ -301,6 +303,12 @@ Status legacy_prelu(NodeImport& ni) {
   return Status::ok();
 }
 
+Status roi_align_rule(NodeImport& ni) {
+  if (ni.opset < 16 && !ni.attrs.count("coordinate_transformation_mode"))
+    ni.attrs.insert_or_assign("coordinate_transformation_mode", ir::Attribute("output_half_pixel"));
+  return Status::ok();
+}
+
 // Tessera reserves the attribute name `layout` for the physical layout the optimiser picks.
 Status recurrent_rule(NodeImport& ni) {
   if (std::optional<ir::Attribute> layout = take(ni, "layout")) ni.attrs.insert_or_assign("batch_first", *layout);
@@ -345,6 +353,7 @@ const std::map<std::string, NodeRule>& node_rules() {
       {"RNN", recurrent_rule},
       {"LSTM", recurrent_rule},
       {"GRU", recurrent_rule},
+      {"RoiAlign", roi_align_rule},
   };
   return kRules;
 }

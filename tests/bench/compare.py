@@ -156,7 +156,7 @@ def measure(args, m, env):
                 continue
             try:
                 run_plain(run_cmd, env, args.timeout)
-                diff = rel_diff(load_output(out_dir, m.output_name), reference)
+                diff = rel_diff(load_output(out_dir, m.output_name), reference, m.unordered_rows)
                 result[side]["rel_diff"] = diff
                 if not diff <= args.tolerance:  # also catches NaN
                     result[side]["error"] = (f"output differs from PyTorch's by {diff:.1e} "

@@ -40,6 +40,7 @@ try:
     import torch  # noqa: E402
     from torch import nn  # noqa: E402
     import torchvision  # noqa: E402
+    import torchvision.models.detection as tvd  # noqa: E402
 except ImportError as e:  # pragma: no cover - depends on the machine
     print(f"make_zoo: {e.name or e} is missing: the zoo is exported with Debian's PyTorch; install "
           f"it with `apt-get install python3-torch python3-torchvision python3-numpy` and run this "
@@ -210,6 +211,26 @@ class Recurrent(nn.Module):
         return self.fc(out[:, -1])
 
 
+class Detector(nn.Module):
+    """A torchvision detector on a batch-of-one image tensor [1, 3, H, W], returning the boxes of
+    its detections ([K, 4], x1 y1 x2 y2; K known at run time). Training mode switches only the
+    batch norms (what calibrate() needs: a detector in training mode wants targets)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def train(self, mode=True):
+        super().train(False)
+        for m in self.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                m.train(mode)
+        return self
+
+    def forward(self, x):
+        return self.model(list(x))[0]["boxes"]
+
+
 class OutOnly(nn.Module):
     """torchvision's segmentation models return {"out": ...}; the zoo exports that tensor."""
 
@@ -273,6 +294,11 @@ kZoo = {
         num_layers=2, enable_nested_tensor=False), [("input", (1, 128, 256), "float32")], None),
     "lstm": ("recurrent", lambda: Recurrent(nn.LSTM), [("input", (1, 32, 64), "float32")], None),
     "gru": ("recurrent", lambda: Recurrent(nn.GRU), [("input", (1, 32, 64), "float32")], None),
+    # Detection (random weights: the score threshold is 0 so that Faster R-CNN keeps its 100 best).
+    "ssdlite": ("detection", lambda: Detector(tvd.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None)),
+                [("input", (1, 3, 320, 320), "float32")], None),
+    "fasterrcnn": ("detection", lambda: Detector(tvd.fasterrcnn_mobilenet_v3_large_320_fpn(
+        weights=None, weights_backbone=None, box_score_thresh=0.0)), [("input", (1, 3, 320, 320), "float32")], None),
     "mlp": ("MLP", Mlp, [("input", (64, 784), "float32")], None),
     "lenet": ("classic CNN", LeNet5, [("input", (64, 1, 28, 28), "float32")], None),
 }
@@ -362,6 +388,9 @@ def export_one(name, out_dir, force):
         entry["expected_failure"] = expected_failure
     if name in kTolerance:
         entry["tolerance"], entry["tolerance_reason"] = kTolerance[name]
+    if family == "detection":
+        # Detections whose scores tie to the last bits of float32 may come in either order.
+        entry["unordered_rows"] = True
     return entry
 
 
