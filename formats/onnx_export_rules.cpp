@@ -14,6 +14,8 @@
 //   absent attributes                written from the registry default where ONNX requires one or
 //                                    its default differs
 //   Shape start/end below opset 15   Shape, then Slice(starts, ends, axes=[0]) (the same clamping)
+//   RoiAlign below opset 16          coordinate_transformation_mode output_half_pixel dropped (what
+//                                    RoiAlign-10 did); half_pixel refused
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -312,6 +314,14 @@ void write_node(NodeOut& out, const onnx::OpSchema& schema, int opset, NodeSink&
   std::set<std::string> handled;
   const bool shape_rewrite = n.op == "Shape" && opset < 15;
   if (shape_rewrite) handled = {"start", "end"};
+  // RoiAlign before opset 16 had no coordinate_transformation_mode and worked as output_half_pixel
+  // (the importer's rule reversed); half_pixel needs 16.
+  if (n.op == "RoiAlign" && opset < 16) {
+    handled.insert("coordinate_transformation_mode");
+    const ir::Attribute* m = n.attr("coordinate_transformation_mode");
+    if (!m || m->kind() != ir::AttrKind::kString || m->s() != "output_half_pixel")
+      out.reasons.push_back("RoiAlign with half_pixel coordinates needs opset 16");
+  }
   write_attributes(out, schema, opset, handled, &np, export_subgraph);
   if (!out.reasons.empty()) return;
   onnx::NodeProto* placed = sink.graph->add_node();

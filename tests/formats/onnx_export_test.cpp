@@ -230,6 +230,34 @@ TEST(OnnxExportErrors, AttributesNewerThanTheOpsetAreDroppedAtTheirOldValueElseR
   EXPECT_EQ(find_attr(m14.graph().node(0), "allowzero")->i(), 1);
 }
 
+// RoiAlign before opset 16 worked as output_half_pixel: that mode is written as the old op (and
+// reads back as it), half_pixel is refused; the recurrent ops' batch_first is ONNX's layout.
+TEST(OnnxExport, RoiAlignCoordinatesAndRecurrentLayoutAcrossOpsets) {
+  const Tensor rois = Tensor::from_vector<float>({1, 4}, {0, 0, 2, 2});
+  const Tensor idx = Tensor::from_vector<int64_t>({1}, {0});
+  const ir::Graph old_mode = one_node("RoiAlign", {{"coordinate_transformation_mode", "output_half_pixel"}}, {rois, idx});
+  const onnx::ModelProto m13 = parse_checked(export_ok(old_mode, 13));
+  EXPECT_EQ(find_attr(m13.graph().node(0), "coordinate_transformation_mode"), nullptr);
+  const ir::Graph back = reimport(export_ok(old_mode, 13));
+  for (ir::NodeId id : back.node_ids())
+    if (back.node(id).op == "RoiAlign")
+      EXPECT_EQ(back.node(id).attr("coordinate_transformation_mode")->s(), "output_half_pixel");
+  const ir::Graph new_mode = one_node("RoiAlign", {}, {rois, idx});
+  EXPECT_NE(export_error(new_mode, 13).find("RoiAlign with half_pixel coordinates needs opset 16"), std::string::npos);
+  EXPECT_NE(export_ok(new_mode, 16), "");
+  // LSTM batch_first 1 -> layout 1 (opset 14).
+  ir::Graph g("lstm");
+  const ir::ValueId x = g.add_input("x", TensorType::of(DType::kF32, {2, 3, 4}));
+  const ir::ValueId w = g.add_param("w", Tensor(DType::kF32, {1, 8, 4}));
+  const ir::ValueId r = g.add_param("r", Tensor(DType::kF32, {1, 8, 2}));
+  const ir::NodeId n = g.add_node("LSTM", {x, w, r}, 2, "lstm", {{"batch_first", int64_t{1}}, {"hidden_size", int64_t{2}}});
+  g.set_outputs({g.node(n).outputs[1]});
+  const onnx::ModelProto m = parse_checked(export_ok(g, 14));
+  ASSERT_NE(find_attr(m.graph().node(0), "layout"), nullptr);
+  EXPECT_EQ(find_attr(m.graph().node(0), "layout")->i(), 1);
+  EXPECT_NE(export_error(g, 13).find("attribute 'layout' needs opset 14"), std::string::npos);
+}
+
 TEST(OnnxExportErrors, TesseraExtensionsAreDroppedWhenNeutralElseRefused) {
   // AveragePool's dilations (ONNX adds them in opset 19) of all 1 change nothing.
   ir::Attributes pool{{"kernel_shape", std::vector<int64_t>{2, 2}}, {"dilations", std::vector<int64_t>{1, 1}}};
