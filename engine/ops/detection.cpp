@@ -22,6 +22,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "engine/ir/limits.h"
 #include "engine/ops/index_internal.h"
 #include "engine/ops/nn_internal.h"
 
@@ -178,14 +179,22 @@ Status roi_align_kernel(KernelContext& ctx) {
                                       std::to_string(N) + ")");
     const double x1 = rois.get(r * 4) * scale - offset, y1 = rois.get(r * 4 + 1) * scale - offset;
     const double x2 = rois.get(r * 4 + 2) * scale - offset, y2 = rois.get(r * 4 + 3) * scale - offset;
+    if (!std::isfinite(x1) || !std::isfinite(y1) || !std::isfinite(x2) || !std::isfinite(y2))
+      return node_error(ctx.node, "rois[" + std::to_string(r) + "] is not finite");
     double rw = x2 - x1, rh = y2 - y1;
     if (offset == 0) {  // output_half_pixel (opset 10): regions at least 1 x 1
       rw = std::max(rw, 1.0);
       rh = std::max(rh, 1.0);
     }
     const double bh = rh / static_cast<double>(oh), bw = rw / static_cast<double>(ow);
-    const int64_t gh = sr > 0 ? sr : static_cast<int64_t>(std::ceil(rh / static_cast<double>(oh)));
-    const int64_t gw = sr > 0 ? sr : static_cast<int64_t>(std::ceil(rw / static_cast<double>(ow)));
+    // Samples per bin: sampling_ratio, else ceil(region / bins); a bin of more than 2^20 samples
+    // is refused (a hostile region, not an image).
+    const double gh_d = sr > 0 ? static_cast<double>(sr) : std::ceil(rh / static_cast<double>(oh));
+    const double gw_d = sr > 0 ? static_cast<double>(sr) : std::ceil(rw / static_cast<double>(ow));
+    if (gh_d * gw_d > static_cast<double>(1 << 20))
+      return node_error(ctx.node, "region " + std::to_string(r) + " needs " + std::to_string(gh_d * gw_d) +
+                                      " samples per bin (at most 2^20)");
+    const int64_t gh = static_cast<int64_t>(std::max(gh_d, 0.0)), gw = static_cast<int64_t>(std::max(gw_d, 0.0));
     const double count = static_cast<double>(std::max<int64_t>(gh * gw, 1));
     for (int64_t c = 0; c < C; ++c) {
       const double* plane = nullptr;
@@ -251,13 +260,18 @@ Expected<std::vector<int64_t>> unpool_shape(const ir::Node& node, const AttrRead
   TRY(std::vector<int64_t> k, per_axis(node, a, "kernel_shape", nsp, 1, 1));
   TRY(std::vector<int64_t> s, per_axis(node, a, "strides", nsp, 1, 1));
   TRY(std::vector<int64_t> p, per_axis(node, a, "pads", 2 * nsp, 0, 0));
+  for (const std::vector<int64_t>* v : {&k, &s, &p})
+    for (int64_t e : *v)
+      if (e > ir::kMaxElements) return node_error(node, "kernel_shape, strides and pads must be at most 2^48");
   out = {x[0], x[1]};
   for (size_t d = 0; d < nsp; ++d) {
     if (!x[2 + d].is_known()) {
       out.push_back(Dim::unknown());
       continue;
     }
-    const int64_t o = (x[2 + d].size - 1) * s[d] + k[d] - p[d] - p[nsp + d];
+    const __int128 o128 = static_cast<__int128>(x[2 + d].size - 1) * s[d] + k[d] - p[d] - p[nsp + d];
+    if (o128 > ir::kMaxElements) return node_error(node, "the output of spatial axis " + std::to_string(d) + " is over 2^48");
+    const int64_t o = static_cast<int64_t>(o128);
     if (o < 0) return node_error(node, "the output of spatial axis " + std::to_string(d) + " would be negative");
     out.push_back(Dim::known(o));
   }
@@ -426,7 +440,13 @@ Status grid_sample_kernel(KernelContext& ctx) {
       for (int64_t i = 0; i < Ho; ++i)
         for (int64_t j = 0; j < Wo; ++j) {
           const double* gp = pg + ((n * Ho + i) * Wo + j) * 2;
-          double xs = unnorm(gp[0], W), ys = unnorm(gp[1], H);
+          if (!std::isfinite(gp[0]) || !std::isfinite(gp[1])) {  // no place to sample: 0
+            py[((n * C + c) * Ho + i) * Wo + j] = 0;
+            continue;
+          }
+          // Far outside is outside: bounded so that the integer casts below stay defined.
+          const double far = 1e15;
+          double xs = std::max(-far, std::min(far, unnorm(gp[0], W))), ys = std::max(-far, std::min(far, unnorm(gp[1], H)));
           double v = 0;
           if (mode == "nearest") {
             xs = pad_coord(xs, W);

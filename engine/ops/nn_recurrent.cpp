@@ -25,6 +25,7 @@
 #include <cmath>
 #include <optional>
 
+#include "engine/ir/limits.h"
 #include "engine/ops/index_internal.h"
 #include "engine/ops/nn_internal.h"
 
@@ -142,7 +143,8 @@ Expected<Spec> parse_spec(const ir::Node& node, const AttrReader& attrs, Cell ce
     return node_error(node, "batch_first must be 0 or 1, got " + std::to_string(attrs.i("batch_first")));
   if (attrs.has("hidden_size")) {
     s.hidden = attrs.i("hidden_size");
-    if (s.hidden < 1) return node_error(node, "hidden_size must be >= 1, got " + std::to_string(s.hidden));
+    if (s.hidden < 1 || s.hidden > ir::kMaxElements)
+      return node_error(node, "hidden_size must be in [1, 2^48], got " + std::to_string(s.hidden));
   }
   if (attrs.has("clip")) {
     const double c = attrs.f("clip");

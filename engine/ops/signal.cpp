@@ -96,7 +96,7 @@ void dft_1d(const double* in, int64_t len, int64_t stride, int64_t L, bool inver
   for (int64_t k = 0; k < bins; ++k) {
     double re = 0, im = 0;
     for (int64_t n = 0; n < std::min(len, L); ++n) {
-      const double a = sign * 2 * kPi * static_cast<double>((k * n) % L) / static_cast<double>(L);
+      const double a = sign * 2 * kPi * static_cast<double>(static_cast<__int128>(k) * n % L) / static_cast<double>(L);
       const double c = std::cos(a), s = std::sin(a);
       const double xr = in[n * stride * 2], xi = in[n * stride * 2 + 1];
       re += xr * c - xi * s;
@@ -286,8 +286,8 @@ Status mel_kernel(KernelContext& ctx) {
   TRY(int64_t dft, read_scalar_int(ctx.in(1), ctx.node, "dft_length"));
   TRY(int64_t rate, read_scalar_int(ctx.in(2), ctx.node, "sample_rate"));
   const double lo = ctx.in(3).get(0), hi = ctx.in(4).get(0);
-  if (mels < 1 || dft < 1 || rate < 1)
-    return node_error(ctx.node, "num_mel_bins, dft_length and sample_rate must be >= 1");
+  if (mels < 1 || dft < 1 || rate < 1 || mels > (int64_t{1} << 30) || dft > (int64_t{1} << 40))
+    return node_error(ctx.node, "num_mel_bins, dft_length and sample_rate must be >= 1 (and at most 2^30 bins, 2^40 points)");
   if (!(lo >= 0) || !(hi > lo) || hi > static_cast<double>(rate) / 2)
     return node_error(ctx.node, "the band must satisfy 0 <= lower_edge_hertz < upper_edge_hertz <= sample_rate / 2, got [" +
                                     std::to_string(lo) + ", " + std::to_string(hi) + "]");

@@ -4,6 +4,7 @@
 // errors of bad boxes, regions and grids.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "engine/runtime/interpreter.h"
@@ -78,6 +79,8 @@ TEST(RoiAlign, AConstantImageAlignsToItsConstantAndBadIndicesAreErrors) {
   }
   const Tensor bad = i64({2}, {0, 2});
   EXPECT_NE(error_of("RoiAlign", {&x, &rois, &bad}).find("batch_indices[1] = 2 is outside [0, 2)"), std::string::npos);
+  const Tensor huge = f32({2, 4}, {0, 0, 1e30f, 1e30f, 0, 0, NAN, 1});
+  EXPECT_NE(error_of("RoiAlign", {&x, &huge, &idx}).find("samples per bin (at most 2^20)"), std::string::npos);
 }
 
 TEST(MaxUnpool, MaxPoolIndicesUnpoolToTheMaximaPlaces) {
@@ -124,6 +127,14 @@ TEST(GridSample, AnIdentityGridReproducesTheImageInEveryMode) {
   ASSERT_TRUE(z && b);
   EXPECT_EQ((*z)[0].get(0), 0.0);
   EXPECT_NEAR((*b)[0].get(0), x.get(0), 1e-6);
+  // Non-finite and absurdly far coordinates sample nothing (0), without undefined casts (UBSan).
+  const Tensor odd = f32({1, 1, 3, 2}, {NAN, 0, 1e30f, 0, -INFINITY, 1e38f});
+  for (const char* mode : {"bilinear", "nearest", "bicubic"})
+    for (const char* pad : {"zeros", "border", "reflection"}) {
+      auto y = runtime::run_single_op(registry(), "GridSample", {x, odd}, {{"mode", mode}, {"padding_mode", pad}});
+      ASSERT_TRUE(y) << y.error().to_string();
+      EXPECT_EQ((*y)[0].get(0), 0.0);
+    }
   const Tensor grid3 = rand_f32({1, 2, 2, 3}, 10);
   EXPECT_NE(error_of("GridSample", {&x, &grid3}).find("must end in 2"), std::string::npos);
   EXPECT_NE(error_of("GridSample", {&x, &grid}, {{"mode", "area"}}).find("mode must be"), std::string::npos);

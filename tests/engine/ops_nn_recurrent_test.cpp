@@ -152,6 +152,9 @@ TEST(Recurrent, BadShapesAndAttributesAreErrorsNamingTheInput) {
             std::string::npos);
   EXPECT_NE(error_of("LSTM", {&x, &w, &r}, {{"batch_first", int64_t{2}}}).find("batch_first must be 0 or 1"),
             std::string::npos);
+  // The fuzzer's find: a hidden_size of 2^63 - 1 overflowed G * H (UBSan) before it was bounded.
+  EXPECT_NE(error_of("GRU", {&x, &w, &r}, {{"hidden_size", int64_t{9223372036854775807}}}).find("hidden_size must be in [1, 2^48]"),
+            std::string::npos);
   // An RNN's W must have one gate, a GRU's three: the LSTM weights are refused by both.
   EXPECT_NE(error_of("RNN", {&x, &w, &r}).find("input 'W'"), std::string::npos);
   EXPECT_NE(error_of("GRU", {&x, &w, &r}).find("input 'W'"), std::string::npos);
