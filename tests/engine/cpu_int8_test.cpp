@@ -7,16 +7,6 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-Tensor random_q(DType dt, Shape s, uint32_t seed) {
-  std::mt19937 gen(seed);
-  const int lo = dt == DType::kU8 ? 0 : -128, hi = dt == DType::kU8 ? 255 : 127;
-  std::uniform_int_distribution<int> u(lo, hi);
-  Tensor t(dt, std::move(s));
-  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, u(gen));
-  return t;
-}
-Tensor scalar_f32(float v) { return Tensor::from_vector<float>({}, {v}); }
-Tensor scalar_q(DType dt, double v) { return Tensor::from_doubles(dt, {}, {v}); }
 
 // Every input but the data input a constant; the result must come from `impl` and equal the
 // reference exactly.

@@ -62,6 +62,18 @@ inline Tensor random_f32(Shape shape, uint32_t seed, float lo = -1.f, float hi =
   return t;
 }
 
+// Uniform 8-bit integers over the whole range of u8 or i8 (the int8 kernels' tests).
+inline Tensor random_q(DType dt, Shape s, uint32_t seed) {
+  std::mt19937 gen(seed);
+  const int lo = dt == DType::kU8 ? 0 : -128, hi = dt == DType::kU8 ? 255 : 127;
+  std::uniform_int_distribution<int> u(lo, hi);
+  Tensor t(dt, std::move(s));
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, u(gen));
+  return t;
+}
+inline Tensor scalar_f32(float v) { return Tensor::from_vector<float>({}, {v}); }
+inline Tensor scalar_q(DType dt, double v) { return Tensor::from_doubles(dt, {}, {v}); }
+
 // The channel block of a layout for a tensor of `shape`: 0 for plain; channels-last ("nhwc") is
 // one block of all the channels.
 inline int block_of(const std::string& layout, const Shape& shape) {
