@@ -43,7 +43,7 @@ int run_quantize(const QuantizeOptions& o) {
   qo.max_examples = o.samples;
   qo.threads = o.threads > 0 ? o.threads : default_threads();
   auto report = quant::quantize_static(*graph, reg, loader, qo);
-  if (!report) return fail(report.error().within(o.in));
+  if (!report) return fail(report.error().within(o.in + " calibrated on " + o.data));
   Status st = Status::ok();
   if (o.out.size() > 5 && o.out.substr(o.out.size() - 5) == ".onnx") {
     formats::OnnxExportOptions eo;
