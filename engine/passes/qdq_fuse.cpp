@@ -24,6 +24,11 @@ namespace tessera::passes {
 
 bool feeds_qdq_pattern(const ir::Graph& g, const ir::Node& dq) {
   if (dq.op != "DequantizeLinear") return false;
+  // Only weights the int8 kernels take (s8, zero point 0): anything else is folded to float once
+  // rather than dequantized on every run.
+  const Tensor* w = dq.inputs.empty() ? nullptr : ops::constant_value(g, dq.inputs[0]);
+  const Tensor* z = dq.inputs.size() > 2 && dq.inputs[2] != ir::kNoValue ? ops::constant_value(g, dq.inputs[2]) : nullptr;
+  if (!w || w->dtype() != DType::kI8 || (z && !all_elements_equal(*z, 0))) return false;
   for (const ir::Use& u : g.uses(dq.outputs[0])) {
     const ir::Node& c = g.node(u.node);
     if ((c.op != "Conv" && c.op != "Gemm" && c.op != "MatMul") || u.input_index != 1 || c.inputs.empty()) return false;

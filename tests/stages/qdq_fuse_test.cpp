@@ -60,5 +60,29 @@ TEST(QdqFuse, IntegerOpsRunTheQdqGraphAsItsFloatForm) {
   expect_close((*got)[0], (*want)[0], 0, 0.05 + 1e-6);
 }
 
+// Weights the int8 kernels cannot take (u8, or a non-zero zero point) are folded to float once by
+// constant-fold instead of being dequantized on every run.
+TEST(QdqFuse, WeightsTheInt8KernelsCannotTakeAreFoldedOnce) {
+  ir::Graph g("u8w");
+  const ir::ValueId x = g.add_input("x", ir::TensorType::of(DType::kF32, {1, 2, 5, 5}));
+  const ir::ValueId s = g.add_param("s", scalar_f32(0.02f)), z = g.add_param("z", scalar_q(DType::kU8, 128));
+  const ir::ValueId q = g.node(g.add_node("QuantizeLinear", {x, s, z}, 1, "xq")).outputs[0];
+  const ir::ValueId xd = g.node(g.add_node("DequantizeLinear", {q, s, z}, 1, "xdq")).outputs[0];
+  const ir::ValueId wq = g.add_param("wq", random_q(DType::kU8, {3, 2, 3, 3}, 3));
+  const ir::ValueId ws = g.add_param("ws", scalar_f32(0.01f)), wz = g.add_param("wz", scalar_q(DType::kU8, 120));
+  const ir::ValueId wd = g.node(g.add_node("DequantizeLinear", {wq, ws, wz}, 1, "wdq")).outputs[0];
+  const ir::ValueId y = g.node(g.add_node("Conv", {xd, wd}, 1, "conv")).outputs[0];
+  g.set_outputs({y});
+  stages::Session session(g, ops_registry(), {});
+  const Tensor xin = random_f32({1, 2, 5, 5}, 4);
+  auto got = session.run({{"x", xin}});
+  ASSERT_TRUE(got) << got.error().to_string();
+  for (const auto& step : session.last_program()->plan().steps)
+    EXPECT_NE(session.last_program()->plan().graph.node(step.node).name, "wdq") << "the weights' DequantizeLinear runs";
+  auto want = runtime::run_reference(g, ops_registry(), {{"x", xin}});
+  ASSERT_TRUE(want);
+  expect_close((*got)[0], (*want)[0], 1e-5, 1e-5);
+}
+
 }  // namespace
 }  // namespace tessera::cpu_test
