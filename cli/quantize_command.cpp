@@ -21,12 +21,11 @@ int run_quantize(const QuantizeOptions& o) {
     Status st = train::apply_checkpoint(*graph, o.checkpoint);
     if (!st.is_ok()) return fail(st.error());
   }
-  int channels = 1;
+  const int channels = image_channels(*graph);
   int64_t batch = o.batch;
+  // A graph exported with a fixed batch size takes batches of that size.
   if (!graph->inputs().empty()) {
     const ir::TensorType& t = graph->value(graph->inputs()[0]).type;
-    if (t.rank() == 4 && t.dims[1].is_known()) channels = static_cast<int>(t.dims[1].size);
-    // A graph exported with a fixed batch size takes batches of that size.
     if (t.rank() >= 1 && t.dims[0].is_known()) batch = t.dims[0].size;
   }
   auto source = formats::open_dataset_split(o.data, o.split, channels);

@@ -37,6 +37,12 @@ std::string clock_text(double seconds) {
 
 }  // namespace
 
+int image_channels(const ir::Graph& graph) {
+  if (graph.inputs().empty()) return 1;
+  const ir::TensorType& t = graph.value(graph.inputs()[0]).type;
+  return t.rank() == 4 && t.dims[1].is_known() ? static_cast<int>(t.dims[1].size) : 1;
+}
+
 int run_train(const TrainOptions& o) {
   const ops::OpRegistry reg = ops::make_default_registry();
   auto graph = formats::load_graph_file(o.file);
@@ -66,12 +72,7 @@ int run_train(const TrainOptions& o) {
   cfg.checkpoint_every = o.checkpoint_every;
   cfg.max_steps = o.max_steps;
 
-  // The graph's input decides the image channels of an image folder.
-  int channels = 1;
-  if (!graph->inputs().empty()) {
-    const ir::TensorType& t = graph->value(graph->inputs()[0]).type;
-    if (t.rank() == 4 && t.dims[1].is_known()) channels = static_cast<int>(t.dims[1].size);
-  }
+  const int channels = image_channels(*graph);
   auto train_src = formats::open_dataset_split(o.data, "train", channels);
   if (!train_src) return fail(train_src.error());
   Expected<SourcePtr> test_src = SourcePtr();

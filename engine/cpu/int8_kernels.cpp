@@ -123,7 +123,7 @@ struct QParams {
   std::optional<Tensor> bias;  // s32
 };
 
-Expected<QParams> read_qparams(const KernelInit& init, const std::string& impl, int64_t channels) {
+Expected<QParams> read_qparams(const KernelInit& init, int64_t channels) {
   QParams q;
   for (size_t i = 0; i < 8; ++i)
     if (!input_type(init, i)) return make_error("missing input");
@@ -150,7 +150,6 @@ Expected<QParams> read_qparams(const KernelInit& init, const std::string& impl, 
     if (!b || b->numel() != channels) return make_error("bias must be a constant i32 per channel");
     q.bias = b->contiguous();
   }
-  (void)impl;
   return q;
 }
 
@@ -241,7 +240,7 @@ Expected<KernelPtr> make_qlinear_conv(const ContextPtr& ctx, const KernelInit& i
   if (!xt || !wt || !xt->is_static() || !wt->is_static()) return decline(init, impl, "needs static types");
   const memory::dims x = dims_of(*xt), w = dims_of(*wt), y = dims_of(*init.out_types[0]);
   if (x.size() < 3 || x.size() > 5) return decline(init, impl, "rank");
-  auto q = read_qparams(init, impl, w[0]);
+  auto q = read_qparams(init, w[0]);
   if (!q) return decline(init, impl, q.error().message);
   const memory::dims in(x.begin() + 2, x.end()), out(y.begin() + 2, y.end()), kernel(w.begin() + 2, w.end());
   auto geom = window_geom(init, kernel, in, out);
@@ -284,7 +283,7 @@ Expected<KernelPtr> make_qlinear_matmul(const ContextPtr& ctx, const KernelInit&
   memory::dim m = 1;
   for (size_t i = 0; i + 1 < a.size(); ++i) m *= a[i];
   const memory::dim k = a.back(), n = b[1];
-  auto q = read_qparams(init, impl, n);
+  auto q = read_qparams(init, n);
   if (!q) return decline(init, impl, q.error().message);
   const memory::desc user_src({m, k}, onednn_type(at->dtype), tag::ab);
   const memory::desc user_dst({m, n}, onednn_type(init.out_types[0]->dtype), tag::ab);

@@ -78,11 +78,10 @@ class RnnKernel : public OneDnnKernel {
   };
 
   int bias_gates() const { return g_.cell == Cell::kLSTM ? 4 : g_.cell == Cell::kGRU ? (g_.lbr ? 4 : 3) : 1; }
-  int dnnl_gates() const { return g_.gates; }
   memory::desc layer_md(memory::dim c) const { return memory::desc({g_.T, g_.N, c}, memory::data_type::f32, g_.batch_first ? tag::ntc : tag::tnc); }
   memory::desc iter_md() const { return memory::desc({1, 1, g_.N, g_.H}, memory::data_type::f32, tag::ldnc); }
   memory::desc weights_any(memory::dim in) const {
-    return memory::desc({1, 1, in, dnnl_gates(), g_.H}, memory::data_type::f32, tag::any);
+    return memory::desc({1, 1, in, g_.gates, g_.H}, memory::data_type::f32, tag::any);
   }
   memory::desc bias_md() const { return memory::desc({1, 1, bias_gates(), g_.H}, memory::data_type::f32, tag::ldgo); }
   memory::desc peephole_md() const { return memory::desc({1, 1, 3, g_.H}, memory::data_type::f32, tag::ldgo); }
@@ -126,8 +125,8 @@ class RnnKernel : public OneDnnKernel {
       dir.prim = dnnl::primitive(dir.pd.get());
       dir.w_layer = memory(dir.pd.query_md(dnnl::query::weights_md, 0), eng);
       dir.w_iter = memory(dir.pd.query_md(dnnl::query::weights_md, 1), eng);
-      dir.w_plain = Tensor(DType::kF32, {1, 1, g_.I, dnnl_gates(), g_.H});
-      dir.r_plain = Tensor(DType::kF32, {1, 1, g_.H, dnnl_gates(), g_.H});
+      dir.w_plain = Tensor(DType::kF32, {1, 1, g_.I, g_.gates, g_.H});
+      dir.r_plain = Tensor(DType::kF32, {1, 1, g_.H, g_.gates, g_.H});
       dir.bias_plain = Tensor(DType::kF32, {1, 1, bias_gates(), g_.H});
       dir.bias = memory(bias_md(), eng, dir.bias_plain.raw_data());
       if (g_.has_p) {
@@ -154,7 +153,7 @@ class RnnKernel : public OneDnnKernel {
   // ONNX weights of direction d into the primitive's formats.
   void pack(int d, const float* w, const float* r, const float* b, const float* p) {
     Direction& dir = dirs_[static_cast<size_t>(d)];
-    const memory::dim H = g_.H, G = dnnl_gates(), GH = G * H;
+    const memory::dim H = g_.H, G = g_.gates, GH = G * H;
     auto to_ldigo = [&](const float* src, memory::dim in, Tensor& out) {
       const float* s = src + d * GH * in;
       float* o = out.data<float>();
@@ -294,12 +293,11 @@ Expected<KernelPtr> make_rnn(const ContextPtr& ctx, const KernelInit& init, Cell
   g.I = x[2];
   g.H = r[2];
   if (g.T == 0 || g.N == 0) return decline(init, impl, "empty sequence");
-  if (const ir::TensorType* lens = input_type(init, 4)) {
+  if (input_type(init, 4)) {
     const Tensor* c = constant_at(init, 4);
     if (!c) return decline(init, impl, "sequence_lens known only at run time");
     for (int64_t i = 0; i < c->numel(); ++i)
       if (static_cast<memory::dim>(c->get(i)) != g.T) return decline(init, impl, "sequences of different lengths");
-    (void)lens;
   }
   g.has_b = input_type(init, 3) != nullptr;
   g.has_h0 = input_type(init, 5) != nullptr;

@@ -160,7 +160,7 @@ Expected<std::vector<TensorType>> infer_roi_align(const InferContext& ctx) {
 
 Status roi_align_kernel(KernelContext& ctx) {
   const DType dt = ctx.in(0).dtype();
-  const Tensor x = ctx.in(0).contiguous(), rois = ctx.in(1).contiguous();
+  const Tensor x = ctx.in(0).cast(DType::kF64).contiguous(), rois = ctx.in(1).contiguous();
   const std::vector<int64_t> batch = to_int64s(ctx.in(2));
   if (x.rank() != 4 || rois.rank() != 2 || rois.dim(1) != 4 || static_cast<int64_t>(batch.size()) != rois.dim(0))
     return node_error(ctx.node, "X, rois and batch_indices must be [N, C, H, W], [R, 4] and [R]");
@@ -197,11 +197,7 @@ Status roi_align_kernel(KernelContext& ctx) {
     const int64_t gh = static_cast<int64_t>(std::max(gh_d, 0.0)), gw = static_cast<int64_t>(std::max(gw_d, 0.0));
     const double count = static_cast<double>(std::max<int64_t>(gh * gw, 1));
     for (int64_t c = 0; c < C; ++c) {
-      const double* plane = nullptr;
-      std::vector<double> buf;
-      buf.resize(static_cast<size_t>(H * W));
-      for (int64_t i = 0; i < H * W; ++i) buf[static_cast<size_t>(i)] = x.get((n * C + c) * H * W + i);
-      plane = buf.data();
+      const double* plane = x.data<double>() + (n * C + c) * H * W;
       for (int64_t ph = 0; ph < oh; ++ph)
         for (int64_t pw = 0; pw < ow; ++pw) {
           double acc = 0;
@@ -253,8 +249,8 @@ Status roi_align_kernel(KernelContext& ctx) {
 
 // ---- MaxUnpool ----
 
-Expected<std::vector<int64_t>> unpool_shape(const ir::Node& node, const AttrReader& a, const std::vector<Dim>& x,
-                                            std::vector<Dim>& out) {
+// The unpooled shape ((in - 1) * stride + kernel - pads per spatial axis) into `out`.
+Status unpool_shape(const ir::Node& node, const AttrReader& a, const std::vector<Dim>& x, std::vector<Dim>& out) {
   if (x.size() < 3) return node_error(node, "input 'X' must be [N, C, D1, ...]");
   const size_t nsp = x.size() - 2;
   TRY(std::vector<int64_t> k, per_axis(node, a, "kernel_shape", nsp, 1, 1));
@@ -275,7 +271,7 @@ Expected<std::vector<int64_t>> unpool_shape(const ir::Node& node, const AttrRead
     if (o < 0) return node_error(node, "the output of spatial axis " + std::to_string(d) + " would be negative");
     out.push_back(Dim::known(o));
   }
-  return k;
+  return Status::ok();
 }
 
 Expected<std::vector<TensorType>> infer_max_unpool(const InferContext& ctx) {
@@ -289,8 +285,7 @@ Expected<std::vector<TensorType>> infer_max_unpool(const InferContext& ctx) {
       if (x.dims[d].is_known() && i.dims[d].is_known() && x.dims[d] != i.dims[d])
         return node_error(ctx.node, "'X' " + x.to_string() + " and 'I' " + i.to_string() + " must have one shape");
   std::vector<Dim> out;
-  TRY(std::vector<int64_t> k, unpool_shape(ctx.node, ctx.attrs(), x.dims, out));
-  (void)k;
+  RETURN_IF_ERROR(unpool_shape(ctx.node, ctx.attrs(), x.dims, out));
   if (ctx.has_input(2)) {
     const Tensor* os = ctx.constant(2);
     if (!os) {
@@ -313,8 +308,7 @@ Status max_unpool_kernel(KernelContext& ctx) {
   const Tensor idx = ctx.in(1).contiguous();
   if (idx.shape() != x.shape()) return node_error(ctx.node, "'X' and 'I' must have one shape");
   std::vector<Dim> out;
-  TRY(std::vector<int64_t> k, unpool_shape(ctx.node, ctx.attrs(), TensorType::of(x.dtype(), x.shape()).dims, out));
-  (void)k;
+  RETURN_IF_ERROR(unpool_shape(ctx.node, ctx.attrs(), TensorType::of(x.dtype(), x.shape()).dims, out));
   const Shape unpooled = TensorType(x.dtype(), out).static_shape();
   Shape shape = unpooled;
   if (ctx.has_input(2)) {

@@ -324,27 +324,9 @@ Expected<std::vector<TensorType>> infer_recurrent_grad(const InferContext& ctx, 
 
 // ---- kernels ----
 
-std::vector<double> to_doubles(const Tensor* t) {
-  if (!t) return {};
-  const Tensor w = widen(*t).contiguous();
-  std::vector<double> v(static_cast<size_t>(w.numel()));
-  if (w.dtype() == DType::kF64) {
-    std::copy(w.data<double>(), w.data<double>() + w.numel(), v.begin());
-  } else {
-    std::copy(w.data<float>(), w.data<float>() + w.numel(), v.begin());
-  }
-  return v;
-}
-
-Expected<Tensor> from_doubles(const std::vector<double>& v, DType dt, Shape shape, const ir::Node& node) {
-  const DType wide = dt == DType::kF64 ? DType::kF64 : DType::kF32;
-  TRY(Tensor t, make_tensor(wide, std::move(shape), node));
-  if (wide == DType::kF64) {
-    std::copy(v.begin(), v.end(), t.data<double>());
-  } else {
-    std::transform(v.begin(), v.end(), t.data<float>(), [](double x) { return static_cast<float>(x); });
-  }
-  return narrow(t, dt);
+// An optional input's values as doubles (empty when absent).
+std::vector<double> values(const KernelContext& ctx, size_t i) {
+  return ctx.has_input(i) ? ctx.in(i).to_doubles() : std::vector<double>{};
 }
 
 // One recurrent node's run: its sizes, inputs as doubles, and the per-step record the backward
@@ -417,14 +399,14 @@ Expected<Recurrence> load_recurrence(const KernelContext& ctx, Cell cell) {
   } else {
     rc.lens.assign(static_cast<size_t>(rc.N), rc.T);
   }
-  rc.x = to_doubles(&x);
-  rc.w = to_doubles(&ctx.in(1));
-  rc.r = to_doubles(&r);
-  rc.b = to_doubles(ctx.has_input(3) ? &ctx.in(3) : nullptr);
-  rc.h0 = to_doubles(ctx.has_input(5) ? &ctx.in(5) : nullptr);
+  rc.x = x.to_doubles();
+  rc.w = ctx.in(1).to_doubles();
+  rc.r = r.to_doubles();
+  rc.b = values(ctx, 3);
+  rc.h0 = values(ctx, 5);
   if (cell == Cell::kLSTM) {
-    rc.c0 = to_doubles(ctx.has_input(6) ? &ctx.in(6) : nullptr);
-    rc.p = to_doubles(ctx.has_input(7) ? &ctx.in(7) : nullptr);
+    rc.c0 = values(ctx, 6);
+    rc.p = values(ctx, 7);
   }
   return rc;
 }
@@ -560,16 +542,9 @@ Status recurrent_kernel(KernelContext& ctx, Cell cell) {
   for (int d = 0; d < rc.s.dirs; ++d) run_forward(rc, d, y.data(), yh.data(), cell == Cell::kLSTM ? yc.data() : nullptr, false);
   // Sequences of length 0 leave their initial states as the final ones.
   const DType dt = ctx.in(0).dtype();
-  TRY(Tensor ty, from_doubles(y, dt, rc.y_shape(), ctx.node));
-  ctx.outputs = {ty};
-  if (nout > 1) {
-    TRY(Tensor th, from_doubles(yh, dt, rc.state_shape(), ctx.node));
-    ctx.outputs.push_back(th);
-  }
-  if (nout > 2) {
-    TRY(Tensor tc, from_doubles(yc, dt, rc.state_shape(), ctx.node));
-    ctx.outputs.push_back(tc);
-  }
+  ctx.outputs = {Tensor::from_doubles(dt, rc.y_shape(), y)};
+  if (nout > 1) ctx.outputs.push_back(Tensor::from_doubles(dt, rc.state_shape(), yh));
+  if (nout > 2) ctx.outputs.push_back(Tensor::from_doubles(dt, rc.state_shape(), yc));
   return Status::ok();
 }
 
@@ -594,10 +569,8 @@ Status recurrent_grad_kernel(KernelContext& ctx, Cell cell) {
   TRY(Recurrence rc, load_recurrence(ctx, cell));
   const Spec& s = rc.s;
   const size_t nf = forward_inputs(cell);
-  const std::vector<double> dy = to_doubles(ctx.has_input(nf) ? &ctx.in(nf) : nullptr);
-  const std::vector<double> dyh = to_doubles(ctx.has_input(nf + 1) ? &ctx.in(nf + 1) : nullptr);
-  const std::vector<double> dyc =
-      to_doubles(cell == Cell::kLSTM && ctx.has_input(nf + 2) ? &ctx.in(nf + 2) : nullptr);
+  const std::vector<double> dy = values(ctx, nf), dyh = values(ctx, nf + 1);
+  const std::vector<double> dyc = cell == Cell::kLSTM ? values(ctx, nf + 2) : std::vector<double>{};
   if (!dy.empty() && dy.size() != static_cast<size_t>(rc.T * s.dirs * rc.N * rc.H))
     return node_error(ctx.node, "dY must have the shape of Y");
   if (!dyh.empty() && dyh.size() != static_cast<size_t>(s.dirs * rc.N * rc.H))
@@ -738,20 +711,17 @@ Status recurrent_grad_kernel(KernelContext& ctx, Cell cell) {
       {&dx, ctx.in(0).shape()}, {&dw, ctx.in(1).shape()}, {&dr, ctx.in(2).shape()}, {&db, {D, 2 * GH}},
       {&dh0, rc.state_shape()}, {&dc0, rc.state_shape()}, {&dp, {D, 3 * H}}};
   ctx.outputs.clear();
-  for (size_t o = 0; o < ctx.node.outputs.size() && o < outs.size(); ++o) {
-    TRY(Tensor t, from_doubles(*outs[o].first, dt, outs[o].second, ctx.node));
-    ctx.outputs.push_back(t);
-  }
+  for (size_t o = 0; o < ctx.node.outputs.size() && o < outs.size(); ++o)
+    ctx.outputs.push_back(Tensor::from_doubles(dt, outs[o].second, *outs[o].first));
   return Status::ok();
 }
 
-double recurrent_flops(const InferContext& ctx, Cell cell) {
+double recurrent_flops(const InferContext& ctx) {
   const TensorType &x = *ctx.inputs[0], &r = *ctx.inputs[2];
   if (!x.is_static() || !r.is_static()) return 0;
   const double t = static_cast<double>(x.dims[0].size * x.dims[1].size);  // T * N
   const double d = static_cast<double>(r.dims[0].size), gh = static_cast<double>(r.dims[1].size),
                h = static_cast<double>(r.dims[2].size), i = static_cast<double>(x.dims[2].size);
-  (void)cell;
   return 2 * t * d * gh * (i + h);
 }
 
@@ -782,7 +752,7 @@ void register_cell(OpRegistry& registry, Cell cell) {
     def.allowed_types = kFloatTypes;
     def.infer = [cell](const InferContext& ctx) { return infer_recurrent(ctx, cell); };
     def.reference = [cell](KernelContext& ctx) { return recurrent_kernel(ctx, cell); };
-    def.flops = [cell](const InferContext& ctx, const std::vector<TensorType>&) { return recurrent_flops(ctx, cell); };
+    def.flops = [](const InferContext& ctx, const std::vector<TensorType>&) { return recurrent_flops(ctx); };
     registry.add(std::move(def));
   }
   {
@@ -801,7 +771,7 @@ void register_cell(OpRegistry& registry, Cell cell) {
     def.allowed_types = kFloatTypes;
     def.infer = [cell](const InferContext& ctx) { return infer_recurrent_grad(ctx, cell); };
     def.reference = [cell](KernelContext& ctx) { return recurrent_grad_kernel(ctx, cell); };
-    def.flops = [cell](const InferContext& ctx, const std::vector<TensorType>&) { return 3 * recurrent_flops(ctx, cell); };
+    def.flops = [](const InferContext& ctx, const std::vector<TensorType>&) { return 3 * recurrent_flops(ctx); };
     registry.add(std::move(def));
   }
 }

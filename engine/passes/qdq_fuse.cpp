@@ -22,6 +22,13 @@
 
 namespace tessera::passes {
 
+namespace {
+// Data movement a per-tensor DequantizeLinear commutes with (sink_dequantize moves it below them).
+bool is_movement(const std::string& op) {
+  return op == "Flatten" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze";
+}
+}  // namespace
+
 bool feeds_qdq_pattern(const ir::Graph& g, const ir::Node& dq) {
   if (dq.op != "DequantizeLinear") return false;
   // Only weights the int8 kernels take (s8, zero point 0): anything else is folded to float once
@@ -34,11 +41,9 @@ bool feeds_qdq_pattern(const ir::Graph& g, const ir::Node& dq) {
     if ((c.op != "Conv" && c.op != "Gemm" && c.op != "MatMul") || u.input_index != 1 || c.inputs.empty()) return false;
     // The data input dequantized, maybe through data movement that qdq-fuse moves after it.
     ir::ValueId x = c.inputs[0];
-    for (const char* op : {"Flatten", "Reshape", "Squeeze", "Unsqueeze"})
-      if (const ir::Node* m = producer(g, x, op)) {
-        x = m->inputs[0];
-        break;
-      }
+    if (g.value(x).kind == ir::ValueKind::kNodeOutput && g.has_node(g.value(x).producer) &&
+        is_movement(g.node(g.value(x).producer).op))
+      x = g.node(g.value(x).producer).inputs[0];
     if (!producer(g, x, "DequantizeLinear")) return false;
   }
   return !g.uses(dq.outputs[0]).empty();
@@ -104,7 +109,7 @@ class QdqFusePass : public Pass {
  private:
   static bool sink_dequantize(ir::Graph& g, ir::NodeId id, const std::set<std::string>& captured, PassContext& ctx) {
     const ir::Node m = g.node(id);
-    if (m.op != "Flatten" && m.op != "Reshape" && m.op != "Squeeze" && m.op != "Unsqueeze") return false;
+    if (!is_movement(m.op)) return false;
     if (m.inputs.empty() || m.outputs.size() != 1) return false;
     auto dq = dequantized(g, m.inputs[0]);
     if (!dq || !per_tensor(*dq) || sole_user(g, m.inputs[0], captured) != id) return false;
@@ -221,7 +226,6 @@ class QdqFusePass : public Pass {
     if (bias) ins.push_back(g.add_param(unique_value_name(g, base + ".bias_i32"), *bias));
     ir::Attributes attrs;
     if (conv) attrs = p.attrs;
-    attrs.erase(backend_layout_key());
     const ir::NodeId n = g.add_node(conv ? "QLinearConv" : "QLinearMatMul", ins, 1, p.name, attrs);
     ir::Node& fusedn = g.node(n);
     fusedn.provenance.from = {p_id, q_id};
@@ -237,8 +241,6 @@ class QdqFusePass : public Pass {
     g.remove_node(p_id);
     return true;
   }
-
-  static const char* backend_layout_key() { return "layout"; }
 };
 
 }  // namespace

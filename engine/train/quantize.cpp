@@ -23,17 +23,9 @@ struct Target {
   int w_axis = 0;                                     // the weights' output-channel axis
 };
 
-int64_t int_attr(const ir::Node& n, const char* name, int64_t dflt) {
-  const ir::Attribute* a = n.attr(name);
-  return a && a->kind() == ir::AttrKind::kInt ? a->i() : dflt;
-}
-double float_attr(const ir::Node& n, const char* name, double dflt) {
-  const ir::Attribute* a = n.attr(name);
-  return a && a->kind() == ir::AttrKind::kFloat ? a->f() : dflt;
-}
 std::string label(const ir::Node& n) { return "node '" + n.name + "' (" + n.op + ")"; }
 
-Expected<std::vector<Target>> find_targets(const ir::Graph& g, QuantizeReport& report) {
+Expected<std::vector<Target>> find_targets(const ir::Graph& g, const ops::OpRegistry& registry, QuantizeReport& report) {
   TRY(std::vector<ir::NodeId> order, g.topological_order());
   std::vector<Target> targets;
   for (ir::NodeId id : order) {
@@ -57,11 +49,12 @@ Expected<std::vector<Target>> find_targets(const ir::Graph& g, QuantizeReport& r
         report.skipped.push_back(label(n) + ": weights of rank " + std::to_string(w->rank()));
         continue;
       }
-      if (n.op == "Gemm" && (int_attr(n, "transA", 0) != 0 || float_attr(n, "alpha", 1) != 1 || float_attr(n, "beta", 1) != 1)) {
+      const ops::AttrReader a(n, *registry.find(n.op));
+      if (n.op == "Gemm" && (a.i("transA") != 0 || a.f("alpha") != 1 || a.f("beta") != 1)) {
         report.skipped.push_back(label(n) + ": transA, alpha or beta");
         continue;
       }
-      t.w_axis = n.op == "Gemm" && int_attr(n, "transB", 0) != 0 ? 0 : 1;
+      t.w_axis = n.op == "Gemm" && a.i("transB") != 0 ? 0 : 1;
     }
     t.out = n.outputs[0];
     const std::vector<ir::Use> uses = g.uses(t.out);
@@ -152,7 +145,7 @@ Expected<QuantizeReport> quantize_static(ir::Graph& graph, const ops::OpRegistry
     return make_error("the percentile must be in (50, 100], got " + std::to_string(options.percentile));
   RETURN_IF_ERROR(ops::infer_types(graph, registry));
   QuantizeReport report;
-  TRY(std::vector<Target> targets, find_targets(graph, report));
+  TRY(std::vector<Target> targets, find_targets(graph, registry, report));
   if (targets.empty()) return make_error("the graph has no Conv, Gemm or MatMul with constant float weights to quantize");
 
   // The values to calibrate, each once.

@@ -17,7 +17,6 @@ Prints the CPU first (lscpu's model name), then the two tables. Needs numpy, the
 node and build/npm/node_modules (scripts/npm.sh), else the ORT columns show "-".
 """
 import argparse
-import gzip
 import json
 import os
 import shutil
@@ -26,6 +25,8 @@ import subprocess
 import sys
 
 import numpy as np
+
+from train_bench import read_idx  # the same IDX reader
 
 kHere = os.path.dirname(os.path.abspath(__file__))
 kRoot = os.path.dirname(os.path.dirname(kHere))
@@ -48,14 +49,6 @@ def run(cmd, **kw):
     if p.returncode != 0:
         sys.exit("quant_bench: %s failed (%d):\n%s%s" % (" ".join(cmd), p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
     return p
-
-
-def read_idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
 class Ort:
