@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 namespace tessera::formats::json_detail {
 namespace {
@@ -42,7 +43,7 @@ Error element_error(size_t i, const std::string& msg) {
 }
 
 template <class T>
-Status read_ints(const Json& data, Tensor& t, int64_t lo, int64_t hi) {
+Status read_ints(const Json& data, Tensor& t) {
   T* p = static_cast<T*>(t.raw_data());
   for (size_t i = 0; i < data.size(); ++i) {
     const Json& e = data[i];
@@ -50,12 +51,16 @@ Status read_ints(const Json& data, Tensor& t, int64_t lo, int64_t hi) {
       return element_error(i, "expected an integer for " + std::string(dtype_name(t.dtype())) +
                                   " data, got " + e.type_name() +
                                   " " + brief(e));
-    if (e.is_number_unsigned() && e.get<uint64_t>() > static_cast<uint64_t>(hi))
-      return element_error(i, brief(e) + " does not fit " + std::string(dtype_name(t.dtype())));
-    const int64_t v = e.get<int64_t>();
-    if (v < lo || v > hi)
-      return element_error(i, brief(e) + " does not fit " + std::string(dtype_name(t.dtype())));
-    p[i] = static_cast<T>(v);
+    bool fits;
+    if (e.is_number_unsigned()) {
+      fits = e.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+    } else {
+      const int64_t v = e.get<int64_t>();
+      fits = v >= static_cast<int64_t>(std::numeric_limits<T>::lowest()) &&
+             (v < 0 || static_cast<uint64_t>(v) <= static_cast<uint64_t>(std::numeric_limits<T>::max()));
+    }
+    if (!fits) return element_error(i, brief(e) + " does not fit " + std::string(dtype_name(t.dtype())));
+    p[i] = e.is_number_unsigned() ? static_cast<T>(e.get<uint64_t>()) : static_cast<T>(e.get<int64_t>());
   }
   return Status::ok();
 }
@@ -192,7 +197,13 @@ Json tensor_data_to_json(const Tensor& tensor) {
     case DType::kI64:
       for (int64_t i = 0; i < n; ++i) arr.push_back(t.data<int64_t>()[i]);
       break;
+    case DType::kU64:
+      for (int64_t i = 0; i < n; ++i) arr.push_back(t.data<uint64_t>()[i]);
+      break;
     case DType::kI32:
+    case DType::kU32:
+    case DType::kI16:
+    case DType::kU16:
     case DType::kI8:
     case DType::kU8:
       for (int64_t i = 0; i < n; ++i) arr.push_back(static_cast<int64_t>(t.get(i)));
@@ -216,10 +227,14 @@ Expected<Tensor> tensor_from_json(const Json& data, DType dtype, const Shape& sh
                       std::to_string(numel));
   TRY(Tensor t, Tensor::create(dtype, shape));
   switch (dtype) {
-    case DType::kI8: RETURN_IF_ERROR(read_ints<int8_t>(data, t, INT8_MIN, INT8_MAX)); break;
-    case DType::kU8: RETURN_IF_ERROR(read_ints<uint8_t>(data, t, 0, UINT8_MAX)); break;
-    case DType::kI32: RETURN_IF_ERROR(read_ints<int32_t>(data, t, INT32_MIN, INT32_MAX)); break;
-    case DType::kI64: RETURN_IF_ERROR(read_ints<int64_t>(data, t, INT64_MIN, INT64_MAX)); break;
+    case DType::kI8: RETURN_IF_ERROR(read_ints<int8_t>(data, t)); break;
+    case DType::kU8: RETURN_IF_ERROR(read_ints<uint8_t>(data, t)); break;
+    case DType::kI16: RETURN_IF_ERROR(read_ints<int16_t>(data, t)); break;
+    case DType::kU16: RETURN_IF_ERROR(read_ints<uint16_t>(data, t)); break;
+    case DType::kI32: RETURN_IF_ERROR(read_ints<int32_t>(data, t)); break;
+    case DType::kU32: RETURN_IF_ERROR(read_ints<uint32_t>(data, t)); break;
+    case DType::kI64: RETURN_IF_ERROR(read_ints<int64_t>(data, t)); break;
+    case DType::kU64: RETURN_IF_ERROR(read_ints<uint64_t>(data, t)); break;
     case DType::kBool:
       for (size_t i = 0; i < data.size(); ++i) {
         const Json& e = data[i];

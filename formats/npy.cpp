@@ -35,6 +35,7 @@ struct TypeCode {
 constexpr TypeCode kTypeCodes[] = {
     {"f4", DType::kF32}, {"f8", DType::kF64}, {"f2", DType::kF16}, {"i1", DType::kI8},
     {"u1", DType::kU8},  {"i4", DType::kI32}, {"i8", DType::kI64}, {"b1", DType::kBool},
+    {"i2", DType::kI16}, {"u2", DType::kU16}, {"u4", DType::kU32}, {"u8", DType::kU64},
 };
 
 std::string py_shape(const Shape& shape) {
@@ -199,7 +200,7 @@ Expected<DType> dtype_of_descr(const std::string& descr, bool* swap) {
     }
   }
   return make_error("unsupported dtype '" + excerpt(descr) +
-                    "' (Tessera reads f4 f8 f2 i1 u1 i4 i8 b1, either byte order)");
+                    "' (Tessera reads f4 f8 f2 i1 u1 i2 u2 i4 u4 i8 u8 b1, either byte order)");
 }
 
 std::string descr_of(DType dt) {
@@ -212,6 +213,10 @@ std::string descr_of(DType dt) {
     case DType::kI32: return "<i4";
     case DType::kI64: return "<i8";
     case DType::kBool: return "|b1";
+    case DType::kI16: return "<i2";
+    case DType::kU16: return "<u2";
+    case DType::kU32: return "<u4";
+    case DType::kU64: return "<u8";
     case DType::kBF16: break;
   }
   return {};

@@ -196,6 +196,10 @@ int32_t onnx_dtype(DType dt) {
     case DType::kI32: return TP::INT32;
     case DType::kI64: return TP::INT64;
     case DType::kBool: return TP::BOOL;
+    case DType::kI16: return TP::INT16;
+    case DType::kU16: return TP::UINT16;
+    case DType::kU32: return TP::UINT32;
+    case DType::kU64: return TP::UINT64;
   }
   return TP::UNDEFINED;
 }

@@ -141,6 +141,10 @@ std::optional<DType> dtype_from_onnx(int32_t t) {
     case TP::FLOAT16: return DType::kF16;
     case TP::DOUBLE: return DType::kF64;
     case TP::BFLOAT16: return DType::kBF16;
+    case TP::INT16: return DType::kI16;
+    case TP::UINT16: return DType::kU16;
+    case TP::UINT32: return DType::kU32;
+    case TP::UINT64: return DType::kU64;
     default: return std::nullopt;
   }
 }
@@ -246,6 +250,22 @@ Expected<Tensor> decode_tensor(const TP& proto, const std::string& base_dir, con
     case DType::kI32:
       RETURN_IF_ERROR(copy_typed(proto.int32_data(), numel, "int32_data", what,
                                  [&](int64_t i, int32_t v) { t.data<int32_t>()[i] = v; }));
+      break;
+    case DType::kI16:
+      RETURN_IF_ERROR(copy_typed(proto.int32_data(), numel, "int32_data", what,
+                                 [&](int64_t i, int32_t v) { t.data<int16_t>()[i] = static_cast<int16_t>(v); }));
+      break;
+    case DType::kU16:
+      RETURN_IF_ERROR(copy_typed(proto.int32_data(), numel, "int32_data", what,
+                                 [&](int64_t i, int32_t v) { t.data<uint16_t>()[i] = static_cast<uint16_t>(v); }));
+      break;
+    case DType::kU32:
+      RETURN_IF_ERROR(copy_typed(proto.uint64_data(), numel, "uint64_data", what,
+                                 [&](int64_t i, uint64_t v) { t.data<uint32_t>()[i] = static_cast<uint32_t>(v); }));
+      break;
+    case DType::kU64:
+      RETURN_IF_ERROR(copy_typed(proto.uint64_data(), numel, "uint64_data", what,
+                                 [&](int64_t i, uint64_t v) { t.data<uint64_t>()[i] = v; }));
       break;
   }
   return t;

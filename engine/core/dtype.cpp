@@ -3,9 +3,9 @@
 
 namespace tessera {
 namespace {
-constexpr std::string_view kNames[kNumDTypes] = {"f32", "f16", "bf16", "f64", "i8",
-                                                 "u8",  "i32", "i64",  "bool"};
-constexpr int kSizes[kNumDTypes] = {4, 2, 2, 8, 1, 1, 4, 8, 1};
+constexpr std::string_view kNames[kNumDTypes] = {"f32", "f16", "bf16", "f64", "i8",  "u8", "i32",
+                                                 "i64", "bool", "i16", "u16", "u32", "u64"};
+constexpr int kSizes[kNumDTypes] = {4, 2, 2, 8, 1, 1, 4, 8, 1, 2, 2, 4, 8};
 }  // namespace
 
 std::string_view dtype_name(DType t) { return kNames[static_cast<int>(t)]; }
@@ -22,9 +22,12 @@ bool is_float(DType t) {
   return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kF64;
 }
 bool is_integer(DType t) {
-  return t == DType::kI8 || t == DType::kU8 || t == DType::kI32 || t == DType::kI64;
+  return t == DType::kI8 || t == DType::kU8 || t == DType::kI16 || t == DType::kU16 ||
+         t == DType::kI32 || t == DType::kU32 || t == DType::kI64 || t == DType::kU64;
 }
-bool is_signed(DType t) { return is_float(t) || t == DType::kI8 || t == DType::kI32 || t == DType::kI64; }
+bool is_signed(DType t) {
+  return is_float(t) || t == DType::kI8 || t == DType::kI16 || t == DType::kI32 || t == DType::kI64;
+}
 
 uint16_t float_to_half(float f) {
   uint32_t x;

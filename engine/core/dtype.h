@@ -8,16 +8,18 @@
 
 namespace tessera {
 
-enum class DType : uint8_t { kF32, kF16, kBF16, kF64, kI8, kU8, kI32, kI64, kBool };
-inline constexpr int kNumDTypes = 9;
+// New types are appended: the numbering is part of the .tsr format.
+enum class DType : uint8_t { kF32, kF16, kBF16, kF64, kI8, kU8, kI32, kI64, kBool, kI16, kU16, kU32, kU64 };
+inline constexpr int kNumDTypes = 13;
 
-// Short names used in the IR text and the JSON format: f32 f16 bf16 f64 i8 u8 i32 i64 bool.
+// Short names used in the IR text and the JSON format: f32 f16 bf16 f64 i8 u8 i32 i64 bool i16
+// u16 u32 u64.
 std::string_view dtype_name(DType t);
 std::optional<DType> dtype_from_name(std::string_view name);
 // Bytes per element (bool is stored as one byte holding 0 or 1).
 int dtype_size(DType t);
 bool is_float(DType t);    // f32 f16 bf16 f64
-bool is_integer(DType t);  // i8 u8 i32 i64
+bool is_integer(DType t);  // i8 u8 i16 u16 i32 u32 i64 u64
 bool is_signed(DType t);   // floats and signed integers
 
 // IEEE half and bfloat16, round to nearest even; NaN stays NaN.
@@ -45,5 +47,9 @@ template <> struct DTypeOf<int8_t> { static constexpr DType value = DType::kI8; 
 template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::kU8; };
 template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::kI32; };
 template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::kI64; };
+template <> struct DTypeOf<int16_t> { static constexpr DType value = DType::kI16; };
+template <> struct DTypeOf<uint16_t> { static constexpr DType value = DType::kU16; };
+template <> struct DTypeOf<uint32_t> { static constexpr DType value = DType::kU32; };
+template <> struct DTypeOf<uint64_t> { static constexpr DType value = DType::kU64; };
 
 }  // namespace tessera

@@ -136,6 +136,10 @@ double Tensor::get(int64_t i) const {
     case DType::kBool: return reinterpret_cast<const uint8_t*>(base)[e];
     case DType::kI32: return reinterpret_cast<const int32_t*>(base)[e];
     case DType::kI64: return static_cast<double>(reinterpret_cast<const int64_t*>(base)[e]);
+    case DType::kI16: return reinterpret_cast<const int16_t*>(base)[e];
+    case DType::kU16: return reinterpret_cast<const uint16_t*>(base)[e];
+    case DType::kU32: return reinterpret_cast<const uint32_t*>(base)[e];
+    case DType::kU64: return static_cast<double>(reinterpret_cast<const uint64_t*>(base)[e]);
   }
   return 0;
 }
@@ -153,6 +157,12 @@ void Tensor::set(int64_t i, double v) {
     case DType::kBool: reinterpret_cast<uint8_t*>(base)[e] = v != 0 ? 1 : 0; break;
     case DType::kI32: reinterpret_cast<int32_t*>(base)[e] = static_cast<int32_t>(std::llround(v)); break;
     case DType::kI64: reinterpret_cast<int64_t*>(base)[e] = static_cast<int64_t>(std::llround(v)); break;
+    case DType::kI16: reinterpret_cast<int16_t*>(base)[e] = static_cast<int16_t>(std::llround(v)); break;
+    case DType::kU16: reinterpret_cast<uint16_t*>(base)[e] = static_cast<uint16_t>(std::llround(v)); break;
+    case DType::kU32: reinterpret_cast<uint32_t*>(base)[e] = static_cast<uint32_t>(std::llround(v)); break;
+    case DType::kU64:
+      reinterpret_cast<uint64_t*>(base)[e] = v >= 0x1p63 ? static_cast<uint64_t>(v) : static_cast<uint64_t>(std::llround(v));
+      break;
   }
 }
 

@@ -119,7 +119,7 @@ void Tensor::check_type() const {
   if constexpr (std::is_same_v<T, uint8_t>) {
     assert(dtype_ == DType::kU8 || dtype_ == DType::kBool);
   } else if constexpr (std::is_same_v<T, uint16_t>) {
-    assert(dtype_ == DType::kF16 || dtype_ == DType::kBF16);
+    assert(dtype_ == DType::kF16 || dtype_ == DType::kBF16 || dtype_ == DType::kU16);
   } else if constexpr (!std::is_same_v<T, std::byte>) {
     assert(dtype_ == DTypeOf<T>::value);
   }

@@ -26,7 +26,7 @@ constexpr double kSqrtHalf = 0.70710678118654752440;       // 1 / sqrt(2)
 constexpr double kSqrtTwoOverPi = 0.79788456080286535588;  // sqrt(2 / pi)
 
 const std::vector<DType> kSignedTypes = {DType::kF32, DType::kF16, DType::kBF16, DType::kF64,
-                                         DType::kI8,  DType::kI32, DType::kI64};
+                                         DType::kI8,  DType::kI16, DType::kI32, DType::kI64};
 
 // ---------------------------------------------------------------------------------------------
 // Broadcasting walk and dispatch

@@ -22,8 +22,13 @@ T sigmoid(T x) {
 using ir::Dim;
 
 inline const std::vector<DType> kFloatTypes = {DType::kF32, DType::kF16, DType::kBF16, DType::kF64};
-inline const std::vector<DType> kNumericTypes = {DType::kF32, DType::kF16, DType::kBF16, DType::kF64,
-                                                 DType::kI8,  DType::kU8,  DType::kI32,  DType::kI64};
+inline const std::vector<DType> kNumericTypes = {
+    DType::kF32, DType::kF16, DType::kBF16, DType::kF64, DType::kI8,  DType::kU8, DType::kI16,
+    DType::kU16, DType::kI32, DType::kU32,  DType::kI64, DType::kU64};
+// Every dtype Tessera has (numeric plus bool: for data movement and comparisons).
+inline const std::vector<DType> kAllTypes = {
+    DType::kF32, DType::kF16, DType::kBF16, DType::kF64, DType::kI8,  DType::kU8,  DType::kI16,
+    DType::kU16, DType::kI32, DType::kU32,  DType::kI64, DType::kU64, DType::kBool};
 
 // An error about the node being inferred or executed ("Conv 'conv1': <msg>"), with its id.
 Error node_error(const ir::Node& node, const std::string& msg);
@@ -60,6 +65,10 @@ Status dispatch_numeric(DType dt, const ir::Node& node, F&& f) {
     case DType::kU8: return f(uint8_t{});
     case DType::kI32: return f(int32_t{});
     case DType::kI64: return f(int64_t{});
+    case DType::kI16: return f(int16_t{});
+    case DType::kU16: return f(uint16_t{});
+    case DType::kU32: return f(uint32_t{});
+    case DType::kU64: return f(uint64_t{});
     default: return node_error(node, "element type " + std::string(dtype_name(dt)) + " not supported by the reference kernel");
   }
 }

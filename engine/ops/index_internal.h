@@ -44,9 +44,5 @@ void next_index(std::vector<int64_t>& idx, const Shape& shape);
 // it in errors.
 Expected<int64_t> read_scalar_int(const Tensor& t, const ir::Node& node, const std::string& what);
 
-// Every dtype Tessera has (for pure data movement).
-inline const std::vector<DType> kAllTypes = {DType::kF32, DType::kF16, DType::kBF16,
-                                             DType::kF64, DType::kI8,  DType::kU8,
-                                             DType::kI32, DType::kI64, DType::kBool};
 
 }  // namespace tessera::ops

@@ -283,10 +283,10 @@ void register_arith(OpRegistry& reg) {
   OpDef shift(
       "BitShift", "math",
       "Shifts the bits of X by Y, element-wise, with broadcasting (unsigned integers; "
-      "shifting by the bit width or more gives 0). Tessera has u8 of ONNX's u8/u16/u32/u64.");
+      "shifting by the bit width or more gives 0).");
   shift.input("X", "values to shift").input("Y", "shift amounts, same element type as X");
   shift.output("Z", "X's element type, broadcast shape of X and Y");
-  shift.allowed_types = {DType::kU8};
+  shift.allowed_types = {DType::kU8, DType::kU16, DType::kU32, DType::kU64};
   shift.required_attr("direction", AttrKind::kString, "'LEFT' or 'RIGHT'");
   shift.infer = infer_bitshift;
   shift.reference = bitshift_kernel;

@@ -31,10 +31,6 @@ void register_math_generate_ops(OpRegistry& registry);
 // Einsum (math_einsum.cpp).
 void register_math_einsum_ops(OpRegistry& registry);
 
-// Types a reference kernel handles: numeric plus bool.
-inline const std::vector<DType> kAllTypes = {DType::kF32, DType::kF16, DType::kBF16,
-                                             DType::kF64, DType::kI8,  DType::kU8,
-                                             DType::kI32, DType::kI64, DType::kBool};
 
 // Kernels may run on graphs whose types were never inferred, so they check dtypes themselves:
 // `dt` must be in def.allowed_types (empty: any).

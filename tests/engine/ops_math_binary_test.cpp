@@ -49,6 +49,27 @@ TEST(MathVariadic, IntegerAndHalfTypes) {
               DType::kF16, {2}, {1.75, -2});
 }
 
+TEST(MathVariadic, Int16AndWideUnsignedTypes) {
+  expect_tensor(run1("Max", {Tensor::from_vector<int16_t>({2}, {-32768, 5}), Tensor::from_vector<int16_t>({2}, {-1, 32767})}),
+                DType::kI16, {2}, {-1, 32767});
+  expect_tensor(run1("Min", {Tensor::from_vector<uint16_t>({2}, {65535, 1}), Tensor::from_vector<uint16_t>({}, {2})}),
+                DType::kU16, {2}, {2, 1});
+  expect_tensor(run1("Add", {Tensor::from_vector<uint32_t>({2}, {4000000000u, 1}), Tensor::from_vector<uint32_t>({2}, {1, 2})}),
+                DType::kU32, {2}, {4000000001.0, 3});
+  // u64 above 2^63: exact (compared as integers, not through double).
+  const uint64_t big = (uint64_t{1} << 63) + 1;
+  const Tensor m = run1("Max", {Tensor::from_vector<uint64_t>({2}, {big, 0}), Tensor::from_vector<uint64_t>({2}, {7, 9})});
+  ASSERT_EQ(m.dtype(), DType::kU64);
+  EXPECT_EQ(m.data<uint64_t>()[0], big);
+  EXPECT_EQ(m.data<uint64_t>()[1], 9u);
+  // Unsigned Mod and Cast between the new types: saturation from floats, wrapping between ints.
+  expect_tensor(run1("Mod", {Tensor::from_vector<uint32_t>({2}, {7, 4000000000u}), Tensor::from_vector<uint32_t>({2}, {3, 7})}),
+                DType::kU32, {2}, {1, 4000000000u % 7});
+  expect_tensor(run1("Cast", {f32({3}, {-5, 70000, 12.9f})}, {{"to", "u16"}}), DType::kU16, {3}, {0, 65535, 12});
+  expect_tensor(run1("Cast", {Tensor::from_vector<int32_t>({2}, {65537, -1})}, {{"to", "i16"}}), DType::kI16, {2}, {1, -1});
+  expect_infer_error(infer("Max", {tt(DType::kU16, {2}), tt(DType::kI16, {2})}), "element type");
+}
+
 TEST(MathVariadic, EmptyBroadcast) {
   expect_near(run1("Sum", {f32({0, 3}, {}), f32({3}, {1, 2, 3})}), DType::kF32, {0, 3}, {});
 }
@@ -114,6 +135,17 @@ TEST(MathBitShift, OverflowBroadcastAndWideShifts) {
                 {0, 0, 0});
   expect_tensor(run1("BitShift", {x, u8({1}, {200})}, {{"direction", "RIGHT"}}), DType::kU8, {3},
                 {0, 0, 0});
+}
+
+TEST(MathBitShift, WideUnsignedTypes) {
+  const Tensor x16 = Tensor::from_vector<uint16_t>({2}, {0x8001, 3});
+  expect_tensor(run1("BitShift", {x16, Tensor::from_vector<uint16_t>({}, {1})}, {{"direction", "LEFT"}}),
+                DType::kU16, {2}, {2, 6});
+  const Tensor x64 = Tensor::from_vector<uint64_t>({2}, {uint64_t{1} << 63, 5});
+  const Tensor y = run1("BitShift", {x64, Tensor::from_vector<uint64_t>({2}, {63, 64})}, {{"direction", "RIGHT"}});
+  ASSERT_EQ(y.dtype(), DType::kU64);
+  EXPECT_EQ(y.data<uint64_t>()[0], 1u);
+  EXPECT_EQ(y.data<uint64_t>()[1], 0u);  // the bit width or more gives 0
 }
 
 TEST(MathBitShift, Errors) {

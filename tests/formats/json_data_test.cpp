@@ -75,6 +75,14 @@ TEST(JsonData, TensorFromJsonErrorsPointAtTheElement) {
   auto huge = tensor_from_json(Json::parse("[18446744073709551615]"), DType::kI64, {1});
   ASSERT_FALSE(huge);
   EXPECT_NE(huge.error().message.find("does not fit i64"), std::string::npos);
+  auto u16 = tensor_from_json(Json::parse("[65535, -1]"), DType::kU16, {2});
+  ASSERT_FALSE(u16);
+  EXPECT_EQ(u16.error().where, "/1");
+  EXPECT_EQ(u16.error().message, "-1 does not fit u16");
+  auto u64 = tensor_from_json(Json::parse("[18446744073709551615, 0]"), DType::kU64, {2});
+  ASSERT_TRUE(u64) << u64.error().message;
+  EXPECT_EQ(u64->data<uint64_t>()[0], UINT64_MAX);
+  EXPECT_EQ(tensor_data_to_json(*u64).dump(), "[18446744073709551615,0]");
   auto not_array = tensor_from_json(Json::parse("{}"), DType::kF32, {});
   ASSERT_FALSE(not_array);
   EXPECT_EQ(not_array.error().message, "expected an array, got object");

@@ -105,11 +105,26 @@ TEST(NpyFixtures, Int64KeepsAllBits) {
   EXPECT_EQ(p[2], 9007199254740993LL);
 }
 
+TEST(NpyFixtures, SixteenBitAndWideUnsigned) {
+  auto u16 = read_npy(kData + "u16.npy");
+  ASSERT_TRUE(u16) << u16.error().to_string();
+  ASSERT_EQ(u16->dtype(), DType::kU16);
+  EXPECT_EQ(u16->to_doubles(), (std::vector<double>{1, 2}));
+  auto u64 = read_npy(kData + "u64.npy");
+  ASSERT_TRUE(u64) << u64.error().to_string();
+  ASSERT_EQ(u64->dtype(), DType::kU64);
+  EXPECT_EQ(u64->data<uint64_t>()[0], UINT64_MAX);
+  EXPECT_EQ(u64->data<uint64_t>()[1], 0u);
+  auto enc = encode_npy(*u64);
+  ASSERT_TRUE(enc);
+  EXPECT_EQ(*enc, slurp(kData + "u64.npy"));
+}
+
 TEST(NpyFixtures, UnsupportedDTypeNamesFileAndDescr) {
-  auto t = read_npy(kData + "u16.npy");
+  auto t = read_npy(kData + "c64.npy");
   ASSERT_FALSE(t);
-  EXPECT_EQ(t.error().where, kData + "u16.npy");
-  EXPECT_NE(t.error().message.find("unsupported dtype '<u2'"), std::string::npos)
+  EXPECT_EQ(t.error().where, kData + "c64.npy");
+  EXPECT_NE(t.error().message.find("unsupported dtype '<c8'"), std::string::npos)
       << t.error().message;
 }
 
@@ -148,6 +163,10 @@ TEST(NpyRoundTrip, EveryDType) {
       Tensor::from_vector<uint8_t>({2}, {0, 255}),
       Tensor::from_vector<int32_t>({2}, {-7, 1 << 30}),
       Tensor::from_vector<int64_t>({2}, {INT64_MIN, INT64_MAX}),
+      Tensor::from_vector<int16_t>({2}, {INT16_MIN, INT16_MAX}),
+      Tensor::from_vector<uint16_t>({1}, {UINT16_MAX}),
+      Tensor::from_vector<uint32_t>({1}, {UINT32_MAX}),
+      Tensor::from_vector<uint64_t>({2}, {UINT64_MAX, 1}),
       Tensor::from_bools({2, 1}, {false, true}),
       Tensor::scalar<int32_t>(42),
       Tensor(DType::kI64, {3, 0, 2}),

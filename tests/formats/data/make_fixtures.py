@@ -43,8 +43,11 @@ def main():
     # A 0-d array and an empty one.
     save("f32_scalar.npy", np.array(3.25, dtype="<f4"))
     save("f32_empty.npy", np.zeros((0, 3), dtype="<f4"))
-    # A dtype Tessera does not read.
+    # The 16-bit and wide unsigned integers.
     save("u16.npy", np.array([1, 2], dtype="<u2"))
+    save("u64.npy", np.array([18446744073709551615, 0], dtype="<u8"))
+    # A dtype Tessera does not read.
+    save("c64.npy", np.array([1 + 2j], dtype="<c8"))
     # Archives: stored and deflated.
     a = np.array([[1, 2], [3, 4]], dtype="<i8")
     b = np.array([0.5, 0.25, -8.0], dtype="<f4")
