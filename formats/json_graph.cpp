@@ -716,7 +716,27 @@ Expected<ir::Graph> load_json_graph(const std::string& path) {
   return std::move(doc.graph);
 }
 
+namespace {
+Expected<ir::TensorType> parse_plain_tensor_type(std::string_view text);
+}
+
 Expected<ir::TensorType> parse_tensor_type(std::string_view text) {
+  // seq(T) and opt(T) around a tensor type (opt(seq(T)) for an optional sequence).
+  std::string_view t = text;
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
+  const bool seq = t.substr(0, 4) == "seq(", opt = t.substr(0, 4) == "opt(";
+  if (!seq && !opt) return parse_plain_tensor_type(text);
+  if (t.back() != ')') return make_error("cannot parse type '" + excerpt(text) + "': expected ')' at the end");
+  TRY(ir::TensorType inner, parse_tensor_type(t.substr(4, t.size() - 5)));
+  if (seq && inner.is_tensor()) return inner.as(TypeKind::kSequence);
+  if (opt && inner.is_tensor()) return inner.as(TypeKind::kOptional);
+  if (opt && inner.kind == TypeKind::kSequence) return inner.as(TypeKind::kOptionalSequence);
+  return make_error("cannot parse type '" + excerpt(text) + "': Tessera has sequences of tensors, optional tensors and optional sequences");
+}
+
+namespace {
+Expected<ir::TensorType> parse_plain_tensor_type(std::string_view text) {
   size_t i = 0;
   const size_t n = text.size();
   auto skip = [&] {
@@ -733,7 +753,7 @@ Expected<ir::TensorType> parse_tensor_type(std::string_view text) {
   const std::optional<DType> dt = dtype_from_name(name);
   if (!dt)
     return make_error("unknown dtype '" + excerpt(name) + "' in type '" + excerpt(text) +
-                      "' (known: f32 f16 bf16 f64 i8 u8 i32 i64 bool)");
+                      "' (known: f32 f16 bf16 f64 i8 u8 i16 u16 i32 u32 i64 u64 bool)");
   skip();
   if (i >= n || text[i] != '[') return fail("expected '[' after the dtype");
   ++i;
@@ -783,5 +803,6 @@ Expected<ir::TensorType> parse_tensor_type(std::string_view text) {
   if (i != n) return fail("unexpected text after ']'");
   return t;
 }
+}  // namespace
 
 }  // namespace tessera::formats

@@ -75,17 +75,7 @@ std::optional<std::string> resolve_capture(const std::string& name, const Scope*
   return std::nullopt;
 }
 
-void set_type(const ir::TensorType& t, onnx::ValueInfoProto* vi) {
-  auto* tt = vi->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx_dtype(t.dtype));
-  if (!t.rank_known) return;
-  auto* shape = tt->mutable_shape();
-  for (const ir::Dim& d : t.dims) {
-    auto* dim = shape->add_dim();
-    if (d.is_known()) dim->set_dim_value(d.size);
-    else if (d.is_symbolic()) dim->set_dim_param(d.symbol);
-  }
-}
+void set_type(const ir::TensorType& t, onnx::ValueInfoProto* vi) { type_to_proto(t, vi->mutable_type()); }
 
 std::string node_label(const ir::Node& n, const ir::Graph& g, bool nested) {
   std::string s = n.op + " (node " + (n.name.empty() ? "#" + std::to_string(n.id) : "'" + n.name + "'");
@@ -145,9 +135,10 @@ Status export_graph(const ir::Graph& g, const Scope* outer, onnx::GraphProto* gp
     if (!target) return make_error("captures '" + g.value(c).name + "', which no enclosing graph defines");
     name_of(c) = *target;
   }
-  // ONNX needs at least the rank of the model's inputs and outputs (nested graphs may omit types).
+  // ONNX needs at least the rank of the model's tensor inputs and outputs (a sequence's elements and
+  // nested graphs may omit shapes).
   auto check_rank = [&](ir::ValueId v, const char* what) {
-    if (outer == nullptr && ctx.typed && !g.value(v).type.rank_known)
+    if (outer == nullptr && ctx.typed && g.value(v).type.is_tensor() && !g.value(v).type.rank_known)
       ctx.refused.push_back(std::string(what) + " '" + name_of(v) + "' (rank unknown after type inference; " +
                             "ONNX needs the rank of every model input and output)");
   };

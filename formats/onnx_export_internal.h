@@ -29,6 +29,8 @@ int32_t onnx_dtype(DType dt);
 
 // Writes `t` (any strides) as a TensorProto with raw_data in little-endian byte order.
 void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto* out);
+// A value's type: tensor_type, sequence_type or optional_type.
+void type_to_proto(const ir::TensorType& t, onnx::TypeProto* out);
 
 // Converts a non-graph attribute to the ONNX kind `want` (UNDEFINED: the attribute's own kind):
 // ints widen to floats, a dtype name ("i64") becomes a TensorProto.DataType int where an INT is

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <limits>
 
+#include "formats/json_graph.h"
 #include "formats/onnx_export_internal.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -212,6 +213,32 @@ void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto
   out->set_raw_data(std::string(static_cast<const char*>(c.raw_data()), c.nbytes()));
 }
 
+namespace {
+void tensor_type_to_proto(const ir::TensorType& t, onnx::TypeProto* tp) {
+  auto* tt = tp->mutable_tensor_type();
+  tt->set_elem_type(onnx_dtype(t.dtype));
+  if (!t.rank_known) return;
+  auto* shape = tt->mutable_shape();
+  for (const ir::Dim& d : t.dims) {
+    auto* dim = shape->add_dim();
+    if (d.is_known()) dim->set_dim_value(d.size);
+    else if (d.is_symbolic()) dim->set_dim_param(d.symbol);
+  }
+}
+}  // namespace
+
+void type_to_proto(const ir::TensorType& t, onnx::TypeProto* tp) {
+  const ir::TensorType elem = t.as(TypeKind::kTensor);
+  switch (t.kind) {
+    case TypeKind::kTensor: return tensor_type_to_proto(t, tp);
+    case TypeKind::kSequence: return tensor_type_to_proto(elem, tp->mutable_sequence_type()->mutable_elem_type());
+    case TypeKind::kOptional: return tensor_type_to_proto(elem, tp->mutable_optional_type()->mutable_elem_type());
+    case TypeKind::kOptionalSequence:
+      return tensor_type_to_proto(
+          elem, tp->mutable_optional_type()->mutable_elem_type()->mutable_sequence_type()->mutable_elem_type());
+  }
+}
+
 Status attribute_to_proto(const ir::Attribute& attr, AP::AttributeType want, AP* out) {
   using K = ir::AttrKind;
   const K k = attr.kind();
@@ -249,6 +276,13 @@ Status attribute_to_proto(const ir::Attribute& attr, AP::AttributeType want, AP*
       if (k != K::kTensor) return mismatch();
       tensor_to_proto(attr.t(), "", out->mutable_t());
       return Status::ok();
+    case AP::TYPE_PROTO: {  // a type written as text ("seq(f32[*])", Optional's `type`)
+      if (k != K::kString) return mismatch();
+      auto t = parse_tensor_type(attr.s());
+      if (!t) return make_error(t.error().message);
+      type_to_proto(*t, out->mutable_tp());
+      return Status::ok();
+    }
     case AP::INTS:
       if (k == K::kInts) {
         for (int64_t v : attr.ints()) out->add_ints(v);

@@ -119,17 +119,30 @@ std::string quoted_or_index(const onnx::NodeProto& np, int index) {
   return np.name().empty() ? "#" + std::to_string(index) : "'" + np.name() + "'";
 }
 
-// TensorType of a value_info; nullopt (and no error) when it has no tensor type at all.
-Expected<std::optional<ir::TensorType>> value_type(const onnx::ValueInfoProto& vi, const std::string& what) {
-  if (!vi.has_type() || vi.type().value_case() == onnx::TypeProto::VALUE_NOT_SET) return std::optional<ir::TensorType>{};
-  const onnx::TypeProto& tp = vi.type();
-  if (tp.value_case() != onnx::TypeProto::kTensorType) {
-    const char* kind = tp.value_case() == onnx::TypeProto::kSequenceType ? "a sequence"
-                       : tp.value_case() == onnx::TypeProto::kOptionalType ? "an optional"
-                       : tp.value_case() == onnx::TypeProto::kMapType ? "a map"
-                       : tp.value_case() == onnx::TypeProto::kSparseTensorType ? "a sparse tensor"
-                                                                               : "not a tensor";
-    return make_error(what + " is " + kind + "; Tessera supports tensors only");
+// TensorType of an ONNX type: a tensor, a sequence of tensors, an optional tensor or sequence;
+// nullopt (and no error) when the type or its element type is left out.
+Expected<std::optional<ir::TensorType>> onnx_type(const onnx::TypeProto& tp, const std::string& what, int depth = 0) {
+  using TP = onnx::TypeProto;
+  switch (tp.value_case()) {
+    case TP::VALUE_NOT_SET: return std::optional<ir::TensorType>{};
+    case TP::kSequenceType:
+    case TP::kOptionalType: {
+      const bool seq = tp.value_case() == TP::kSequenceType;
+      const TP& elem = seq ? tp.sequence_type().elem_type() : tp.optional_type().elem_type();
+      if (depth > 1 || (seq && elem.value_case() != TP::kTensorType) ||
+          (!seq && elem.value_case() != TP::kTensorType && elem.value_case() != TP::kSequenceType))
+        return make_error(what + " is a " + (seq ? "sequence" : "optional") +
+                          " of something other than tensors; Tessera has sequences of tensors, optional tensors and optional sequences");
+      TRY(std::optional<ir::TensorType> inner, onnx_type(elem, what, depth + 1));
+      if (!inner) inner = ir::TensorType::unranked(DType::kF32);
+      if (seq) return std::optional<ir::TensorType>(inner->as(TypeKind::kSequence));
+      return std::optional<ir::TensorType>(
+          inner->as(inner->is_tensor() ? TypeKind::kOptional : TypeKind::kOptionalSequence));
+    }
+    case TP::kTensorType: break;
+    default:
+      return make_error(what + " is " + (tp.value_case() == TP::kMapType ? "a map" : tp.value_case() == TP::kSparseTensorType ? "a sparse tensor" : "not a tensor") +
+                        "; Tessera supports tensors, sequences and optionals");
   }
   const auto& tt = tp.tensor_type();
   if (!tt.has_elem_type() || tt.elem_type() == 0) return std::optional<ir::TensorType>{};
@@ -148,6 +161,11 @@ Expected<std::optional<ir::TensorType>> value_type(const onnx::ValueInfoProto& v
     }
   }
   return std::optional<ir::TensorType>(ir::TensorType(*dt, std::move(dims)));
+}
+
+Expected<std::optional<ir::TensorType>> value_type(const onnx::ValueInfoProto& vi, const std::string& what) {
+  if (!vi.has_type()) return std::optional<ir::TensorType>{};
+  return onnx_type(vi.type(), what);
 }
 
 // The first opset in which ONNX defines op_type (its oldest schema).
@@ -207,6 +225,11 @@ Expected<ir::Attribute> convert_attribute(const onnx::AttributeProto& a, NodeImp
     case AP::TENSOR: {
       TRY(Tensor t, decode_tensor(a.t(), ctx.base_dir, what));
       return ir::Attribute(std::move(t));
+    }
+    case AP::TYPE_PROTO: {  // kept as the type's text (Optional's `type`)
+      TRY(std::optional<ir::TensorType> t, onnx_type(a.tp(), what));
+      if (!t) return make_error(what + " has no element type");
+      return ir::Attribute(t->to_string());
     }
     case AP::GRAPH: {
       auto g = import_graph(a.g(), &ni.builder, ctx, body_hints(ni, a.name()));
@@ -447,7 +470,7 @@ Status check_type_constraints(const onnx::GraphProto& gp, const ir::Graph& g, in
       if (auto v = g.find_value(np.output(0)); v && g.value(*v).type.dtype == DType::kI64) continue;
     const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(np.op_type(), version, onnx::ONNX_DOMAIN);
     if (schema == nullptr) continue;
-    std::map<std::string, std::pair<DType, std::string>> bound;  // type_str -> first type, and whose
+    std::map<std::string, std::pair<std::string, std::string>> bound;  // type_str -> first type, and whose
     auto check = [&](const std::vector<onnx::OpSchema::FormalParameter>& formals,
                      const google::protobuf::RepeatedPtrField<std::string>& names, const char* kind) -> Status {
       for (int i = 0; i < names.size(); ++i) {
@@ -456,18 +479,23 @@ Status check_type_constraints(const onnx::GraphProto& gp, const ir::Graph& g, in
         if (static_cast<size_t>(i) >= formals.size() && formal.GetOption() != onnx::OpSchema::Variadic) continue;
         auto v = g.find_value(names[i]);
         if (!v) continue;
-        const DType dt = g.value(*v).type.dtype;
-        const std::string ts = onnx_type_string(dt);
+        const ir::TensorType& type = g.value(*v).type;
+        std::string ts = onnx_type_string(type.dtype);  // "tensor(float)", then the kind around it
+        if (type.kind == TypeKind::kSequence || type.kind == TypeKind::kOptionalSequence) ts = "seq(" + ts + ")";
+        if (type.kind == TypeKind::kOptional || type.kind == TypeKind::kOptionalSequence) ts = "optional(" + ts + ")";
         bool allowed = false;
         for (const auto* t : formal.GetTypes()) allowed |= *t == ts;
         const std::string who = std::string(kind) + " " + std::to_string(i) + " ('" + names[i] + "')";
         if (!allowed)
-          return make_error(label + ": " + who + " is " + std::string(dtype_name(dt)) + ", which " + np.op_type() + " in opset " +
+          return make_error(label + ": " + who + " is " + (type.is_tensor() ? std::string(dtype_name(type.dtype)) : type.to_string()) +
+                            ", which " + np.op_type() + " in opset " +
                             std::to_string(opset) + " does not accept there (type " + formal.GetTypeStr() + ")");
-        auto [it, fresh] = bound.emplace(formal.GetTypeStr(), std::make_pair(dt, who));
-        if (!fresh && it->second.first != dt && formal.GetTypes().size() > 1)
+        // A heterogeneous variadic (Loop's V, SequenceMap's outputs) binds no type across places.
+        if (formal.GetOption() == onnx::OpSchema::Variadic && !formal.GetIsHomogeneous()) continue;
+        auto [it, fresh] = bound.emplace(formal.GetTypeStr(), std::make_pair(ts, who));
+        if (!fresh && it->second.first != ts && formal.GetTypes().size() > 1)
           return make_error(label + ": " + it->second.second + " and " + who + " must have the same type (" + formal.GetTypeStr() +
-                            ") but are " + std::string(dtype_name(it->second.first)) + " and " + std::string(dtype_name(dt)));
+                            ") but are " + it->second.first + " and " + ts);
       }
       return Status::ok();
     };

@@ -52,5 +52,9 @@ Expected<ir::Graph> import_onnx_bytes(const std::string& bytes, const std::strin
 // Reads a serialized TensorProto file (an ONNX test's test_data_set_N/input_0.pb) into its name
 // (may be empty) and a tensor. External data is resolved next to the file.
 Expected<std::pair<std::string, Tensor>> read_onnx_tensor_file(const std::string& path);
+// The same for a value of the type `declared`: a TensorProto for a tensor, a SequenceProto for a
+// sequence, an OptionalProto for an optional (test cases of the sequence and optional ops).
+Expected<std::pair<std::string, Tensor>> read_onnx_value_file(const std::string& path,
+                                                              const ir::TensorType& declared);
 
 }  // namespace tessera::formats

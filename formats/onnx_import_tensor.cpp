@@ -12,6 +12,8 @@
 #include "formats/onnx_import.h"
 #include "formats/onnx_import_internal.h"
 
+#include <onnx/onnx-data.pb.h>
+
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "formats/onnx_import_tensor.cpp assumes a little-endian host (ONNX raw_data is little-endian)"
 #endif
@@ -288,6 +290,71 @@ Expected<std::pair<std::string, Tensor>> read_onnx_tensor_file(const std::string
   auto t = onnx_internal::decode_tensor(proto, parent_dir(path), "tensor '" + proto.name() + "'");
   if (!t) return make_error(t.error().message, path);
   return std::make_pair(proto.name(), std::move(t).value());
+}
+
+namespace {
+
+template <class Proto>
+Expected<Proto> parse_proto_file(const std::string& path, const char* what) {
+  TRY(std::string bytes, read_file(path));
+  Proto proto;
+  bool ok = false;
+  try {
+    ok = proto.ParseFromString(bytes);
+  } catch (const std::exception& e) {
+    return make_error(std::string("protobuf: ") + e.what(), path);
+  }
+  if (!ok) return make_error(std::string("not a valid ONNX ") + what + " (truncated or corrupt protobuf)", path);
+  return proto;
+}
+
+Expected<Tensor> decode_sequence(const onnx::SequenceProto& sp, DType declared, const std::string& dir,
+                                 const std::string& where) {
+  if (sp.elem_type() != onnx::SequenceProto::TENSOR && sp.tensor_values_size() + sp.elem_type() != 0)
+    return make_error("sequence '" + sp.name() + "' holds element type " + std::to_string(sp.elem_type()) +
+                          "; Tessera reads sequences of tensors",
+                      where);
+  std::vector<Tensor> items;
+  for (int i = 0; i < sp.tensor_values_size(); ++i) {
+    auto t = onnx_internal::decode_tensor(sp.tensor_values(i), dir, "sequence '" + sp.name() + "' item " + std::to_string(i));
+    if (!t) return make_error(t.error().message, where);
+    if (t->dtype() != declared)
+      return make_error("sequence '" + sp.name() + "' item " + std::to_string(i) + " is " +
+                            std::string(dtype_name(t->dtype())) + ", the sequence's type says " +
+                            std::string(dtype_name(declared)),
+                        where);
+    items.push_back(std::move(t).value());
+  }
+  return Tensor::sequence(declared, std::move(items));
+}
+
+}  // namespace
+
+Expected<std::pair<std::string, Tensor>> read_onnx_value_file(const std::string& path, const ir::TensorType& declared) {
+  const std::string dir = parent_dir(path);
+  switch (declared.kind) {
+    case TypeKind::kTensor: return read_onnx_tensor_file(path);
+    case TypeKind::kSequence: {
+      TRY(onnx::SequenceProto sp, parse_proto_file<onnx::SequenceProto>(path, "SequenceProto"));
+      TRY(Tensor t, decode_sequence(sp, declared.dtype, dir, path));
+      return std::make_pair(sp.name(), std::move(t));
+    }
+    case TypeKind::kOptional:
+    case TypeKind::kOptionalSequence: {
+      TRY(onnx::OptionalProto op, parse_proto_file<onnx::OptionalProto>(path, "OptionalProto"));
+      std::vector<Tensor> item;
+      if (op.has_tensor_value()) {
+        auto t = onnx_internal::decode_tensor(op.tensor_value(), dir, "optional '" + op.name() + "'");
+        if (!t) return make_error(t.error().message, path);
+        item.push_back(std::move(t).value());
+      } else if (op.has_sequence_value()) {
+        TRY(Tensor t, decode_sequence(op.sequence_value(), declared.dtype, dir, path));
+        item.push_back(std::move(t));
+      }
+      return std::make_pair(op.name(), Tensor::optional(declared.dtype, std::move(item)));
+    }
+  }
+  return make_error("unknown value kind", path);
 }
 
 }  // namespace tessera::formats

@@ -65,6 +65,7 @@ struct Writer {
   void type(const ir::TensorType& t, tsr::TensorType* out) {
     out->set_dtype(to_proto(t.dtype));
     out->set_rank_known(t.rank_known);
+    out->set_kind(static_cast<int32_t>(t.kind));
     for (const ir::Dim& d : t.dims) {
       tsr::Dim* pd = out->add_dims();
       if (d.is_known()) pd->set_size(d.size);
@@ -162,10 +163,20 @@ Expected<std::string> serialize(const tsr::File& file, const std::string& where)
   return out;
 }
 
+// Does the graph (or a nested one) have a sequence or optional value? Those need version 2.
+bool has_non_tensor_values(const ir::Graph& g) {
+  for (ir::ValueId v = 0; v < g.value_capacity(); ++v)
+    if (g.has_value(v) && !g.value(v).type.is_tensor()) return true;
+  for (ir::NodeId id : g.node_ids())
+    for (const auto& [name, attr] : g.node(id).attrs)
+      if (attr.kind() == ir::AttrKind::kGraph && has_non_tensor_values(attr.g())) return true;
+  return false;
+}
+
 Expected<std::string> encode(const GraphDocument& doc, const TsrSaveOptions& options, Writer& w,
                              const std::string& side_name, const std::string& where) {
   tsr::File file;
-  file.set_format_version(kTsrFormatVersion);
+  file.set_format_version(has_non_tensor_values(doc.graph) ? 2 : 1);
   tsr::Metadata* m = file.mutable_metadata();
   m->set_producer(doc.metadata.producer.empty() ? options.producer : doc.metadata.producer);
   m->set_engine_version(doc.metadata.engine_version.empty() ? TESSERA_VERSION : doc.metadata.engine_version);
@@ -269,6 +280,14 @@ struct Reader {
   }
 
   Expected<ir::TensorType> type(const tsr::TensorType& pt, const std::string& place) {
+    TRY(ir::TensorType t, element_type(pt, place));
+    if (pt.kind() < 0 || pt.kind() > static_cast<int>(TypeKind::kOptionalSequence))
+      return err(place, "unknown value kind " + str(pt.kind()));
+    t.kind = static_cast<TypeKind>(pt.kind());
+    return t;
+  }
+
+  Expected<ir::TensorType> element_type(const tsr::TensorType& pt, const std::string& place) {
     TRY(DType dt, from_proto(pt.dtype(), place));
     if (!pt.rank_known()) {
       if (pt.dims_size() != 0) return err(place, "unknown rank but " + str(pt.dims_size()) + " dims");

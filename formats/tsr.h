@@ -17,7 +17,9 @@
 
 namespace tessera::formats {
 
-inline constexpr uint32_t kTsrFormatVersion = 1;
+// The newest version this reader takes. Writers write 1 unless the graph has sequence or optional
+// values (version 2: TensorType.kind), which a version-1 reader would misread as tensors.
+inline constexpr uint32_t kTsrFormatVersion = 2;
 
 struct TsrSaveOptions {
   std::string producer = "tessera";

@@ -97,6 +97,26 @@ Expected<Tensor> Tensor::create_uninitialized(DType dtype, Shape shape) {
   }
 }
 
+Tensor Tensor::sequence(DType elem, std::vector<Tensor> items) {
+  Tensor t(elem, {0});
+  t.kind_ = TypeKind::kSequence;
+  t.items_ = std::make_shared<const std::vector<Tensor>>(std::move(items));
+  return t;
+}
+
+Tensor Tensor::optional(DType elem, std::vector<Tensor> item) {
+  assert(item.size() <= 1);
+  Tensor t(elem, {0});
+  t.kind_ = TypeKind::kOptional;
+  t.items_ = std::make_shared<const std::vector<Tensor>>(std::move(item));
+  return t;
+}
+
+const std::vector<Tensor>& Tensor::items() const {
+  static const std::vector<Tensor> kNone;
+  return items_ ? *items_ : kNone;
+}
+
 Tensor Tensor::from_bools(Shape shape, const std::vector<bool>& values) {
   Tensor t(DType::kBool, std::move(shape));
   assert(static_cast<int64_t>(values.size()) == t.numel());
@@ -206,6 +226,7 @@ Tensor Tensor::view(Shape shape, std::vector<int64_t> strides, int64_t offset_el
 }
 
 Tensor Tensor::clone() const {
+  if (!is_tensor()) return *this;  // items are immutable: sharing them is a copy
   Tensor t(dtype_, shape_, Uninitialized{});
   if (is_contiguous()) {
     std::memcpy(t.raw_data(), raw_data(), nbytes());
@@ -233,6 +254,13 @@ Tensor Tensor::cast(DType to) const {
 }
 
 bool Tensor::equals(const Tensor& other) const {
+  if (kind_ != other.kind_) return false;
+  if (!is_tensor()) {
+    if (dtype_ != other.dtype_ || items().size() != other.items().size()) return false;
+    for (size_t i = 0; i < items().size(); ++i)
+      if (!items()[i].equals(other.items()[i])) return false;
+    return true;
+  }
   if (dtype_ != other.dtype_ || shape_ != other.shape_) return false;
   for (int64_t i = 0; i < numel_; ++i) {
     const double a = get(i), b = other.get(i);
@@ -243,6 +271,12 @@ bool Tensor::equals(const Tensor& other) const {
 
 std::string Tensor::summary(int max_values) const {
   std::ostringstream os;
+  if (!is_tensor()) {
+    os << (kind_ == TypeKind::kSequence ? "seq(" : "opt(");
+    for (size_t i = 0; i < items().size(); ++i) os << (i ? ", " : "") << items()[i].summary(max_values);
+    os << ")";
+    return os.str();
+  }
   os << dtype_name(dtype_) << shape_to_string(shape_) << " {";
   const int64_t n = std::min<int64_t>(numel_, max_values);
   for (int64_t i = 0; i < n; ++i) os << (i ? ", " : "") << get(i);

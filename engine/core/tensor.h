@@ -7,6 +7,9 @@
 //
 // Copies share storage (like a NumPy view); clone() makes a deep copy. Kernels expect contiguous
 // tensors; contiguous() returns one (a copy when the strides say otherwise).
+//
+// A runtime value may also be one of ONNX's sequences or optionals (TypeKind): an immutable
+// list of values (items()) with the elements' dtype and no bytes of its own (shape [0]).
 #pragma once
 
 #include <cstddef>
@@ -33,6 +36,10 @@ std::vector<int64_t> contiguous_strides(const Shape& shape);
 // "[2, 3]"
 std::string shape_to_string(const Shape& shape);
 
+// What a value is. Runtime values are tensors, sequences (items: tensors) or optionals (items: 0 or
+// 1 tensor or sequence); the IR also names an optional sequence (kOptionalSequence).
+enum class TypeKind : uint8_t { kTensor, kSequence, kOptional, kOptionalSequence };
+
 class Tensor {
  public:
   // An f32 scalar holding 0 (valid, one element).
@@ -52,6 +59,15 @@ class Tensor {
   static Tensor from_bools(Shape shape, const std::vector<bool>& values);
   // Converts doubles to `dtype` (rounding for integers, saturation is not applied).
   static Tensor from_doubles(DType dtype, Shape shape, const std::vector<double>& values);
+
+  // A sequence of tensors whose element type is `elem` (each item a tensor of that dtype).
+  static Tensor sequence(DType elem, std::vector<Tensor> items);
+  // An optional holding `item` (a tensor or a sequence) or nothing; `elem` is the element dtype.
+  static Tensor optional(DType elem, std::vector<Tensor> item);
+  TypeKind kind() const { return kind_; }
+  bool is_tensor() const { return kind_ == TypeKind::kTensor; }
+  // A sequence's items, an optional's 0 or 1 value; empty for a tensor.
+  const std::vector<Tensor>& items() const;
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
@@ -109,6 +125,8 @@ class Tensor {
   std::shared_ptr<std::byte> storage_;
   int64_t offset_ = 0;  // bytes
   DType dtype_ = DType::kF32;
+  TypeKind kind_ = TypeKind::kTensor;
+  std::shared_ptr<const std::vector<Tensor>> items_;  // sequences and optionals
   Shape shape_;
   std::vector<int64_t> strides_;
   int64_t numel_ = 1;

@@ -227,6 +227,17 @@ class Parser {
   }
 
   Expected<TensorType> type() {
+    if (cur_.kind == Tok::kIdent && (cur_.text == "seq" || cur_.text == "opt")) {
+      const bool seq = cur_.text == "seq";
+      RETURN_IF_ERROR(advance());
+      RETURN_IF_ERROR(expect_punct('('));
+      TRY(TensorType inner, type());
+      RETURN_IF_ERROR(expect_punct(')'));
+      if (seq && inner.is_tensor()) return inner.as(TypeKind::kSequence);
+      if (!seq && inner.is_tensor()) return inner.as(TypeKind::kOptional);
+      if (!seq && inner.kind == TypeKind::kSequence) return inner.as(TypeKind::kOptionalSequence);
+      return err("Tessera has sequences of tensors, optional tensors and optional sequences");
+    }
     if (cur_.kind != Tok::kIdent) return err("expected a type such as f32[N, 3]" + found());
     auto dt = dtype_from_name(cur_.text);
     if (!dt) return err("unknown element type '" + cur_.text + "'");

@@ -17,8 +17,19 @@ TensorType TensorType::of(DType dt, const Shape& shape) {
   return t;
 }
 
+TensorType TensorType::of_value(const Tensor& value) {
+  switch (value.kind()) {
+    case TypeKind::kTensor: return of(value.dtype(), value.shape());
+    case TypeKind::kSequence: return unranked(value.dtype()).as(TypeKind::kSequence);
+    default: {
+      const bool seq = !value.items().empty() && value.items()[0].kind() == TypeKind::kSequence;
+      return unranked(value.dtype()).as(seq ? TypeKind::kOptionalSequence : TypeKind::kOptional);
+    }
+  }
+}
+
 bool TensorType::is_static() const {
-  if (!rank_known) return false;
+  if (!rank_known || !is_tensor()) return false;
   for (const Dim& d : dims)
     if (!d.is_known()) return false;
   return true;
@@ -50,7 +61,36 @@ bool TensorType::accepts(DType dt, const Shape& shape) const {
   return true;
 }
 
+bool TensorType::accepts(const Tensor& value) const {
+  switch (kind) {
+    case TypeKind::kTensor: return value.is_tensor() && accepts(value.dtype(), value.shape());
+    case TypeKind::kSequence:
+      // Element shapes of a sequence type are advisory (ONNX files state them loosely: a Loop
+      // may grow the tensors it inserts); kind and dtype are checked.
+      if (value.kind() != TypeKind::kSequence || value.dtype() != dtype) return false;
+      for (const Tensor& t : value.items())
+        if (!t.is_tensor() || t.dtype() != dtype) return false;
+      return true;
+    case TypeKind::kOptional:
+    case TypeKind::kOptionalSequence:
+      // A value that is present may stand for the optional (ONNX: Loop-carried optionals whose
+      // body returns the value itself; OptionalHasElement and OptionalGetElement take both).
+      if (value.kind() != TypeKind::kOptional)
+        return as(kind == TypeKind::kOptional ? TypeKind::kTensor : TypeKind::kSequence).accepts(value);
+      if (value.dtype() != dtype) return false;
+      return value.items().empty() ||
+             as(kind == TypeKind::kOptional ? TypeKind::kTensor : TypeKind::kSequence).accepts(value.items()[0]);
+  }
+  return false;
+}
+
 std::string TensorType::to_string() const {
+  switch (kind) {
+    case TypeKind::kTensor: break;
+    case TypeKind::kSequence: return "seq(" + as(TypeKind::kTensor).to_string() + ")";
+    case TypeKind::kOptional: return "opt(" + as(TypeKind::kTensor).to_string() + ")";
+    case TypeKind::kOptionalSequence: return "opt(" + as(TypeKind::kSequence).to_string() + ")";
+  }
   std::string s(dtype_name(dtype));
   if (!rank_known) return s + "[*]";
   s += "[";

@@ -4,6 +4,9 @@
 //   i64[?]              one dimension of unknown size
 //   f32[*]              unknown rank
 //   f32[]               a scalar
+//   seq(f32[?, 3])      a sequence of such tensors (ONNX sequence types)
+//   opt(f32[2])         an optional tensor; opt(seq(f32[*])) an optional sequence
+// For sequences and optionals, dtype and dims describe the element tensors.
 #pragma once
 
 #include <cstdint>
@@ -33,10 +36,14 @@ struct TensorType {
   DType dtype = DType::kF32;
   std::vector<Dim> dims;
   bool rank_known = true;
+  TypeKind kind = TypeKind::kTensor;
 
   TensorType() = default;
   TensorType(DType dt, std::vector<Dim> d) : dtype(dt), dims(std::move(d)) {}
   static TensorType of(DType dt, const Shape& shape);  // fully known
+  // The type of a runtime value: a tensor's exact type; seq(T[*]), opt(T[*]) or opt(seq(T[*]))
+  // for the others (an empty optional is taken for an optional tensor).
+  static TensorType of_value(const Tensor& value);
   static TensorType unranked(DType dt) {
     TensorType t;
     t.dtype = dt;
@@ -44,17 +51,28 @@ struct TensorType {
     return t;
   }
 
+  // The same element type as another kind of value.
+  TensorType as(TypeKind k) const {
+    TensorType t = *this;
+    t.kind = k;
+    return t;
+  }
+  bool is_tensor() const { return kind == TypeKind::kTensor; }
+
   int rank() const { return static_cast<int>(dims.size()); }
-  bool is_static() const;                 // rank and every dimension known
+  bool is_static() const;                 // a tensor whose rank and every dimension are known
   Shape static_shape() const;             // requires is_static()
   int64_t static_numel() const;           // -1 unless is_static()
   // Does a concrete tensor fit this type? Symbols match any size (binding is the caller's job).
   bool accepts(DType dt, const Shape& shape) const;
+  // The same for any runtime value: its kind and dtype; a tensor's shape; a sequence's items'
+  // dtype (element shapes of sequence types are advisory). A present value stands for an optional.
+  bool accepts(const Tensor& value) const;
   bool operator==(const TensorType& o) const {
-    return dtype == o.dtype && rank_known == o.rank_known && dims == o.dims;
+    return dtype == o.dtype && rank_known == o.rank_known && dims == o.dims && kind == o.kind;
   }
   bool operator!=(const TensorType& o) const { return !(*this == o); }
-  std::string to_string() const;  // "f32[N, 10]"
+  std::string to_string() const;  // "f32[N, 10]", "seq(f32[N, 10])"
 };
 
 }  // namespace tessera::ir

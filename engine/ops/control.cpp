@@ -25,8 +25,9 @@ Expected<const ir::Graph*> graph_attr(const Node& node, const std::string& name)
 }
 
 // The type both of two values can have: equal dims stay, differing dims become unknown.
+// Both have the same dtype and kind (sequence, optional...); it applies to the element tensors.
 TensorType union_type(const TensorType& a, const TensorType& b) {
-  if (!a.rank_known || !b.rank_known || a.rank() != b.rank()) return TensorType::unranked(a.dtype);
+  if (!a.rank_known || !b.rank_known || a.rank() != b.rank()) return TensorType::unranked(a.dtype).as(a.kind);
   TensorType out = a;
   for (size_t i = 0; i < out.dims.size(); ++i)
     if (a.dims[i] != b.dims[i]) out.dims[i] = Dim::unknown();
@@ -81,7 +82,7 @@ Expected<std::vector<TensorType>> infer_if(const InferContext& ctx) {
   for (size_t i = 0; i < then_g->outputs().size(); ++i) {
     const TensorType& t = then_g->value(then_g->outputs()[i]).type;
     const TensorType& e = else_g->value(else_g->outputs()[i]).type;
-    if (t.dtype != e.dtype)
+    if (t.dtype != e.dtype || t.kind != e.kind)
       return node_error(ctx.node, "output " + std::to_string(i) + " is " + t.to_string() +
                                       " in then_branch but " + e.to_string() + " in else_branch");
     out.push_back(union_type(t, e));
@@ -153,13 +154,19 @@ Expected<std::vector<TensorType>> infer_loop(const InferContext& ctx) {
       return node_error(ctx.node, "loop-carried input " + std::to_string(j) + " is absent");
     const TensorType& init = *ctx.inputs[2 + j];
     const TensorType& next = body->value(body->outputs()[1 + j]).type;
-    if (init.dtype != next.dtype)
+    // An optional may start the loop and the body return the value itself (ONNX's Loop-16).
+    const bool unwrapped = (init.kind == TypeKind::kOptional && next.kind == TypeKind::kTensor) ||
+                           (init.kind == TypeKind::kOptionalSequence && next.kind == TypeKind::kSequence);
+    if (init.dtype != next.dtype || (init.kind != next.kind && !unwrapped))
       return node_error(ctx.node, "loop-carried value " + std::to_string(j) + " starts as " +
                                       init.to_string() + " but the body makes it " + next.to_string());
-    out.push_back(union_type(init, next));  // the shape may change from one iteration to the next
+    out.push_back(union_type(init, next).as(next.kind));  // the shape may change from one iteration to the next
   }
   for (size_t k = 0; k < s.scans; ++k) {
     TensorType t = body->value(body->outputs()[1 + s.carried + k]).type;
+    if (!t.is_tensor())
+      return node_error(ctx.node, "scan output " + std::to_string(k) + " is " + t.to_string() +
+                                      "; scan outputs stack tensors (carry a sequence instead)");
     if (t.rank_known) t.dims.insert(t.dims.begin(), Dim::unknown());
     out.push_back(t);
   }
@@ -290,6 +297,7 @@ void register_control_ops(OpRegistry& registry) {
                "final loop-carried values, then scan outputs stacked along a new axis 0", false, true);
     def.required_attr("body", AttrKind::kGraph,
                       "graph (iteration_num i64, condition bool, v...) -> (condition, v..., scans...)");
+    def.takes_sequences = true;  // loop-carried values may be sequences and optionals
     def.verify = verify_loop;
     def.infer = infer_loop;
     def.reference = loop_kernel;

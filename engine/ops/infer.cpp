@@ -30,6 +30,18 @@ Status set_output_type(ir::Graph& graph, const ir::Node& n, size_t i, const ir::
   return Status::ok();
 }
 
+// Inputs that are sequences or optionals, for an op that takes tensors only.
+Status check_input_kinds(const ir::Node& n, const OpDef& def, const InferContext& ctx) {
+  if (def.takes_sequences) return Status::ok();
+  for (size_t i = 0; i < ctx.inputs.size(); ++i)
+    if (ctx.inputs[i] && !ctx.inputs[i]->is_tensor()) {
+      const std::string port = def.inputs.empty() ? std::to_string(i)
+                                                  : "'" + def.inputs[std::min(i, def.inputs.size() - 1)].name + "'";
+      return at_node(n, "input " + port + " is " + ctx.inputs[i]->to_string() + "; " + n.op + " takes tensors only");
+    }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status check_node(const ir::Node& n, const OpRegistry& registry) {
@@ -123,6 +135,7 @@ Status infer_node(ir::Graph& graph, ir::NodeId id, const OpRegistry& registry) {
     ctx.inputs.push_back(v == ir::kNoValue ? nullptr : &graph.value(v).type);
     ctx.constants.push_back(v == ir::kNoValue ? nullptr : constant_value(graph, v));
   }
+  RETURN_IF_ERROR(check_input_kinds(n, *def, ctx));
   auto types = def->infer(ctx);
   if (!types) return attach_node(n, types.error());
   if (types->size() < n.outputs.size())
@@ -173,6 +186,7 @@ Status infer_graph(ir::Graph& graph, const OpRegistry& registry, const Scope& ou
       ctx.constants.push_back(v == ir::kNoValue ? nullptr : constant_value(graph, v));
     }
     if (!def->infer) return at_node(n, "op " + n.op + " has no type inference");
+    RETURN_IF_ERROR(check_input_kinds(n, *def, ctx));
     auto types = def->infer(ctx);
     if (!types) return attach_node(n, types.error());
     if (types->size() < n.outputs.size())

@@ -134,6 +134,9 @@ class OpDef {
   std::vector<PortSpec> inputs, outputs;
   std::vector<AttrSpec> attrs;
   std::vector<DType> allowed_types;  // element types of the first input; empty: any
+  // Inputs may be sequences and optionals (the sequence ops, Identity, If, Loop); otherwise
+  // inference refuses any input that is not a tensor before the op's own function runs.
+  bool takes_sequences = false;
   InferFn infer;
   KernelFn reference;
   GradientFn gradient;
@@ -173,6 +176,7 @@ void register_math_ops(OpRegistry& registry);         // math_ops.cpp: more elem
 void register_index_ops(OpRegistry& registry);        // index_ops.cpp: more data movement and indexing
 void register_loss_ops(OpRegistry& registry);         // loss_ops.cpp: losses and nn extras
 void register_fused_ops(OpRegistry& registry);        // fused.cpp: fused forms made by the optimiser
+void register_sequence_ops(OpRegistry& registry);     // sequence.cpp: sequences and optionals
 void register_runtime_ops(OpRegistry& registry);      // runtime_ops.cpp: Copy (between devices), Reorder (layouts)
 void register_grad_ops(OpRegistry& registry);         // grad_ops.cpp: backward kernels autodiff emits (ConvGrad*, pool, norm)
 void register_train_ops(OpRegistry& registry);        // train_ops.cpp: SumToShape, optimizer updates

@@ -74,6 +74,7 @@ void register_all_ops(OpRegistry& registry) {
   register_detection_ops(registry);
   register_signal_ops(registry);
   register_linalg_ops(registry);
+  register_sequence_ops(registry);
   register_gradients(registry);
 }
 

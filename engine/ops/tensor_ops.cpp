@@ -36,7 +36,8 @@ Status check_index_input(const InferContext& ctx, size_t i, bool allow_i32) {
   if (t.dtype != DType::kI64 && !(allow_i32 && t.dtype == DType::kI32))
     return node_error(ctx.node, "input '" + name + "' must be " + (allow_i32 ? "i32 or i64" : "i64") +
                                     ", got " + std::string(dtype_name(t.dtype)));
-  if (t.rank_known && t.rank() != 1)
+  // A scalar counts as one index (ONNX's own Loop test bodies feed Unsqueeze a scalar axis).
+  if (t.rank_known && t.rank() > 1)
     return node_error(ctx.node, "input '" + name + "' must be 1-D, got " + t.to_string());
   return Status::ok();
 }
@@ -50,6 +51,7 @@ Expected<std::optional<std::vector<int64_t>>> constant_ints(const InferContext& 
 }
 
 int64_t static_length(const TensorType* t) {
+  if (t != nullptr && t->rank_known && t->rank() == 0) return 1;
   if (t == nullptr || !t->rank_known || t->rank() != 1 || !t->dims[0].is_known()) return -1;
   return t->dims[0].size;
 }
@@ -579,8 +581,9 @@ void register_tensor_ops(OpRegistry& registry) {
     registry.add(std::move(def));
   }
   {
-    OpDef def("Identity", "tensor", "A copy of the input.");
-    def.input("input", "tensor").output("output", "the same values");
+    OpDef def("Identity", "tensor", "A copy of the input (a tensor, a sequence or an optional).");
+    def.input("input", "tensor, sequence or optional").output("output", "the same values");
+    def.takes_sequences = true;
     def.infer = [](const InferContext& ctx) { return one(*ctx.inputs[0]); };
     def.reference = identity_kernel;
     registry.add(std::move(def));

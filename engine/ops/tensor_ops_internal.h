@@ -18,11 +18,12 @@ void register_tensor_index_ops(OpRegistry& registry);
 // `what` names it in errors.
 Expected<std::vector<int64_t>> read_ints(const Tensor& t, const ir::Node& node,
                                          const std::string& what, bool any_rank = false);
-// Inference check of an index-like input i (when present): i64 (or i32 when allowed), 1-D.
+// Inference check of an index-like input i (when present): i64 (or i32 when allowed), 1-D or a
+// scalar (one index).
 Status check_index_input(const InferContext& ctx, size_t i, bool allow_i32);
 // The compile-time values of integer input i; nullopt when not known.
 Expected<std::optional<std::vector<int64_t>>> constant_ints(const InferContext& ctx, size_t i);
-// The static length of a 1-D type, -1 when unknown (or t is null).
+// The static length of a 1-D type (1 for a scalar), -1 when unknown (or t is null).
 int64_t static_length(const ir::TensorType* t);
 std::vector<ir::Dim> known_dims(const Shape& s);
 // Product of s[begin, end).

@@ -106,6 +106,8 @@ class ConstantFoldPass : public Pass {
     if (n.op == "Copy" || n.op == "Reorder") return false;
     if (is_impure(n) || has_graph_attribute(n)) return false;
     if (feeds_qdq_pattern(g, n)) return false;  // qdq-fuse's, not a float weight to precompute
+    for (ir::ValueId v : n.outputs)  // params are tensors: a sequence or optional stays computed
+      if (v != ir::kNoValue && !g.value(v).type.is_tensor()) return false;
     if (n.op == "Constant") return true;  // becomes a param: kernels then see it at compile time
     bool any = false;
     for (ir::ValueId v : n.inputs) {

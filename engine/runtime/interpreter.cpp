@@ -115,9 +115,9 @@ class Interpreter {
         const ir::Value& out = g.value(n.outputs[i]);
         const Tensor& t = ctx.outputs[i];
         // Inferred types are a contract: a kernel disagreeing with inference is a bug worth naming.
-        if (out.type.rank_known && !out.type.accepts(t.dtype(), t.shape()))
+        if ((out.type.rank_known || !out.type.is_tensor()) && !out.type.accepts(t))
           return make_error(ir::describe_node(n) + ": output " + std::to_string(i) + " is " +
-                                std::string(dtype_name(t.dtype())) + shape_to_string(t.shape()) +
+                                runtime::describe_value(t) +
                                 " but its type was inferred as " + out.type.to_string(), {}, n.id);
         values[n.outputs[i]] = std::move(ctx.outputs[i]);
       }
@@ -154,10 +154,10 @@ Expected<std::vector<Tensor>> bind_feeds(const ir::Graph& g, const Feeds& feeds)
     auto it = feeds.find(in.name);
     if (it == feeds.end()) return make_error("input '" + in.name + "' (" + in.type.to_string() + ") was not given");
     const Tensor& t = it->second;
-    const std::string got = std::string(dtype_name(t.dtype())) + shape_to_string(t.shape());
-    if (!in.type.accepts(t.dtype(), t.shape()))
-      return make_error("input '" + in.name + "' expects " + in.type.to_string() + " but was given " + got);
-    if (in.type.rank_known) {
+    if (!in.type.accepts(t))
+      return make_error("input '" + in.name + "' expects " + in.type.to_string() + " but was given " +
+                        describe_value(t));
+    if (in.type.rank_known && in.type.is_tensor()) {
       for (size_t d = 0; d < in.type.dims.size(); ++d) {
         const ir::Dim& dim = in.type.dims[d];
         if (!dim.is_symbolic()) continue;
@@ -171,6 +171,13 @@ Expected<std::vector<Tensor>> bind_feeds(const ir::Graph& g, const Feeds& feeds)
     bound.push_back(t);
   }
   return bound;
+}
+
+std::string describe_value(const Tensor& t) {
+  if (t.is_tensor()) return std::string(dtype_name(t.dtype())) + shape_to_string(t.shape());
+  std::string s = t.kind() == TypeKind::kSequence ? "seq(" : "opt(";
+  for (size_t i = 0; i < t.items().size(); ++i) s += (i ? ", " : "") + describe_value(t.items()[i]);
+  return s + ")";
 }
 
 Expected<std::vector<Tensor>> run_reference(const ir::Graph& graph, const ops::OpRegistry& registry,
@@ -207,7 +214,7 @@ Expected<std::vector<Tensor>> run_single_op_with_absent(const ops::OpRegistry& r
       continue;
     }
     const std::string name = "in" + std::to_string(i);
-    ins.push_back(g.add_input(name, ir::TensorType::of(inputs[i]->dtype(), inputs[i]->shape())));
+    ins.push_back(g.add_input(name, ir::TensorType::of_value(*inputs[i])));
     feeds.emplace(name, *inputs[i]);
   }
   ir::NodeId n = g.add_node(op, ins, num_outputs, "", std::move(attrs));

@@ -26,6 +26,9 @@ using Feeds = std::map<std::string, Tensor>;  // graph input name -> tensor
 Expected<std::vector<Tensor>> run_reference(const ir::Graph& graph, const ops::OpRegistry& registry,
                                             const Feeds& feeds);
 
+// A value's type as the IR writes it: "f32[2, 3]", "seq(f32[2], f32[3])", "opt()".
+std::string describe_value(const Tensor& t);
+
 // Checks feeds against the graph's inputs (names, dtypes, ranks, known sizes, consistent
 // symbols) and returns them in input order. Errors name the input.
 Expected<std::vector<Tensor>> bind_feeds(const ir::Graph& graph, const Feeds& feeds);

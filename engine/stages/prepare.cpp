@@ -84,6 +84,9 @@ Status bind_shapes(ir::Graph& g, const InputShapes& shapes) {
     auto it = shapes.find(in.name);
     if (it == shapes.end()) continue;
     const Shape& s = it->second;
+    if (!in.type.is_tensor())
+      return make_error("input '" + in.name + "' expects " + in.type.to_string() + " but was given a tensor of shape " +
+                        shape_to_string(s));
     if (!in.type.accepts(in.type.dtype, s))
       return make_error("input '" + in.name + "' expects " + in.type.to_string() + " but was given shape " +
                         shape_to_string(s));

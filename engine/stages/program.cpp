@@ -237,9 +237,9 @@ Status Program::run_step(int index, RunState& state, int worker) {
       ir::ValueId v = n.outputs[i];
       const ir::TensorType& type = g.value(v).type;
       Tensor& t = kctx.outputs[i];
-      if (type.rank_known && !type.accepts(t.dtype(), t.shape()))
-        return fail(make_error("output " + std::to_string(i) + " is " + std::string(dtype_name(t.dtype())) +
-                               shape_to_string(t.shape()) + " but its type was inferred as " + type.to_string()));
+      if ((type.rank_known || !type.is_tensor()) && !type.accepts(t))
+        return fail(make_error("output " + std::to_string(i) + " is " + runtime::describe_value(t) +
+                               " but its type was inferred as " + type.to_string()));
       const ValueSlot& so = plan_.slots[static_cast<size_t>(v)];
       if (so.kind == ValueSlot::Kind::kArena) {
         Tensor c = t.is_contiguous() ? t : t.contiguous();

@@ -50,7 +50,8 @@ Expected<Program*> Session::compile(const InputShapes& shapes) {
 
 Expected<std::vector<Tensor>> Session::run(const runtime::Feeds& feeds) {
   InputShapes shapes;
-  for (const auto& [name, t] : feeds) shapes[name] = t.shape();
+  for (const auto& [name, t] : feeds)
+    if (t.is_tensor()) shapes[name] = t.shape();  // a sequence's length does not specialise the program
   TRY(Program * p, compile(shapes));
   last_program_ = p;
   RunOptions ro;

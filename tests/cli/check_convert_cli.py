@@ -93,7 +93,7 @@ with tempfile.TemporaryDirectory() as tmp:
     data[1] = 9
     open(newer, "wb").write(bytes(data))
     rc, out, err = run("info", newer)
-    check(rc == 1 and "format version 9 is newer than this reader (1)" in err, "a newer version is refused with both versions (%s)" % err.strip())
+    check(rc == 1 and "format version 9 is newer than this reader (2)" in err, "a newer version is refused with both versions (%s)" % err.strip())
     foreign = os.path.join(tmp, "foreign.tsr")
     open(foreign, "w").write("hello, I am text\n")
     rc, out, err = run("info", foreign)

@@ -139,6 +139,13 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 
 // |a - b| <= atol + rtol * |b| for floats (NaN equals NaN, infinities must match); exact otherwise.
 Status compare(const Tensor& got, const Tensor& want, const Tolerance& tol, const std::string& what) {
+  if (got.kind() != want.kind() || (!want.is_tensor() && got.items().size() != want.items().size()))
+    return make_error(what + " is " + runtime::describe_value(got) + ", expected " + runtime::describe_value(want));
+  if (!want.is_tensor()) {
+    for (size_t i = 0; i < want.items().size(); ++i)
+      RETURN_IF_ERROR(compare(got.items()[i], want.items()[i], tol, what + " item " + std::to_string(i)));
+    return Status::ok();
+  }
   if (got.dtype() != want.dtype())
     return make_error(what + " is " + std::string(dtype_name(got.dtype())) + ", expected " + std::string(dtype_name(want.dtype())));
   if (got.shape() != want.shape())
@@ -240,16 +247,16 @@ Status run_case(const Case& c, const ops::OpRegistry& registry, const Execute& e
     runtime::Feeds feeds;
     const auto inputs = numbered(set, "input_", ".pb");
     for (size_t k = 0; k < inputs.size(); ++k) {
-      TRY(auto named, formats::read_onnx_tensor_file(inputs[k].string()));
+      // The file's proto follows the input's type (TensorProto, SequenceProto, OptionalProto).
+      const ir::TensorType declared =
+          k < graph.inputs().size() ? graph.value(graph.inputs()[k]).type : ir::TensorType::unranked(DType::kF32);
+      TRY(auto named, formats::read_onnx_value_file(inputs[k].string(), declared));
       std::string name = named.first;
       if (name.empty()) {
         if (k >= graph.inputs().size()) return make_error(set_name + ": more input files than graph inputs");
         name = graph.value(graph.inputs()[k]).name;
       }
-      DType declared = named.second.dtype();
-      for (ir::ValueId in : graph.inputs())
-        if (graph.value(in).name == name) declared = graph.value(in).type.dtype;
-      feeds[name] = bf16_bits(named.second, declared);
+      feeds[name] = bf16_bits(named.second, declared.dtype);
     }
     auto outs = execute(graph, feeds);
     if (!outs) return make_error(set_name + ": " + outs.error().to_string());
@@ -258,7 +265,11 @@ Status run_case(const Case& c, const ops::OpRegistry& registry, const Execute& e
       return make_error(set_name + ": the graph produced " + std::to_string(outs->size()) + " outputs, the test expects " +
                         std::to_string(expected.size()));
     for (size_t k = 0; k < expected.size(); ++k) {
-      TRY(auto want, formats::read_onnx_tensor_file(expected[k].string()));
+      // The produced value's kind says which proto the file holds (a graph loaded from .json has
+      // no output types before inference).
+      const Tensor& got = (*outs)[k];
+      const ir::TensorType declared = ir::TensorType::of_value(got);
+      TRY(auto want, formats::read_onnx_value_file(expected[k].string(), declared));
       const std::string what = set_name + ": output " + std::to_string(k) +
                                (want.first.empty() ? "" : " '" + want.first + "'");
       RETURN_IF_ERROR(compare((*outs)[k], bf16_bits(want.second, (*outs)[k].dtype()), tol, what));

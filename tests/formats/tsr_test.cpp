@@ -228,10 +228,10 @@ TEST(Tsr, VersionsAndForeignBytesAreRefusedClearly) {
   ASSERT_TRUE(bytes.has_value());
   ASSERT_EQ(bytes->substr(0, 2), std::string("\x08\x01", 2));  // format_version first
   std::string newer = *bytes;
-  newer[1] = '\x02';
+  newer[1] = '\x03';
   auto doc = parse_tsr(newer.data(), newer.size(), "new.tsr", "");
   ASSERT_FALSE(doc.has_value());
-  EXPECT_NE(doc.error().message.find("format version 2 is newer than this reader (1)"), std::string::npos)
+  EXPECT_NE(doc.error().message.find("format version 3 is newer than this reader (2)"), std::string::npos)
       << doc.error().message;
   EXPECT_EQ(doc.error().where, "new.tsr");
 
@@ -348,12 +348,40 @@ TEST(Tsr, VersionCorpusLoads) {
     auto back = read_tsr(path);
     ASSERT_TRUE(back.has_value()) << back.error().to_string();
     expect_same(doc, *back);
-    if (kTsrFormatVersion == 1 && std::string(name) == "every_feature") {
+    if (std::string(name) == "every_feature") {  // a version-1 file: no sequences
       auto now = encode_tsr(doc);
       ASSERT_TRUE(now.has_value());
       EXPECT_EQ(*now, *read_file(path)) << "the writer's bytes changed: bump the version or explain";
     }
   }
+}
+
+// Version 2 adds TensorType.kind (sequences and optionals); a graph without them is still written
+// as version 1. tests/formats/data/tsr/v2/sequences.tsr is such a graph as version 2 wrote it.
+TEST(Tsr, SequenceTypesNeedVersion2) {
+  GraphDocument doc;
+  doc.graph = ir::Graph("seq");
+  const ir::ValueId x = doc.graph.add_input("x", *parse_tensor_type("f32[N, 3]"));
+  const ir::ValueId s = doc.graph.node(doc.graph.add_node("SplitToSequence", {x}, 1, "split")).outputs[0];
+  doc.graph.value(s).type = *parse_tensor_type("seq(f32[1, 3])");
+  const ir::ValueId o = doc.graph.node(doc.graph.add_node("Optional", {s}, 1, "opt")).outputs[0];
+  doc.graph.value(o).type = *parse_tensor_type("opt(seq(f32[1, 3]))");
+  doc.graph.set_outputs({o});
+  doc.metadata.producer = "tsr_test";
+  doc.metadata.created_unix_ms = 1;
+  auto bytes = encode_tsr(doc);
+  ASSERT_TRUE(bytes.has_value()) << bytes.error().to_string();
+  EXPECT_EQ(bytes->substr(0, 2), std::string("\x08\x02", 2));
+  const std::string path = kCorpus + "v2/sequences.tsr";
+  if (!std::filesystem::exists(path)) {
+    std::filesystem::create_directories(kCorpus + "v2");
+    ASSERT_TRUE(write_tsr(doc, path).is_ok());
+    FAIL() << "wrote the missing corpus file " << path << ": commit it";
+  }
+  auto back = read_tsr(path);
+  ASSERT_TRUE(back.has_value()) << back.error().to_string();
+  EXPECT_EQ(back->graph.value(back->graph.outputs()[0]).type.to_string(), "opt(seq(f32[1, 3]))");
+  EXPECT_EQ(back->graph.value(s).type.to_string(), "seq(f32[1, 3])");
 }
 
 }  // namespace
