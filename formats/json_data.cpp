@@ -1,6 +1,8 @@
 // Tensor data to and from JSON arrays, exact float printing, and the JSON pretty printer.
 #include "formats/json_data.h"
 
+#include "engine/core/strings.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -211,6 +213,9 @@ Json tensor_data_to_json(const Tensor& tensor) {
     case DType::kBool:
       for (int64_t i = 0; i < n; ++i) arr.push_back(t.data<uint8_t>()[i] != 0);
       break;
+    case DType::kString:
+      for (int64_t i = 0; i < n; ++i) arr.push_back(t.string_at(i));
+      break;
     default:
       for (int64_t i = 0; i < n; ++i) arr.push_back(float_to_json(t.get(i), t.dtype()));
       break;
@@ -235,6 +240,12 @@ Expected<Tensor> tensor_from_json(const Json& data, DType dtype, const Shape& sh
     case DType::kU32: RETURN_IF_ERROR(read_ints<uint32_t>(data, t)); break;
     case DType::kI64: RETURN_IF_ERROR(read_ints<int64_t>(data, t)); break;
     case DType::kU64: RETURN_IF_ERROR(read_ints<uint64_t>(data, t)); break;
+    case DType::kString:
+      for (size_t i = 0; i < data.size(); ++i) {
+        if (!data[i].is_string()) return element_error(i, "expected a string for string data, got " + brief(data[i]));
+        t.data<uint64_t>()[i] = intern_string(data[i].get<std::string>());
+      }
+      break;
     case DType::kBool:
       for (size_t i = 0; i < data.size(); ++i) {
         const Json& e = data[i];

@@ -217,7 +217,8 @@ std::string descr_of(DType dt) {
     case DType::kU16: return "<u2";
     case DType::kU32: return "<u4";
     case DType::kU64: return "<u8";
-    case DType::kBF16: break;
+    case DType::kBF16:
+    case DType::kString: break;
   }
   return {};
 }

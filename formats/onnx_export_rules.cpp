@@ -201,6 +201,7 @@ int32_t onnx_dtype(DType dt) {
     case DType::kU16: return TP::UINT16;
     case DType::kU32: return TP::UINT32;
     case DType::kU64: return TP::UINT64;
+    case DType::kString: return TP::STRING;
   }
   return TP::UNDEFINED;
 }
@@ -209,6 +210,10 @@ void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto
   out->set_name(name);
   out->set_data_type(onnx_dtype(t.dtype()));
   for (int64_t d : t.shape()) out->add_dims(d);
+  if (t.dtype() == DType::kString) {  // ONNX keeps strings in string_data
+    for (int64_t i = 0; i < t.numel(); ++i) out->add_string_data(t.string_at(i));
+    return;
+  }
   const Tensor c = t.contiguous();
   out->set_raw_data(std::string(static_cast<const char*>(c.raw_data()), c.nbytes()));
 }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "engine/core/strings.h"
 #include "formats/file_io.h"
 #include "formats/onnx_import.h"
 #include "formats/onnx_import_internal.h"
@@ -116,6 +117,9 @@ std::pair<int64_t, const char*> typed_count(const TP& proto, DType dt) {
     case DType::kF32: return {proto.float_data_size(), "float_data"};
     case DType::kF64: return {proto.double_data_size(), "double_data"};
     case DType::kI64: return {proto.int64_data_size(), "int64_data"};
+    case DType::kU32:
+    case DType::kU64: return {proto.uint64_data_size(), "uint64_data"};
+    case DType::kString: return {proto.string_data_size(), "string_data"};
     default: return {proto.int32_data_size(), "int32_data"};
   }
 }
@@ -147,6 +151,7 @@ std::optional<DType> dtype_from_onnx(int32_t t) {
     case TP::UINT16: return DType::kU16;
     case TP::UINT32: return DType::kU32;
     case TP::UINT64: return DType::kU64;
+    case TP::STRING: return DType::kString;
     default: return std::nullopt;
   }
 }
@@ -194,6 +199,7 @@ Expected<Tensor> decode_tensor(const TP& proto, const std::string& base_dir, con
     TRY(ExternalSpan s, locate_external(proto, base_dir, what, nbytes));
     span = std::move(s);
   } else if (proto.has_raw_data()) {
+    if (*dt == DType::kString) return make_error(what + ": a STRING tensor keeps its values in string_data, not raw_data");
     if (static_cast<int64_t>(proto.raw_data().size()) != nbytes)
       return make_error(what + ": raw_data holds " + std::to_string(proto.raw_data().size()) + " bytes but dims " +
                         shape_to_string(dims) + " of " + std::string(dtype_name(*dt)) + " need " + std::to_string(nbytes));
@@ -268,6 +274,10 @@ Expected<Tensor> decode_tensor(const TP& proto, const std::string& base_dir, con
     case DType::kU64:
       RETURN_IF_ERROR(copy_typed(proto.uint64_data(), numel, "uint64_data", what,
                                  [&](int64_t i, uint64_t v) { t.data<uint64_t>()[i] = v; }));
+      break;
+    case DType::kString:  // bytes, kept as they are (UTF-8 is checked by the ops that need it)
+      RETURN_IF_ERROR(copy_typed(proto.string_data(), numel, "string_data", what,
+                                 [&](int64_t i, const std::string& v) { t.data<uint64_t>()[i] = intern_string(v); }));
       break;
   }
   return t;

@@ -16,6 +16,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "engine/core/strings.h"
 #include "engine/ir/limits.h"
 #include "engine/ir/verifier.h"
 #include "formats/file_io.h"
@@ -48,6 +49,18 @@ struct Writer {
     const Tensor t = in.is_contiguous() ? in : in.contiguous();
     out->set_dtype(to_proto(t.dtype()));
     for (int64_t d : t.shape()) out->add_shape(d);
+    if (t.dtype() == DType::kString) {  // inline: each element as a u32 length and its bytes
+      std::string enc;
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        const std::string& e = t.string_at(i);
+        const uint32_t len = static_cast<uint32_t>(e.size());
+        enc.append(reinterpret_cast<const char*>(&len), 4);
+        enc += e;
+      }
+      out->set_xxh3(xxh3(enc.data(), enc.size()));
+      out->set_data(std::move(enc));
+      return;
+    }
     const auto* bytes = static_cast<const char*>(t.raw_data());
     const size_t n = t.nbytes();
     out->set_xxh3(xxh3(bytes, n));
@@ -246,6 +259,7 @@ struct Reader {
     Shape shape(pt.shape().begin(), pt.shape().end());
     Expected<int64_t> numel = checked_numel(shape, dt);
     if (!numel) return err(place, numel.error().message);
+    if (dt == DType::kString) return string_tensor(pt, shape, *numel, place);
     const uint64_t nbytes = static_cast<uint64_t>(*numel) * static_cast<uint64_t>(dtype_size(dt));
     const char* src = nullptr;
     if (pt.external()) {
@@ -276,6 +290,28 @@ struct Reader {
       auto* b = t.data<uint8_t>();
       for (int64_t i = 0; i < t.numel(); ++i) b[i] = b[i] != 0;
     }
+    return t;
+  }
+
+  // A string tensor's inline data: per element a little-endian u32 length and that many bytes.
+  Expected<Tensor> string_tensor(const tsr::Tensor& pt, const Shape& shape, int64_t numel, const std::string& place) {
+    if (pt.external()) return err(place, "a string tensor cannot be external");
+    const std::string& data = pt.data();
+    const uint64_t sum = xxh3(data.data(), data.size());
+    if (sum != pt.xxh3())
+      return err(place, "checksum mismatch (stored " + hex16(pt.xxh3()) + ", computed " + hex16(sum) + "): the weights are corrupt");
+    TRY(Tensor t, Tensor::create(DType::kString, shape));
+    size_t at = 0;
+    for (int64_t i = 0; i < numel; ++i) {
+      uint32_t len = 0;
+      if (data.size() - at < 4) return err(place, "string data ends inside element " + str(i));
+      std::memcpy(&len, data.data() + at, 4);
+      at += 4;
+      if (data.size() - at < len) return err(place, "string element " + str(i) + " runs past the end of the data");
+      t.data<uint64_t>()[i] = intern_string(std::string_view(data.data() + at, len));
+      at += len;
+    }
+    if (at != data.size()) return err(place, str(data.size() - at) + " bytes after the last string element");
     return t;
   }
 

@@ -4,8 +4,8 @@
 namespace tessera {
 namespace {
 constexpr std::string_view kNames[kNumDTypes] = {"f32", "f16", "bf16", "f64", "i8",  "u8", "i32",
-                                                 "i64", "bool", "i16", "u16", "u32", "u64"};
-constexpr int kSizes[kNumDTypes] = {4, 2, 2, 8, 1, 1, 4, 8, 1, 2, 2, 4, 8};
+                                                 "i64", "bool", "i16", "u16", "u32", "u64", "string"};
+constexpr int kSizes[kNumDTypes] = {4, 2, 2, 8, 1, 1, 4, 8, 1, 2, 2, 4, 8, 8};
 }  // namespace
 
 std::string_view dtype_name(DType t) { return kNames[static_cast<int>(t)]; }

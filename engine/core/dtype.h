@@ -9,11 +9,12 @@
 namespace tessera {
 
 // New types are appended: the numbering is part of the .tsr format.
-enum class DType : uint8_t { kF32, kF16, kBF16, kF64, kI8, kU8, kI32, kI64, kBool, kI16, kU16, kU32, kU64 };
-inline constexpr int kNumDTypes = 13;
+// kString elements are 8-byte ids of interned strings (engine/core/strings.h).
+enum class DType : uint8_t { kF32, kF16, kBF16, kF64, kI8, kU8, kI32, kI64, kBool, kI16, kU16, kU32, kU64, kString };
+inline constexpr int kNumDTypes = 14;
 
 // Short names used in the IR text and the JSON format: f32 f16 bf16 f64 i8 u8 i32 i64 bool i16
-// u16 u32 u64.
+// u16 u32 u64 string.
 std::string_view dtype_name(DType t);
 std::optional<DType> dtype_from_name(std::string_view name);
 // Bytes per element (bool is stored as one byte holding 0 or 1).

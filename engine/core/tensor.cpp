@@ -1,6 +1,8 @@
 // Host tensor storage, element access and conversions.
 #include "engine/core/tensor.h"
 
+#include "engine/core/strings.h"
+
 #include <cstdint>
 #include <cstdio>
 
@@ -117,6 +119,25 @@ const std::vector<Tensor>& Tensor::items() const {
   return items_ ? *items_ : kNone;
 }
 
+Tensor Tensor::from_strings(Shape shape, const std::vector<std::string>& values) {
+  Tensor t(DType::kString, std::move(shape));
+  assert(static_cast<int64_t>(values.size()) == t.numel());
+  for (size_t i = 0; i < values.size(); ++i) t.data<uint64_t>()[i] = intern_string(values[i]);
+  return t;
+}
+
+const std::string& Tensor::string_at(int64_t i) const {
+  assert(dtype_ == DType::kString);
+  const int64_t e = is_contiguous() ? i : offset_of(i);
+  return interned_string(reinterpret_cast<const uint64_t*>(storage_.get() + offset_)[e]);
+}
+
+std::vector<std::string> Tensor::to_strings() const {
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < numel_; ++i) out.push_back(string_at(i));
+  return out;
+}
+
 Tensor Tensor::from_bools(Shape shape, const std::vector<bool>& values) {
   Tensor t(DType::kBool, std::move(shape));
   assert(static_cast<int64_t>(values.size()) == t.numel());
@@ -159,7 +180,8 @@ double Tensor::get(int64_t i) const {
     case DType::kI16: return reinterpret_cast<const int16_t*>(base)[e];
     case DType::kU16: return reinterpret_cast<const uint16_t*>(base)[e];
     case DType::kU32: return reinterpret_cast<const uint32_t*>(base)[e];
-    case DType::kU64: return static_cast<double>(reinterpret_cast<const uint64_t*>(base)[e]);
+    case DType::kU64:
+    case DType::kString: return static_cast<double>(reinterpret_cast<const uint64_t*>(base)[e]);
   }
   return 0;
 }
@@ -181,6 +203,7 @@ void Tensor::set(int64_t i, double v) {
     case DType::kU16: reinterpret_cast<uint16_t*>(base)[e] = static_cast<uint16_t>(std::llround(v)); break;
     case DType::kU32: reinterpret_cast<uint32_t*>(base)[e] = static_cast<uint32_t>(std::llround(v)); break;
     case DType::kU64:
+    case DType::kString:
       reinterpret_cast<uint64_t*>(base)[e] = v >= 0x1p63 ? static_cast<uint64_t>(v) : static_cast<uint64_t>(std::llround(v));
       break;
   }
@@ -279,7 +302,11 @@ std::string Tensor::summary(int max_values) const {
   }
   os << dtype_name(dtype_) << shape_to_string(shape_) << " {";
   const int64_t n = std::min<int64_t>(numel_, max_values);
-  for (int64_t i = 0; i < n; ++i) os << (i ? ", " : "") << get(i);
+  for (int64_t i = 0; i < n; ++i) {
+    os << (i ? ", " : "");
+    if (dtype_ == DType::kString) os << '"' << string_at(i) << '"';
+    else os << get(i);
+  }
   if (numel_ > n) os << ", ...";
   os << "}";
   return os.str();

@@ -57,6 +57,10 @@ class Tensor {
     return from_vector<T>({}, {value});
   }
   static Tensor from_bools(Shape shape, const std::vector<bool>& values);
+  // A string tensor (engine/core/strings.h); string_at reads element i in row-major order.
+  static Tensor from_strings(Shape shape, const std::vector<std::string>& values);
+  const std::string& string_at(int64_t i) const;
+  std::vector<std::string> to_strings() const;
   // Converts doubles to `dtype` (rounding for integers, saturation is not applied).
   static Tensor from_doubles(DType dtype, Shape shape, const std::vector<double>& values);
 
@@ -93,7 +97,8 @@ class Tensor {
     return reinterpret_cast<const T*>(raw_data());
   }
 
-  // Element i in row-major logical order as a double (bool -> 0/1, halves converted).
+  // Element i in row-major logical order as a double (bool -> 0/1, halves converted; a string's
+  // intern id, which only equality may use).
   double get(int64_t i) const;
   void set(int64_t i, double v);
   std::vector<double> to_doubles() const;
@@ -136,6 +141,8 @@ template <class T>
 void Tensor::check_type() const {
   if constexpr (std::is_same_v<T, uint8_t>) {
     assert(dtype_ == DType::kU8 || dtype_ == DType::kBool);
+  } else if constexpr (std::is_same_v<T, uint64_t>) {
+    assert(dtype_ == DType::kU64 || dtype_ == DType::kString);
   } else if constexpr (std::is_same_v<T, uint16_t>) {
     assert(dtype_ == DType::kF16 || dtype_ == DType::kBF16 || dtype_ == DType::kU16);
   } else if constexpr (!std::is_same_v<T, std::byte>) {

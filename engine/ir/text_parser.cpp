@@ -8,6 +8,8 @@
 
 #include "engine/ir/text.h"
 
+#include "engine/core/strings.h"
+
 namespace tessera::ir {
 namespace {
 
@@ -290,6 +292,11 @@ class Parser {
     while (!is_punct(']')) {
       if (i > 0) RETURN_IF_ERROR(expect_punct(','));
       if (i >= t.numel()) return err("tensor literal has more than the " + std::to_string(t.numel()) + " elements its type declares");
+      if (t.dtype() == DType::kString) {
+        TRY(std::string v, string());
+        t.data<uint64_t>()[i++] = intern_string(v);
+        continue;
+      }
       if (t.dtype() == DType::kI64) {  // exact: doubles cannot hold every int64
         TRY(int64_t v, integer());
         t.data<int64_t>()[i++] = v;

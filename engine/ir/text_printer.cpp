@@ -48,6 +48,7 @@ std::string element_text(const Tensor& t, int64_t i) {
     case DType::kBF16: return float_text(t.get(i), 9);
     case DType::kI64: return std::to_string(t.data<int64_t>()[i]);  // exact; t is contiguous
     case DType::kU64: return std::to_string(t.data<uint64_t>()[i]);
+    case DType::kString: return quote(t.string_at(i));
     default: return std::to_string(static_cast<int64_t>(t.get(i)));
   }
 }

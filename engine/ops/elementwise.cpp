@@ -6,7 +6,11 @@
 // error on a zero divisor. Broadcasting follows ONNX (NumPy) multidirectional rules.
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <limits>
 #include <optional>
@@ -15,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/core/strings.h"
 #include "engine/ops/helpers.h"
 #include "engine/ops/math_internal.h"
 #include "engine/ops/op_def.h"
@@ -323,7 +328,62 @@ Expected<DType> cast_target(const ir::Node& node, const AttrReader& attrs) {
 
 }  // namespace
 
+namespace {
+
+// The shortest decimal text that reads back as the same value of the element type (float32 at
+// most 9 significant digits, float64 17), as NumPy and ONNX's reference write numbers as strings.
+std::string number_text(const Tensor& x, int64_t i) {
+  const DType dt = x.dtype();
+  if (dt == DType::kI64) return std::to_string(x.data<int64_t>()[i]);
+  if (dt == DType::kU64) return std::to_string(x.data<uint64_t>()[i]);
+  if (dt == DType::kBool) return x.data<uint8_t>()[i] ? "True" : "False";
+  const double v = x.get(i);
+  if (is_integer(dt)) return std::to_string(static_cast<int64_t>(v));
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  const bool single = dt != DType::kF64;
+  char buf[40];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (single ? std::strtof(buf, nullptr) == static_cast<float>(v) : std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+// String to number: decimal or scientific text, "inf"/"infinity"/"nan" in any case, surrounding
+// white space allowed; anything else is an error naming the element.
+Status strings_to_numbers(KernelContext& ctx, const Tensor& x, DType to) {
+  std::vector<double> values;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const std::string& s = x.string_at(i);
+    const char* begin = s.c_str();
+    char* end = nullptr;
+    const double v = std::strtod(begin, &end);
+    while (end && *end && std::isspace(static_cast<unsigned char>(*end))) ++end;
+    if (end == begin || (end && *end) || s.size() != std::strlen(begin))
+      return node_error(ctx.node, "element " + std::to_string(i) + " is the string \"" + s.substr(0, 40) +
+                                      "\", which is not a number");
+    values.push_back(v);
+  }
+  Tensor d = Tensor::from_doubles(DType::kF64, x.shape(), values);
+  if (to == DType::kF64) {
+    ctx.outputs = {d};
+    return Status::ok();
+  }
+  return convert_into_output(ctx, d, to);
+}
+
+}  // namespace
+
 Status convert_into_output(KernelContext& ctx, const Tensor& x0, DType to) {
+  if (x0.dtype() == DType::kString) return strings_to_numbers(ctx, x0.contiguous(), to);
+  if (to == DType::kString) {
+    const Tensor x = x0.contiguous();
+    TRY(Tensor y, Tensor::create(DType::kString, x.shape()));
+    for (int64_t i = 0; i < x.numel(); ++i) y.data<uint64_t>()[i] = intern_string(number_text(x, i));
+    ctx.outputs = {y};
+    return Status::ok();
+  }
   const Tensor x = widen(x0);
   const DType compute = (to == DType::kF16 || to == DType::kBF16) ? DType::kF32 : to;
   TRY(Tensor y, Tensor::create(compute, x.shape()));
@@ -593,15 +653,16 @@ void register_logic(OpRegistry& reg) {
 
 void register_cast(OpRegistry& reg) {
   OpDef cast("Cast", "cast",
-             "Converts to the element type named by the string attribute 'to', one of f32 f16 "
-             "bf16 f64 i8 u8 i32 i64 bool (ONNX stores an integer DataType; importers translate "
-             "it). Floats to integers truncate toward zero (NaN becomes 0, out-of-range values "
-             "saturate); integers to narrower integers wrap; anything to bool is x != 0 (NaN is "
-             "true); bool becomes 0 or 1.");
+             "Converts to the element type named by the string attribute 'to' (ONNX stores an "
+             "integer DataType; importers translate it). Floats to integers truncate toward zero "
+             "(NaN becomes 0, out-of-range values saturate); integers to narrower integers wrap; "
+             "anything to bool is x != 0 (NaN is true); bool becomes 0 or 1. Numbers become "
+             "strings as the shortest text that reads back; strings become numbers by parsing "
+             "(an error names an element that is not a number).");
   cast.input("input", "tensor of any element type");
   cast.output("output", "same shape, element type 'to'");
   cast.required_attr("to", AttrKind::kString,
-                     "target element type: f32 f16 bf16 f64 i8 u8 i32 i64 bool");
+                     "target element type: f32 f16 bf16 f64 i8 u8 i16 u16 i32 u32 i64 u64 bool string");
   cast.infer = infer_cast;
   cast.reference = cast_kernel;
   reg.add(std::move(cast));

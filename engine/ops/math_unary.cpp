@@ -297,6 +297,7 @@ void register_predicates(OpRegistry& reg) {
       .input("target_type", "any tensor; only its element type is used");
   castlike.output("output", "input's shape, target_type's element type");
   castlike.allowed_types = kAllTypes;
+  castlike.allowed_types.push_back(DType::kString);
   castlike.infer = infer_castlike;
   castlike.reference = castlike_kernel;
   reg.add(std::move(castlike));
