@@ -53,7 +53,7 @@ struct NodeImport {
 };
 
 // Rewrites one node from its opset-`opset` ONNX form into the registry's form. Returns an error
-// for forms Tessera cannot express (BatchNormalization-7 with spatial=0, Scan-8).
+// for forms Tessera cannot express (BatchNormalization-7 with spatial=0, Scan-8 with sequence_lens).
 using NodeRule = std::function<Status(NodeImport&)>;
 // Rules by ONNX op type.
 const std::map<std::string, NodeRule>& node_rules();

@@ -14,7 +14,9 @@
 //   Softmax, LogSoftmax, Hardmax < 13   the 2-D coercion at `axis` -> Flatten, op, Reshape
 //   Scatter              -> ScatterElements
 //   Constant             value_float(s)/value_int(s) -> a `value` tensor (so it folds)
-//   Scan < 9             refused (batched form)
+//   Scan < 9             -> Loop over the batch axis whose body gathers one batch row of every
+//                        state and scan input and runs the same body as a Scan-9; the Loop's
+//                        scan outputs stack the rows back (sequence_lens refused)
 //   every op < 7         consumed_inputs / is_test dropped; binary ops' broadcast=1 + axis -> B
 //                        unsqueezed to align at axis; PRelu's 1-D slope -> per channel
 //   Gemm < 7 (broadcast dropped), Concat < 4 (axis 1 by default), Cast < 6 (string `to`)
@@ -212,9 +214,45 @@ Status softmax_rule(NodeImport& ni) {
   return Status::ok();
 }
 
+// Scan-8 has a batch axis 0 on every state and scan input (and on the outputs) and an optional
+// first input sequence_lens. Without sequence_lens it is a Scan-9 per batch row: a Loop over the
+// rows gathers row i of each input (captured by name), runs the Scan, and stacks the results.
 Status scan_rule(NodeImport& ni) {
-  if (ni.opset < 9)
-    return make_error(ni.label + ": Scan before opset 9 (batch axis, sequence_lens) is not supported");
+  if (ni.opset >= 9) return Status::ok();
+  if (!ni.inputs.empty() && ni.inputs[0] != ir::kNoValue)
+    return make_error(ni.label + ": Scan-8's sequence_lens is not supported (leave it empty: every sequence full length)");
+  std::vector<ir::ValueId> batched(ni.inputs.begin() + (ni.inputs.empty() ? 0 : 1), ni.inputs.end());
+  if (batched.empty()) return make_error(ni.label + ": Scan-8 needs states or scan inputs");
+  std::optional<ir::Attribute> body = take(ni, "body");
+  if (!body || body->kind() != ir::AttrKind::kGraph) return make_error(ni.label + ": attribute 'body' must be a graph");
+  ir::Graph& outer = ni.builder.graph();
+  ir::Graph loop_body(outer.value(batched[0]).name + ".scan8_rows");
+  const ir::ValueId i = loop_body.add_input("scan8_row", ir::TensorType(DType::kI64, {}));
+  const ir::ValueId cond = loop_body.add_input("scan8_cond", ir::TensorType(DType::kBool, {}));
+  std::vector<ir::ValueId> rows;
+  for (ir::ValueId v : batched) {
+    const std::string& name = outer.value(v).name;
+    if (name.empty()) return make_error(ni.label + ": Scan-8 input without a name");
+    std::optional<ir::TensorType> t = ni.builder.derived_type(v);
+    const ir::ValueId c = loop_body.add_capture(name, t ? *t : ir::TensorType::unranked(DType::kF32));
+    rows.push_back(loop_body.node(loop_body.add_node("Gather", {c, i}, 1, "", {{"axis", int64_t{0}}})).outputs[0]);
+  }
+  ir::Attributes scan_attrs = {{"body", std::move(*body)}};
+  if (auto m = take(ni, "num_scan_inputs")) scan_attrs.insert_or_assign("num_scan_inputs", std::move(*m));
+  if (auto d = take(ni, "directions")) scan_attrs.insert_or_assign("scan_input_directions", std::move(*d));
+  const int outs = static_cast<int>(ni.outputs.size());
+  const ir::NodeId scan = loop_body.add_node("Scan", rows, outs, "", std::move(scan_attrs));
+  const ir::ValueId keep = loop_body.node(loop_body.add_node("Identity", {cond}, 1)).outputs[0];
+  std::vector<ir::ValueId> body_outs = {keep};
+  for (ir::ValueId v : loop_body.node(scan).outputs) body_outs.push_back(v);
+  loop_body.set_outputs(body_outs);
+  // The trip count: the batch size, dimension 0 of the first batched input.
+  const ir::ValueId shape = ni.builder.add_helper_node("Shape", {batched[0]}, 1, {}, ni.origin)[0];
+  const ir::ValueId zero = ni.builder.add_constant(ni.label + ".axis0", Tensor::scalar<int64_t>(0));
+  const ir::ValueId batch = ni.builder.add_helper_node("Gather", {shape, zero}, 1, {{"axis", int64_t{0}}}, ni.origin)[0];
+  const ir::ValueId always = ni.builder.add_constant(ni.label + ".cond", Tensor::from_bools({}, {true}));
+  ni.builder.emit(ni, "Loop", {batch, always}, {{"body", ir::Attribute(std::move(loop_body))}});
+  ni.emitted = true;
   return Status::ok();
 }
 

@@ -21,6 +21,15 @@ T sigmoid(T x) {
 
 using ir::Dim;
 
+// SplitMix64's output function (Steele, Lea, Flood 2014): counter-based random bits, so a value
+// is a pure function of (key, index) whatever the threads (Dropout's mask, the random ops).
+inline uint64_t splitmix64(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 inline const std::vector<DType> kFloatTypes = {DType::kF32, DType::kF16, DType::kBF16, DType::kF64};
 inline const std::vector<DType> kNumericTypes = {
     DType::kF32, DType::kF16, DType::kBF16, DType::kF64, DType::kI8,  DType::kU8, DType::kI16,

@@ -281,13 +281,6 @@ Expected<std::vector<TensorType>> infer_dropout(const InferContext& ctx) {
   return out;
 }
 
-uint64_t splitmix64(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 // The dropout mask, a pure function of (seed, rng_offset, element index), so it does not depend
 // on threads or on how the work is split:
 //   key = splitmix64(seed ^ splitmix64(rng_offset)),  u_i = (splitmix64(key + i) >> 11) * 2^-53,

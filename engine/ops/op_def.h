@@ -178,6 +178,7 @@ void register_loss_ops(OpRegistry& registry);         // loss_ops.cpp: losses an
 void register_fused_ops(OpRegistry& registry);        // fused.cpp: fused forms made by the optimiser
 void register_sequence_ops(OpRegistry& registry);     // sequence.cpp: sequences and optionals
 void register_text_ops(OpRegistry& registry);         // text.cpp: StringNormalizer, TfIdfVectorizer
+void register_random_ops(OpRegistry& registry);       // random.cpp: RandomUniform/Normal(Like), Bernoulli, Multinomial
 void register_runtime_ops(OpRegistry& registry);      // runtime_ops.cpp: Copy (between devices), Reorder (layouts)
 void register_grad_ops(OpRegistry& registry);         // grad_ops.cpp: backward kernels autodiff emits (ConvGrad*, pool, norm)
 void register_train_ops(OpRegistry& registry);        // train_ops.cpp: SumToShape, optimizer updates

@@ -76,6 +76,7 @@ void register_all_ops(OpRegistry& registry) {
   register_linalg_ops(registry);
   register_sequence_ops(registry);
   register_text_ops(registry);
+  register_random_ops(registry);
   register_gradients(registry);
 }
 

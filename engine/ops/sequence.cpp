@@ -14,13 +14,12 @@
 #include "engine/ops/helpers.h"
 #include "engine/ops/index_internal.h"
 #include "engine/ops/op_def.h"
+#include "engine/ops/tensor_ops_internal.h"
 
 namespace tessera::ops {
 namespace {
 
 using ir::Dim;
-
-std::vector<TensorType> one_type(TensorType t) { return std::vector<TensorType>{std::move(t)}; }
 
 // The element type two element types share: same dtype, equal dims kept, others unknown.
 TensorType merge_elements(const TensorType& a, const TensorType& b) {
@@ -92,7 +91,7 @@ Expected<DType> dtype_attr(const ir::Node& node, const AttrReader& attrs, const 
 
 Expected<std::vector<TensorType>> infer_empty(const InferContext& ctx) {
   TRY(DType dt, dtype_attr(ctx.node, ctx.attrs(), "dtype"));
-  return one_type(TensorType::unranked(dt).as(TypeKind::kSequence));
+  return one(TensorType::unranked(dt).as(TypeKind::kSequence));
 }
 
 Status empty_kernel(KernelContext& ctx) {
@@ -107,7 +106,7 @@ Expected<std::vector<TensorType>> infer_construct(const InferContext& ctx) {
     RETURN_IF_ERROR(need_tensor_of(ctx, i, elem.dtype));
     elem = merge_elements(elem, *ctx.inputs[i]);
   }
-  return one_type(elem.as(TypeKind::kSequence));
+  return one(elem.as(TypeKind::kSequence));
 }
 
 Status construct_kernel(KernelContext& ctx) {
@@ -127,7 +126,7 @@ Expected<std::vector<TensorType>> infer_insert(const InferContext& ctx) {
   RETURN_IF_ERROR(need_kind(ctx, 0, TypeKind::kSequence, "a sequence"));
   RETURN_IF_ERROR(need_tensor_of(ctx, 1, ctx.inputs[0]->dtype));
   RETURN_IF_ERROR(check_position_type(ctx, 2));
-  return one_type(merge_elements(ctx.inputs[0]->as(TypeKind::kTensor), *ctx.inputs[1]).as(TypeKind::kSequence));
+  return one(merge_elements(ctx.inputs[0]->as(TypeKind::kTensor), *ctx.inputs[1]).as(TypeKind::kSequence));
 }
 
 Status insert_kernel(KernelContext& ctx) {
@@ -148,7 +147,7 @@ Status insert_kernel(KernelContext& ctx) {
 Expected<std::vector<TensorType>> infer_at(const InferContext& ctx) {
   RETURN_IF_ERROR(need_kind(ctx, 0, TypeKind::kSequence, "a sequence"));
   RETURN_IF_ERROR(check_position_type(ctx, 1));
-  return one_type(ctx.inputs[0]->as(TypeKind::kTensor));
+  return one(ctx.inputs[0]->as(TypeKind::kTensor));
 }
 
 Status at_kernel(KernelContext& ctx) {
@@ -161,7 +160,7 @@ Status at_kernel(KernelContext& ctx) {
 Expected<std::vector<TensorType>> infer_erase(const InferContext& ctx) {
   RETURN_IF_ERROR(need_kind(ctx, 0, TypeKind::kSequence, "a sequence"));
   RETURN_IF_ERROR(check_position_type(ctx, 1));
-  return one_type(*ctx.inputs[0]);
+  return one(*ctx.inputs[0]);
 }
 
 Status erase_kernel(KernelContext& ctx) {
@@ -179,7 +178,7 @@ Status erase_kernel(KernelContext& ctx) {
 
 Expected<std::vector<TensorType>> infer_length(const InferContext& ctx) {
   RETURN_IF_ERROR(need_kind(ctx, 0, TypeKind::kSequence, "a sequence"));
-  return one_type(TensorType(DType::kI64, {}));
+  return one(TensorType(DType::kI64, {}));
 }
 
 Status length_kernel(KernelContext& ctx) {
@@ -214,7 +213,7 @@ Expected<std::vector<TensorType>> infer_split(const InferContext& ctx) {
     if (!s.is_tensor() || (s.dtype != DType::kI32 && s.dtype != DType::kI64) || (s.rank_known && s.rank() > 1))
       return node_error(ctx.node, "input 'split' must be an i32 or i64 scalar or 1-D tensor, got " + s.to_string());
   }
-  if (!x.rank_known) return one_type(TensorType::unranked(x.dtype).as(TypeKind::kSequence));
+  if (!x.rank_known) return one(TensorType::unranked(x.dtype).as(TypeKind::kSequence));
   TRY(int64_t axis, normalized_axis(ctx.node, ctx.attrs().i("axis"), x.rank()));
   TensorType elem = x;
   elem.dims[static_cast<size_t>(axis)] = Dim::unknown();
@@ -223,7 +222,7 @@ Expected<std::vector<TensorType>> infer_split(const InferContext& ctx) {
   } else if (!ctx.has_input(1)) {
     elem.dims[static_cast<size_t>(axis)] = Dim::known(1);
   }
-  return one_type(elem.as(TypeKind::kSequence));
+  return one(elem.as(TypeKind::kSequence));
 }
 
 Status split_kernel(KernelContext& ctx) {
@@ -272,12 +271,12 @@ Status split_kernel(KernelContext& ctx) {
 Expected<std::vector<TensorType>> infer_concat(const InferContext& ctx) {
   RETURN_IF_ERROR(need_kind(ctx, 0, TypeKind::kSequence, "a sequence"));
   TensorType elem = ctx.inputs[0]->as(TypeKind::kTensor);
-  if (!elem.rank_known) return one_type(elem);
+  if (!elem.rank_known) return one(elem);
   const bool new_axis = ctx.attrs().i("new_axis") != 0;
   TRY(int64_t axis, normalized_axis(ctx.node, ctx.attrs().i("axis"), elem.rank() + (new_axis ? 1 : 0)));
   if (new_axis) elem.dims.insert(elem.dims.begin() + axis, Dim::unknown());
   else elem.dims[static_cast<size_t>(axis)] = Dim::unknown();
-  return one_type(elem);
+  return one(elem);
 }
 
 Status concat_kernel(KernelContext& ctx) {
@@ -392,7 +391,7 @@ Expected<std::vector<TensorType>> infer_optional(const InferContext& ctx) {
   }
   if (t.kind != TypeKind::kTensor && t.kind != TypeKind::kSequence)
     return node_error(ctx.node, "cannot wrap " + t.to_string() + " in an optional");
-  return one_type(t.as(t.is_tensor() ? TypeKind::kOptional : TypeKind::kOptionalSequence));
+  return one(t.as(t.is_tensor() ? TypeKind::kOptional : TypeKind::kOptionalSequence));
 }
 
 Status optional_kernel(KernelContext& ctx) {
@@ -406,7 +405,7 @@ Status optional_kernel(KernelContext& ctx) {
 }
 
 Expected<std::vector<TensorType>> infer_has(const InferContext&) {
-  return one_type(TensorType(DType::kBool, {}));
+  return one(TensorType(DType::kBool, {}));
 }
 
 Status has_kernel(KernelContext& ctx) {
@@ -418,9 +417,9 @@ Status has_kernel(KernelContext& ctx) {
 
 Expected<std::vector<TensorType>> infer_get(const InferContext& ctx) {
   const TensorType& t = *ctx.inputs[0];
-  if (t.kind == TypeKind::kOptional) return one_type(t.as(TypeKind::kTensor));
-  if (t.kind == TypeKind::kOptionalSequence) return one_type(t.as(TypeKind::kSequence));
-  return one_type(t);
+  if (t.kind == TypeKind::kOptional) return one(t.as(TypeKind::kTensor));
+  if (t.kind == TypeKind::kOptionalSequence) return one(t.as(TypeKind::kSequence));
+  return one(t);
 }
 
 Status get_kernel(KernelContext& ctx) {

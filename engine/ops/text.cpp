@@ -10,13 +10,12 @@
 #include "engine/core/strings.h"
 #include "engine/ops/helpers.h"
 #include "engine/ops/op_def.h"
+#include "engine/ops/tensor_ops_internal.h"
 
 namespace tessera::ops {
 namespace {
 
 using ir::Dim;
-
-std::vector<TensorType> one_type(TensorType t) { return std::vector<TensorType>{std::move(t)}; }
 
 // ---- StringNormalizer ----
 
@@ -81,10 +80,10 @@ Expected<std::vector<TensorType>> infer_normalizer(const InferContext& ctx) {
   if (action != "NONE" && action != "LOWER" && action != "UPPER")
     return node_error(ctx.node, "attribute 'case_change_action' is '" + action + "'; expected NONE, LOWER or UPPER");
   const TensorType& x = *ctx.inputs[0];
-  if (!x.rank_known) return one_type(TensorType::unranked(DType::kString));
-  if (x.rank() == 1) return one_type(TensorType(DType::kString, {Dim::unknown()}));
+  if (!x.rank_known) return one(TensorType::unranked(DType::kString));
+  if (x.rank() == 1) return one(TensorType(DType::kString, {Dim::unknown()}));
   if (x.rank() == 2 && !(x.dims[0].is_known() && x.dims[0].size != 1))
-    return one_type(TensorType(DType::kString, {Dim::known(1), Dim::unknown()}));
+    return one(TensorType(DType::kString, {Dim::known(1), Dim::unknown()}));
   return node_error(ctx.node, "input must be [C] or [1, C], got " + x.to_string());
 }
 
@@ -131,15 +130,16 @@ Status normalizer_kernel(KernelContext& ctx) {
 struct NgramPool {
   std::map<std::vector<int64_t>, int64_t> index;  // gram -> output column
   int64_t width = 0;                              // output columns
-  int min_n = 1, max_n = 1;
+  int64_t min_n = 1, max_n = 1;
+  int64_t longest = 0;  // the longest n-gram the pool holds
 };
 
 // The pool of n-grams from the attributes: ngram_counts[k] is where the (k+1)-grams start in the
 // pool; ngram_indexes maps each gram, in pool order, to its output column.
 Expected<NgramPool> read_pool(const ir::Node& node, const AttrReader& a) {
   NgramPool p;
-  p.min_n = static_cast<int>(a.i("min_gram_length"));
-  p.max_n = static_cast<int>(a.i("max_gram_length"));
+  p.min_n = a.i("min_gram_length");
+  p.max_n = a.i("max_gram_length");
   if (p.min_n < 1 || p.max_n < p.min_n)
     return node_error(node, "gram lengths [" + std::to_string(p.min_n) + ", " + std::to_string(p.max_n) +
                                 "] must satisfy 1 <= min_gram_length <= max_gram_length");
@@ -170,6 +170,7 @@ Expected<NgramPool> read_pool(const ir::Node& node, const AttrReader& a) {
       if (col < 0 || col > (int64_t{1} << 24)) return node_error(node, "ngram_indexes holds " + std::to_string(col));
       p.index[std::vector<int64_t>(pool.begin() + at, pool.begin() + at + n)] = col;
       p.width = std::max(p.width, col + 1);
+      p.longest = n;
     }
   }
   return p;
@@ -182,9 +183,9 @@ Expected<std::vector<TensorType>> infer_tfidf(const InferContext& ctx) {
     return node_error(ctx.node, "attribute 'mode' is '" + mode + "'; expected TF, IDF or TFIDF");
   TRY(NgramPool p, read_pool(ctx.node, ctx.attrs()));
   const TensorType& x = *ctx.inputs[0];
-  if (!x.rank_known) return one_type(TensorType::unranked(DType::kF32));
-  if (x.rank() == 1) return one_type(TensorType(DType::kF32, {Dim::known(p.width)}));
-  if (x.rank() == 2) return one_type(TensorType(DType::kF32, {x.dims[0], Dim::known(p.width)}));
+  if (!x.rank_known) return one(TensorType::unranked(DType::kF32));
+  if (x.rank() == 1) return one(TensorType(DType::kF32, {Dim::known(p.width)}));
+  if (x.rank() == 2) return one(TensorType(DType::kF32, {x.dims[0], Dim::known(p.width)}));
   return node_error(ctx.node, "input must be [C] or [N, C], got " + x.to_string());
 }
 
@@ -207,15 +208,18 @@ Status tfidf_kernel(KernelContext& ctx) {
         x.dtype() == DType::kString ? static_cast<int64_t>(x.data<uint64_t>()[i]) : static_cast<int64_t>(x.get(i));
   TRY(Tensor y, Tensor::create(DType::kF32, x.rank() == 2 ? Shape{rows, p.width} : Shape{p.width}));
   float* out = y.data<float>();
+  // Grams longer than the pool's longest or the row count nothing; nor do skips that put an
+  // n-gram's items past the row's end (this bounds the work by the row, whatever the attributes).
+  const int64_t max_n = std::min({p.max_n, p.longest, len});
   std::vector<int64_t> gram;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t* row = tokens.data() + r * len;
     float* counts = out + r * p.width;
-    for (int n = p.min_n; n <= p.max_n; ++n)
-      for (int64_t skip = 0; skip <= (n == 1 ? 0 : max_skip); ++skip)  // unigrams once, not per skip
+    for (int64_t n = p.min_n; n <= max_n; ++n)
+      for (int64_t skip = 0; skip <= (n == 1 ? 0 : std::min(max_skip, len)); ++skip)  // unigrams once, not per skip
         for (int64_t i = 0; i + (n - 1) * (skip + 1) < len; ++i) {
           gram.assign(static_cast<size_t>(n), 0);
-          for (int k = 0; k < n; ++k) gram[static_cast<size_t>(k)] = row[i + k * (skip + 1)];
+          for (int64_t k = 0; k < n; ++k) gram[static_cast<size_t>(k)] = row[i + k * (skip + 1)];
           auto it = p.index.find(gram);
           if (it != p.index.end()) counts[it->second] += 1;
         }

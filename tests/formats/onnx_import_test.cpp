@@ -251,6 +251,39 @@ TEST(OnnxImport, ConstantFormsAndCastToDtypeName) {
   EXPECT_EQ(out[0].to_doubles(), (std::vector<double>{2, 3}));
 }
 
+// Scan-8 (a batch axis on every input and output) becomes a Loop over the batch rows around a
+// Scan-9: each row keeps its own running sum; a reversed scan input is read back to front.
+TEST(OnnxImport, Scan8RunsEachBatchRow) {
+  ModelBuilder m(8);
+  m.input("init", onnx::TensorProto::FLOAT, {2, 1});
+  m.input("x", onnx::TensorProto::FLOAT, {2, 3, 1});
+  auto* n = m.node("Scan", {"", "init", "x"}, {"final", "partial"});
+  attr_int(n, "num_scan_inputs", 1);
+  attr_ints(n, "directions", {1});
+  onnx::GraphProto* body = attr_graph(n, "body");
+  ModelBuilder::input(body, "acc", onnx::TensorProto::FLOAT, {1});
+  ModelBuilder::input(body, "xi", onnx::TensorProto::FLOAT, {1});
+  ModelBuilder::node(body, "Add", {"acc", "xi"}, {"acc_out"});
+  ModelBuilder::node(body, "Identity", {"acc_out"}, {"seen"});
+  ModelBuilder::output(body, "acc_out");
+  ModelBuilder::output(body, "seen");
+  m.output("final");
+  m.output("partial");
+  auto g = m.import();
+  ASSERT_TRUE(g.has_value()) << g.error().to_string();
+  auto out = run(*g, {{"init", Tensor::from_vector<float>({2, 1}, {0, 100})},
+                      {"x", Tensor::from_vector<float>({2, 3, 1}, {1, 2, 3, 10, 20, 30})}});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].shape(), (Shape{2, 1}));
+  EXPECT_EQ(out[0].to_doubles(), (std::vector<double>{6, 160}));
+  EXPECT_EQ(out[1].shape(), (Shape{2, 3, 1}));
+  EXPECT_EQ(out[1].to_doubles(), (std::vector<double>{3, 5, 6, 130, 150, 160}));  // reversed input
+  // sequence_lens (variable lengths per row) is refused, naming the node.
+  n->set_input(0, "lens");
+  m.input("lens", onnx::TensorProto::INT32, {2});
+  EXPECT_NE(error_of(m.import()).find("Scan-8's sequence_lens is not supported"), std::string::npos) << error_of(m.import());
+}
+
 TEST(OnnxImport, Slice9AttributesBecomeInputs) {
   ModelBuilder m(9);
   m.input("x", onnx::TensorProto::FLOAT, {2, 4});

@@ -91,7 +91,7 @@ inline void compile_and_run(ir::Graph graph, const ops::OpRegistry& registry, Re
   runtime::Feeds feeds;
   for (ir::ValueId v : graph.inputs()) {
     const ir::Value& in = graph.value(v);
-    if (!in.type.rank_known) return;
+    if (!in.type.rank_known && in.type.is_tensor()) return;  // a sequence's unknown elements: scalars
     Shape shape;
     int64_t numel = 1;
     for (const ir::Dim& d : in.type.dims) {
@@ -101,8 +101,17 @@ inline void compile_and_run(ir::Graph graph, const ops::OpRegistry& registry, Re
     }
     auto t = Tensor::create(in.type.dtype, shape);
     if (!t) return;
-    shapes[in.name] = shape;
-    feeds.emplace(in.name, std::move(*t));
+    if (in.type.is_tensor()) {
+      shapes[in.name] = shape;
+      feeds.emplace(in.name, std::move(*t));
+      continue;
+    }
+    // Sequences get two such tensors; optionals hold their value.
+    const bool seq = in.type.kind == TypeKind::kSequence || in.type.kind == TypeKind::kOptionalSequence;
+    Tensor value = seq ? Tensor::sequence(in.type.dtype, {*t, *t}) : *t;
+    if (in.type.kind == TypeKind::kOptional || in.type.kind == TypeKind::kOptionalSequence)
+      value = Tensor::optional(in.type.dtype, {value});
+    feeds.emplace(in.name, std::move(value));
   }
   stages::SessionOptions options;
   stages::Session session(std::move(graph), registry, options);

@@ -3,6 +3,8 @@
 // constants through every graph format.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "engine/core/strings.h"
 #include "engine/ir/text.h"
 #include "engine/stages/session.h"
@@ -101,6 +103,12 @@ TEST(Strings, TfIdfVectorizer) {
   ir::Attributes idf = tfidf;
   idf.insert_or_assign("mode", ir::Attribute(std::string("IDF")));
   expect_values(run("TfIdfVectorizer", {x}, idf)[0], {2, 3}, {0.5, 2, 10, 0, 2, 0});
+  // Huge gram lengths and skips (a fuzz finding: the loops ran ~forever) count what the pool and
+  // the row allow, at once.
+  ir::Attributes huge = tf;
+  huge.insert_or_assign("max_gram_length", ir::Attribute(int64_t{1} << 40));
+  huge.insert_or_assign("max_skip_count", ir::Attribute(int64_t{1} << 40));
+  EXPECT_EQ(run("TfIdfVectorizer", {x}, huge)[0].numel(), 6);
   ir::Attributes bad = tf;
   bad.insert_or_assign("ngram_counts", ir::Attribute(std::vector<int64_t>{0, 3}));  // 1 item left: not whole bigrams
   EXPECT_NE(fail("TfIdfVectorizer", {x}, bad).find("does not start a whole section of 2-grams"), std::string::npos);
