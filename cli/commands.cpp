@@ -17,6 +17,7 @@
 
 #include <unistd.h>
 
+#include "engine/core/strings.h"
 #include "engine/train/checkpoint.h"
 #include "engine/ir/text.h"
 #include "engine/ops/cost.h"
@@ -116,6 +117,7 @@ Tensor random_tensor(DType dt, const Shape& shape, std::mt19937_64& rng) {
     const uint64_t bits = rng();
     if (is_float(dt)) t.set(i, static_cast<double>(bits >> 11) * 0x1.0p-52 - 1.0);
     else if (dt == DType::kBool) t.set(i, static_cast<double>(bits >> 63));
+    else if (dt == DType::kString) t.data<uint64_t>()[i] = intern_string("s" + std::to_string(bits % 10));
     else t.set(i, static_cast<double>(bits % 10));
   }
   return t;
@@ -170,8 +172,14 @@ Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std
   std::mt19937_64 rng(seed);
   for (ir::ValueId v : g.inputs()) {
     const ir::Value& in = g.value(v);
-    if (feeds.count(in.name)) continue;
-    if (!in.type.rank_known) return (make_error("input '" + in.name + "' has unknown rank: give it with --input"));
+    if (feeds.count(in.name)) {
+      if (!in.type.is_tensor())
+        return make_error("--input " + in.name + ": the input is " + in.type.to_string() +
+                          ", and a .npy file holds one tensor (leave it out to draw two random tensors)");
+      continue;
+    }
+    if (!in.type.rank_known && in.type.is_tensor())
+      return (make_error("input '" + in.name + "' has unknown rank: give it with --input"));
     Shape shape;
     for (const ir::Dim& d : in.type.dims) {
       if (d.is_known()) shape.push_back(d.size);
@@ -186,7 +194,14 @@ Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std
                         std::to_string(static_cast<int64_t>(bytes)) + " bytes, more than this machine's memory (" +
                         std::to_string(static_cast<int64_t>(physical)) + " bytes)");
     try {
-      feeds.emplace(in.name, random_tensor(in.type.dtype, shape, rng));
+      Tensor value = random_tensor(in.type.dtype, shape, rng);
+      // A sequence gets two random tensors of its element type (scalars when their rank is
+      // unknown); an optional holds its value.
+      if (in.type.kind == TypeKind::kSequence || in.type.kind == TypeKind::kOptionalSequence)
+        value = Tensor::sequence(in.type.dtype, {value, random_tensor(in.type.dtype, shape, rng)});
+      if (in.type.kind == TypeKind::kOptional || in.type.kind == TypeKind::kOptionalSequence)
+        value = Tensor::optional(in.type.dtype, {value});
+      feeds.emplace(in.name, std::move(value));
     } catch (const std::bad_alloc&) {
       return make_error("input '" + in.name + "' of shape " + shape_to_string(shape) + ": cannot allocate " +
                         std::to_string(static_cast<int64_t>(bytes)) + " bytes for random values");
@@ -308,7 +323,7 @@ int run_run(const RunOptions& o) {
               << (o.reference ? std::string("with the reference kernels") : "through the six stages on " + std::to_string(threads) + " thread(s)") << "\n";
     for (ir::ValueId v : g->inputs()) {
       const Tensor& t = feeds.at(g->value(v).name);
-      std::cout << "  input  " << printable(g->value(v).name) << "  " << dtype_name(t.dtype()) << shape_to_string(t.shape())
+      std::cout << "  input  " << printable(g->value(v).name) << "  " << runtime::describe_value(t)
                 << "  from " << printable(source[g->value(v).name]) << "\n";
     }
   }
@@ -316,7 +331,8 @@ int run_run(const RunOptions& o) {
     const Tensor& t = (*outs)[i];
     const std::string name = file_name_for(g->value(g->outputs()[i]).name, i);
     double lo = INFINITY, hi = -INFINITY, sum = 0;
-    for (int64_t k = 0; k < t.numel(); ++k) {
+    const bool numeric = t.is_tensor() && t.dtype() != DType::kString;  // statistics of numbers only
+    for (int64_t k = 0; numeric && k < t.numel(); ++k) {
       const double x = t.get(k);
       lo = std::min(lo, x);
       hi = std::max(hi, x);
@@ -325,9 +341,21 @@ int run_run(const RunOptions& o) {
     const double mean = t.numel() ? sum / static_cast<double>(t.numel()) : 0;
     std::string written;
     if (!o.output_dir.empty()) {
-      written = (std::filesystem::path(o.output_dir) / (name + ".npy")).string();
-      Status st = formats::write_npy(written, t);
-      if (!st.is_ok()) return rec.fail(st.error());
+      // A sequence's tensors go to NAME_0.npy, NAME_1.npy, ...; an optional's value (if any) to NAME.npy.
+      std::vector<std::pair<std::string, Tensor>> files;
+      if (t.is_tensor()) files.emplace_back(name, t);
+      else if (t.kind() == TypeKind::kSequence)
+        for (size_t k = 0; k < t.items().size(); ++k) files.emplace_back(name + "_" + std::to_string(k), t.items()[k]);
+      else if (!t.items().empty() && t.items()[0].is_tensor()) files.emplace_back(name, t.items()[0]);
+      else if (!t.items().empty())
+        for (size_t k = 0; k < t.items()[0].items().size(); ++k)
+          files.emplace_back(name + "_" + std::to_string(k), t.items()[0].items()[k]);
+      for (const auto& [file, value] : files) {
+        const std::string path = (std::filesystem::path(o.output_dir) / (file + ".npy")).string();
+        Status st = formats::write_npy(path, value);
+        if (!st.is_ok()) return rec.fail(st.error());
+        written += (written.empty() ? "" : ", ") + path;
+      }
     }
     if (o.json) {
       jout.push_back({{"name", name}, {"dtype", std::string(dtype_name(t.dtype()))}, {"shape", t.shape()},
@@ -335,7 +363,7 @@ int run_run(const RunOptions& o) {
       continue;
     }
     std::cout << "  output " << name << "  " << t.summary(6) << "\n";
-    if (t.numel() > 0) std::printf("         min %.6g  max %.6g  mean %.6g\n", lo, hi, mean);
+    if (numeric && t.numel() > 0) std::printf("         min %.6g  max %.6g  mean %.6g\n", lo, hi, mean);
     if (!written.empty()) std::cout << "         written to " << written << "\n";
   }
   if (o.json) print_json(nlohmann::json{{"outputs", jout}});

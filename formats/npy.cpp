@@ -10,9 +10,12 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "engine/core/strings.h"
 #include "formats/file_io.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -200,7 +203,7 @@ Expected<DType> dtype_of_descr(const std::string& descr, bool* swap) {
     }
   }
   return make_error("unsupported dtype '" + excerpt(descr) +
-                    "' (Tessera reads f4 f8 f2 i1 u1 i2 u2 i4 u4 i8 u8 b1, either byte order)");
+                    "' (Tessera reads f4 f8 f2 i1 u1 i2 u2 i4 u4 i8 u8 b1 U<n> S<n>, either byte order)");
 }
 
 std::string descr_of(DType dt) {
@@ -226,6 +229,73 @@ std::string descr_of(DType dt) {
 void byte_swap(void* data, int64_t count, int size) {
   auto* p = static_cast<unsigned char*>(data);
   for (int64_t i = 0; i < count; ++i, p += size) std::reverse(p, p + size);
+}
+
+// NumPy's fixed-width strings: 'U<n>' (n UTF-32 code points, either byte order) and 'S<n>'
+// (n bytes), NUL-padded. They read as string tensors.
+struct StringDescr {
+  bool utf32 = true;
+  bool big = false;
+  int64_t width = 0;  // characters per element
+  int64_t bytes() const { return utf32 ? 4 * width : width; }
+};
+
+std::optional<StringDescr> string_descr(const std::string& descr) {
+  std::string_view code = descr;
+  char order = '|';
+  if (!code.empty() && std::strchr("<>|=", code[0]) != nullptr) {
+    order = code[0];
+    code.remove_prefix(1);
+  }
+  if (code.size() < 2 || (code[0] != 'U' && code[0] != 'S') || code.size() > 9) return std::nullopt;
+  StringDescr d;
+  d.utf32 = code[0] == 'U';
+  d.big = order == '>';
+  for (char c : code.substr(1)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    d.width = d.width * 10 + (c - '0');
+  }
+  if (d.width < 1) return std::nullopt;
+  return d;
+}
+
+// The UTF-8 text of NumPy string elements; errors name the element.
+Expected<Tensor> decode_strings(const std::string& raw, const Shape& shape, const StringDescr& d) {
+  TRY(Tensor t, Tensor::create(DType::kString, shape));
+  const size_t eb = static_cast<size_t>(d.bytes());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const char* e = raw.data() + static_cast<size_t>(i) * eb;
+    std::string s;
+    if (!d.utf32) {
+      s.assign(e, eb);
+    } else {
+      for (int64_t k = 0; k < d.width; ++k) {
+        const auto* b = reinterpret_cast<const unsigned char*>(e + 4 * k);
+        const uint32_t cp = d.big ? (uint32_t{b[0]} << 24 | uint32_t{b[1]} << 16 | uint32_t{b[2]} << 8 | b[3])
+                                  : (uint32_t{b[3]} << 24 | uint32_t{b[2]} << 16 | uint32_t{b[1]} << 8 | b[0]);
+        if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+          return make_error("element " + std::to_string(i) + " holds " + std::to_string(cp) + ", which is not a Unicode code point");
+        if (cp < 0x80) {
+          s += static_cast<char>(cp);
+        } else if (cp < 0x800) {
+          s += static_cast<char>(0xC0 | (cp >> 6));
+          s += static_cast<char>(0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+          s += static_cast<char>(0xE0 | (cp >> 12));
+          s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+          s += static_cast<char>(0x80 | (cp & 0x3F));
+        } else {
+          s += static_cast<char>(0xF0 | (cp >> 18));
+          s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+          s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+          s += static_cast<char>(0x80 | (cp & 0x3F));
+        }
+      }
+    }
+    while (!s.empty() && s.back() == '\0') s.pop_back();  // NumPy strips trailing NULs
+    t.data<uint64_t>()[i] = intern_string(s);
+  }
+  return t;
 }
 
 // Reads exactly n bytes unless the stream ends; returns the count read.
@@ -272,6 +342,29 @@ Expected<Tensor> decode_impl(const npy_detail::ReadFn& read, uint64_t total) {
   TRY(size_t h, read_fully(read, text.data(), text.size()));
   if (h < text.size()) return make_error("truncated: the file ends inside the header");
   TRY(Header hdr, DictParser(text).parse());
+  if (std::optional<StringDescr> sd = string_descr(hdr.descr)) {
+    auto numel = checked_numel(hdr.shape, DType::kString);
+    if (!numel) return make_error("header declares shape " + py_shape(hdr.shape) + ": " + numel.error().message);
+    const uint64_t avail = total - data_offset;
+    if (static_cast<uint64_t>(*numel) > avail / static_cast<uint64_t>(sd->bytes()) + 1 ||
+        static_cast<uint64_t>(*numel) * static_cast<uint64_t>(sd->bytes()) != avail)
+      return make_error("header declares shape " + py_shape(hdr.shape) + " of " + hdr.descr + " but " +
+                        std::to_string(avail) + " bytes of data follow");
+    std::string raw(static_cast<size_t>(avail), '\0');
+    TRY(size_t got, read_fully(read, raw.data(), raw.size()));
+    if (got < raw.size()) return make_error("truncated: the data ends after " + std::to_string(got) + " bytes");
+    TRY(Tensor t, decode_strings(raw, hdr.shape, *sd));
+    if (hdr.fortran && t.rank() > 1 && t.numel() > 0) {
+      std::vector<int64_t> strides(hdr.shape.size());
+      int64_t st = 1;
+      for (size_t i = 0; i < hdr.shape.size(); ++i) {
+        strides[i] = st;
+        st *= std::max<int64_t>(hdr.shape[i], 1);
+      }
+      t = t.view(hdr.shape, strides, 0).clone();
+    }
+    return t;
+  }
   bool swap = false;
   TRY(DType dtype, dtype_of_descr(hdr.descr, &swap));
 
@@ -358,12 +451,51 @@ Expected<Tensor> read_npy(const std::string& path) {
 }
 
 Expected<std::string> encode_npy(const Tensor& tensor) {
+  if (!tensor.is_tensor()) return make_error("a sequence or an optional is not one array; save its tensors one by one");
   if (tensor.dtype() == DType::kBF16)
     return make_error("bf16 has no NumPy dtype; cast the tensor to f32 before saving it as .npy");
   const Tensor t = tensor.contiguous();
+  std::string descr = descr_of(t.dtype());
+  std::string string_data;  // a string tensor's elements as '<U<n>' (or '|S<n>' when not UTF-8)
+  if (t.dtype() == DType::kString) {
+    bool utf8 = true;
+    size_t width = 1;
+    std::vector<std::u32string> cps;
+    for (int64_t i = 0; i < t.numel(); ++i) utf8 = utf8 && is_valid_utf8(t.string_at(i));
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const std::string& e = t.string_at(i);
+      if (!utf8) {
+        width = std::max(width, e.size());
+        continue;
+      }
+      std::u32string u;
+      for (size_t k = 0; k < e.size();) {
+        const unsigned char c = static_cast<unsigned char>(e[k]);
+        const size_t len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        char32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+        for (size_t j = 1; j < len; ++j) cp = (cp << 6) | (static_cast<unsigned char>(e[k + j]) & 0x3F);
+        u.push_back(cp);
+        k += len;
+      }
+      width = std::max(width, u.size());
+      cps.push_back(std::move(u));
+    }
+    descr = (utf8 ? "<U" : "|S") + std::to_string(width);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (utf8) {
+        std::u32string u = cps[static_cast<size_t>(i)];
+        u.resize(width, U'\0');
+        string_data.append(reinterpret_cast<const char*>(u.data()), 4 * width);
+      } else {
+        std::string e = t.string_at(i);
+        e.resize(width, '\0');
+        string_data += e;
+      }
+    }
+  }
   // The same bytes as numpy.lib.format.write_array (NumPy 1.24): sorted keys, room for the first
   // axis to grow to 21 digits, padded with spaces and '\n' to a multiple of 64 bytes.
-  std::string dict = "{'descr': '" + descr_of(t.dtype()) + "', 'fortran_order': False, 'shape': " +
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " +
                      py_shape(t.shape()) + ", }";
   if (t.rank() > 0) {
     const size_t digits = std::to_string(t.shape()[0]).size();
@@ -386,7 +518,8 @@ Expected<std::string> encode_npy(const Tensor& tensor) {
   out += dict;
   out.append(pad, ' ');
   out += '\n';
-  out.append(static_cast<const char*>(t.raw_data()), t.nbytes());
+  if (t.dtype() == DType::kString) out += string_data;
+  else out.append(static_cast<const char*>(t.raw_data()), t.nbytes());
   return out;
 }
 

@@ -126,9 +126,14 @@ QString constant_text(const Document& doc, const ir::Node& constant, ir::ValueId
   if (value && value->kind() == ir::AttrKind::kTensor && value->t().numel() <= 8) {
     const Tensor& t = value->t();
     QStringList parts;
-    for (double x : t.to_doubles()) {
-      if (t.dtype() == DType::kBool) parts << (x != 0 ? QStringLiteral("true") : QStringLiteral("false"));
-      else parts << QString::number(x, 'g', 6);
+    if (t.dtype() == DType::kString) {  // its elements are string ids: show the text
+      for (const std::string& e : t.to_strings())
+        parts << QLatin1Char('"') + QString::fromStdString(e.size() > 24 ? e.substr(0, 24) + "..." : e) + QLatin1Char('"');
+    } else {
+      for (double x : t.to_doubles()) {
+        if (t.dtype() == DType::kBool) parts << (x != 0 ? QStringLiteral("true") : QStringLiteral("false"));
+        else parts << QString::number(x, 'g', 6);
+      }
     }
     const QString joined = parts.join(QStringLiteral(", "));
     return QStringLiteral("= ") + (t.shape().empty() ? joined : QLatin1Char('[') + joined + QLatin1Char(']'));

@@ -8,10 +8,12 @@
 #include <QPainter>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QStringList>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
 
+#include "engine/runtime/interpreter.h"
 #include "formats/npy.h"
 #include "studio/canvas_style.h"
 #include "studio/guard.h"
@@ -190,6 +192,18 @@ void ValueView::set_value(const QString& name, const Tensor& value) {
 QString ValueView::summary_text() const {
   if (!has_value_) return {};
   const QLocale n(QLocale::English);
+  if (!value_.is_tensor())  // a sequence or an optional: what it holds
+    return QStringLiteral("<b>%1</b><br><tt>%2</tt>")
+        .arg(name_.toHtmlEscaped(), QString::fromStdString(runtime::describe_value(value_)).toHtmlEscaped());
+  if (value_.dtype() == DType::kString) {  // the first strings; no statistics
+    QStringList shown;
+    for (int64_t i = 0; i < std::min<int64_t>(value_.numel(), 8); ++i)
+      shown << (QLatin1Char('"') + QString::fromStdString(value_.string_at(i)) + QLatin1Char('"')).toHtmlEscaped();
+    if (value_.numel() > 8) shown << QStringLiteral("...");
+    return QStringLiteral("<b>%1</b><br><tt>string%2</tt>, %3 elements<br>%4")
+        .arg(name_.toHtmlEscaped(), QString::fromStdString(shape_to_string(value_.shape())),
+             n.toString(static_cast<qlonglong>(value_.numel())), shown.join(QStringLiteral(", ")));
+  }
   QString t = QStringLiteral("<b>%1</b><br><tt>%2%3</tt>, %4 elements")
                   .arg(name_.toHtmlEscaped(), QString::fromLatin1(dtype_name(value_.dtype()).data()),
                        QString::fromStdString(shape_to_string(value_.shape())), n.toString(static_cast<qlonglong>(stats_.count)));
@@ -216,7 +230,7 @@ void ValueView::set_slice(int index) {
 
 void ValueView::draw_slice() {
   heatmap_ = QImage();
-  if (!has_value_ || value_.rank() == 0 || value_.numel() == 0) {
+  if (!has_value_ || value_.rank() == 0 || value_.numel() == 0 || value_.dtype() == DType::kString) {
     heatmap_view_->clear();
     return;
   }

@@ -79,6 +79,32 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run("bench", lenet, "--runs", "0")
     check(rc == 2, "bench --runs 0 is a usage error")
 
+    # Strings and sequences: a .npy of NumPy strings in, strings and a sequence's tensors out.
+    import onnx
+    from onnx import helper, TensorProto
+    g = helper.make_graph([
+        helper.make_node("StringNormalizer", ["x"], ["y"], case_change_action="UPPER", stopwords=["monday"]),
+        helper.make_node("SplitToSequence", ["y"], ["s"], keepdims=0),
+        helper.make_node("SequenceInsert", ["s", "y"], ["t"]),
+    ], "strings", [helper.make_tensor_value_info("x", TensorProto.STRING, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.STRING, [None]),
+         helper.make_tensor_value_info("t", TensorProto.STRING, None)])
+    g.output[1].type.CopyFrom(helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.STRING, None)))
+    text_model = os.path.join(tmp, "strings.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), text_model)
+    np.save(os.path.join(tmp, "words.npy"), np.array(["Monday", "caf\u00e9", "tuesday"]))
+    d = os.path.join(tmp, "strings_out")
+    rc, out, err = run("run", text_model, "--input", "x=" + os.path.join(tmp, "words.npy"), "--output-dir", d)
+    check(rc == 0, "run of a string and sequence model exits 0 (%s)" % err.strip())
+    if rc == 0:
+        y = np.load(os.path.join(d, "y.npy"))
+        check(y.tolist() == ["CAF\u00c9", "TUESDAY"], "StringNormalizer's output reads back in NumPy (%s)" % y)
+        items = sorted(f for f in os.listdir(d) if f.startswith("t_"))
+        check(items == ["t_0.npy", "t_1.npy", "t_2.npy"], "a sequence output is written one file per tensor (%s)" % items)
+        check(np.load(os.path.join(d, "t_2.npy")).tolist() == ["CAF\u00c9", "TUESDAY"], "the inserted tensor is last")
+    rc, out, err = run("run", text_model, "--input", "x=" + os.path.join(tmp, "x.npy"))
+    check(rc == 1 and "'x'" in err, "a float .npy for a string input is refused naming it (%s)" % err.strip())
+
 if failures:
     print("%d check(s) failed" % len(failures))
     sys.exit(1)

@@ -120,6 +120,29 @@ TEST(NpyFixtures, SixteenBitAndWideUnsigned) {
   EXPECT_EQ(*enc, slurp(kData + "u64.npy"));
 }
 
+TEST(NpyFixtures, FixedWidthStrings) {
+  auto u = read_npy(kData + "str_u.npy");
+  ASSERT_TRUE(u) << u.error().to_string();
+  ASSERT_EQ(u->dtype(), DType::kString);
+  EXPECT_EQ(u->shape(), (Shape{2, 2}));
+  EXPECT_EQ(u->to_strings(), (std::vector<std::string>{"a", "h\xC3\xA9llo", "\xF0\x9F\x98\x80", ""}));
+  auto enc = encode_npy(*u);
+  ASSERT_TRUE(enc);
+  EXPECT_EQ(*enc, slurp(kData + "str_u.npy"));  // NumPy's own bytes: '<U5', NUL-padded
+  auto s = read_npy(kData + "str_s.npy");
+  ASSERT_TRUE(s) << s.error().to_string();
+  EXPECT_EQ(s->to_strings(), (std::vector<std::string>{"ab", "\xFF"}));
+  auto enc_s = encode_npy(*s);  // not UTF-8: written as bytes
+  ASSERT_TRUE(enc_s);
+  EXPECT_EQ(*enc_s, slurp(kData + "str_s.npy"));
+  // A code point past U+10FFFF is an error naming the element.
+  std::string bad = slurp(kData + "str_u.npy");
+  bad[bad.size() - 4 * 5 * 4 + 2] = '\x7f';  // element 0's first code point
+  auto b = parse_npy(bad.data(), bad.size(), "bad.npy");
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.error().message.find("element 0 holds"), std::string::npos) << b.error().message;
+}
+
 TEST(NpyFixtures, UnsupportedDTypeNamesFileAndDescr) {
   auto t = read_npy(kData + "c64.npy");
   ASSERT_FALSE(t);

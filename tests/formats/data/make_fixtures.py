@@ -46,6 +46,9 @@ def main():
     # The 16-bit and wide unsigned integers.
     save("u16.npy", np.array([1, 2], dtype="<u2"))
     save("u64.npy", np.array([18446744073709551615, 0], dtype="<u8"))
+    # Fixed-width strings: UTF-32 code points and bytes.
+    save("str_u.npy", np.array([["a", "h\u00e9llo"], ["\U0001F600", ""]], dtype="<U5"))
+    save("str_s.npy", np.array([b"ab", b"\xff"], dtype="|S2"))
     # A dtype Tessera does not read.
     save("c64.npy", np.array([1 + 2j], dtype="<c8"))
     # Archives: stored and deflated.
