@@ -27,6 +27,8 @@ class HashState {
   }
   void type(const TensorType& t) {
     u64(static_cast<uint64_t>(t.dtype));
+    // Hashed only when not a tensor, so every hash written before kinds existed stays valid.
+    if (!t.is_tensor()) u64(0x6b696e64u + static_cast<uint64_t>(t.kind));
     u64(t.rank_known ? 1 : 0);
     u64(t.dims.size());
     for (const Dim& d : t.dims) {
@@ -115,6 +117,10 @@ uint64_t tensor_hash(const Tensor& any) {
   h.u64(static_cast<uint64_t>(t.dtype()));
   h.u64(t.shape().size());
   for (int64_t d : t.shape()) h.i64(d);
+  if (t.dtype() == DType::kString) {  // the text, not the ids (those differ between processes)
+    for (int64_t i = 0; i < t.numel(); ++i) h.str(t.string_at(i));
+    return h.digest();
+  }
   h.bytes(t.raw_data(), t.nbytes());
   return h.digest();
 }

@@ -109,6 +109,10 @@ Status write_checkpoint(const std::string& path, const Checkpoint& c) {
   }
   put<uint32_t>(payload, static_cast<uint32_t>(c.tensors.size()));
   for (const auto& [name, t] : c.tensors) {
+    if (!t.is_tensor() || t.dtype() == DType::kString)  // their bytes are process-local ids
+      return make_error("tensor '" + name + "' is a " + (t.is_tensor() ? "string tensor" : "sequence or optional") +
+                            "; checkpoints hold numeric tensors",
+                        path);
     Tensor ct = t.contiguous();
     put_str(payload, name);
     put<uint8_t>(payload, static_cast<uint8_t>(ct.dtype()));

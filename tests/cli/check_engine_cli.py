@@ -102,6 +102,25 @@ with tempfile.TemporaryDirectory() as tmp:
         items = sorted(f for f in os.listdir(d) if f.startswith("t_"))
         check(items == ["t_0.npy", "t_1.npy", "t_2.npy"], "a sequence output is written one file per tensor (%s)" % items)
         check(np.load(os.path.join(d, "t_2.npy")).tolist() == ["CAF\u00c9", "TUESDAY"], "the inserted tensor is last")
+    # A string constant through .tsr: written by one process, checked (content hash) and run by another.
+    words = helper.make_tensor("words", TensorProto.STRING, [2], [b"Monday", b"caf\xc3\xa9"])
+    g2 = helper.make_graph([helper.make_node("Constant", [], ["w"], value=words),
+                            helper.make_node("Concat", ["x", "w"], ["c"], axis=0),
+                            helper.make_node("StringNormalizer", ["c"], ["y"], case_change_action="UPPER")],
+                           "constants", [helper.make_tensor_value_info("x", TensorProto.STRING, [3])],
+                           [helper.make_tensor_value_info("y", TensorProto.STRING, [None])])
+    const_model = os.path.join(tmp, "constants.onnx")
+    onnx.save(helper.make_model(g2, opset_imports=[helper.make_opsetid("", 17)]), const_model)
+    for ext in ("tsr", "json"):
+        converted = os.path.join(tmp, "constants." + ext)
+        rc, out, err = run("convert", const_model, converted)
+        check(rc == 0, "convert of a string constant to .%s exits 0 (%s)" % (ext, err.strip()))
+        d = os.path.join(tmp, "const_out_" + ext)
+        rc, out, err = run("run", converted, "--input", "x=" + os.path.join(tmp, "words.npy"), "--output-dir", d)
+        check(rc == 0, "the .%s reads back in another process and runs (%s)" % (ext, err.strip()))
+        if rc == 0:
+            y = np.load(os.path.join(d, "y.npy")).tolist()
+            check(y == ["MONDAY", "CAF\u00c9", "TUESDAY", "MONDAY", "CAF\u00c9"], "its string constant survived (%s)" % y)
     rc, out, err = run("run", text_model, "--input", "x=" + os.path.join(tmp, "x.npy"))
     check(rc == 1 and "'x'" in err, "a float .npy for a string input is refused naming it (%s)" % err.strip())
 

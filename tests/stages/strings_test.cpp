@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "engine/core/strings.h"
+#include "engine/ir/hash.h"
 #include "engine/ir/text.h"
 #include "engine/stages/session.h"
 #include "formats/json_graph.h"
@@ -40,6 +41,14 @@ TEST(Strings, InterningAndUtf8) {
   EXPECT_FALSE(is_valid_utf8("x\xF4\x90\x80\x80", &at));  // past U+10FFFF
   EXPECT_EQ(at, 1u);
   EXPECT_FALSE(is_valid_utf8("\xE2\x82", &at));  // truncated
+}
+
+// Hashes (the .tsr content hash, CSE) see the text, not the ids, which depend on what a process
+// interned first: a golden value, the same in every process whatever was interned before.
+TEST(Strings, HashesSeeTheTextNotTheIds) {
+  intern_string("interned first in this process only");
+  const Tensor t = Tensor::from_strings({2}, {"hash me", "\xC3\xA9"});
+  EXPECT_EQ(ir::tensor_hash(t), 3432708044009991858ull);
 }
 
 TEST(Strings, CastToAndFromNumbers) {
