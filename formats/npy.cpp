@@ -269,28 +269,16 @@ Expected<Tensor> decode_strings(const std::string& raw, const Shape& shape, cons
     if (!d.utf32) {
       s.assign(e, eb);
     } else {
+      std::u32string cps;
       for (int64_t k = 0; k < d.width; ++k) {
         const auto* b = reinterpret_cast<const unsigned char*>(e + 4 * k);
         const uint32_t cp = d.big ? (uint32_t{b[0]} << 24 | uint32_t{b[1]} << 16 | uint32_t{b[2]} << 8 | b[3])
                                   : (uint32_t{b[3]} << 24 | uint32_t{b[2]} << 16 | uint32_t{b[1]} << 8 | b[0]);
         if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
           return make_error("element " + std::to_string(i) + " holds " + std::to_string(cp) + ", which is not a Unicode code point");
-        if (cp < 0x80) {
-          s += static_cast<char>(cp);
-        } else if (cp < 0x800) {
-          s += static_cast<char>(0xC0 | (cp >> 6));
-          s += static_cast<char>(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-          s += static_cast<char>(0xE0 | (cp >> 12));
-          s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-          s += static_cast<char>(0x80 | (cp & 0x3F));
-        } else {
-          s += static_cast<char>(0xF0 | (cp >> 18));
-          s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-          s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-          s += static_cast<char>(0x80 | (cp & 0x3F));
-        }
+        cps.push_back(cp);
       }
+      s = code_points_to_utf8(cps);
     }
     while (!s.empty() && s.back() == '\0') s.pop_back();  // NumPy strips trailing NULs
     t.data<uint64_t>()[i] = intern_string(s);
@@ -313,6 +301,20 @@ uint32_t le_uint(const unsigned char* p, int bytes) {
   uint32_t v = 0;
   for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | p[i];
   return v;
+}
+
+// A Fortran-ordered array's elements moved to row-major order.
+Tensor in_c_order(Tensor t, const Header& hdr) {
+  if (!hdr.fortran || t.rank() <= 1 || t.numel() == 0) return t;  // an empty array has nothing to
+                                                                  // reorder; its other dims may be huge
+  // Column-major: element (i0, i1, ...) sits at i0 + s0 * (i1 + s1 * (...)).
+  std::vector<int64_t> strides(hdr.shape.size());
+  int64_t s = 1;
+  for (size_t i = 0; i < hdr.shape.size(); ++i) {
+    strides[i] = s;
+    s *= std::max<int64_t>(hdr.shape[i], 1);
+  }
+  return t.view(hdr.shape, strides, 0).clone();
 }
 
 Expected<Tensor> decode_impl(const npy_detail::ReadFn& read, uint64_t total) {
@@ -354,16 +356,7 @@ Expected<Tensor> decode_impl(const npy_detail::ReadFn& read, uint64_t total) {
     TRY(size_t got, read_fully(read, raw.data(), raw.size()));
     if (got < raw.size()) return make_error("truncated: the data ends after " + std::to_string(got) + " bytes");
     TRY(Tensor t, decode_strings(raw, hdr.shape, *sd));
-    if (hdr.fortran && t.rank() > 1 && t.numel() > 0) {
-      std::vector<int64_t> strides(hdr.shape.size());
-      int64_t st = 1;
-      for (size_t i = 0; i < hdr.shape.size(); ++i) {
-        strides[i] = st;
-        st *= std::max<int64_t>(hdr.shape[i], 1);
-      }
-      t = t.view(hdr.shape, strides, 0).clone();
-    }
-    return t;
+    return in_c_order(std::move(t), hdr);
   }
   bool swap = false;
   TRY(DType dtype, dtype_of_descr(hdr.descr, &swap));
@@ -394,18 +387,7 @@ Expected<Tensor> decode_impl(const npy_detail::ReadFn& read, uint64_t total) {
     auto* p = t.data<uint8_t>();
     for (int64_t i = 0; i < t.numel(); ++i) p[i] = p[i] != 0 ? 1 : 0;
   }
-  if (hdr.fortran && t.rank() > 1 && t.numel() > 0) {  // an empty array has nothing to reorder; its
-                                                       // other dims may be huge (their product overflows)
-    // Column-major: element (i0, i1, ...) sits at i0 + s0 * (i1 + s1 * (...)).
-    std::vector<int64_t> strides(hdr.shape.size());
-    int64_t s = 1;
-    for (size_t i = 0; i < hdr.shape.size(); ++i) {
-      strides[i] = s;
-      s *= std::max<int64_t>(hdr.shape[i], 1);
-    }
-    t = t.view(hdr.shape, strides, 0).clone();
-  }
-  return t;
+  return in_c_order(std::move(t), hdr);
 }
 
 }  // namespace
@@ -468,15 +450,7 @@ Expected<std::string> encode_npy(const Tensor& tensor) {
         width = std::max(width, e.size());
         continue;
       }
-      std::u32string u;
-      for (size_t k = 0; k < e.size();) {
-        const unsigned char c = static_cast<unsigned char>(e[k]);
-        const size_t len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-        char32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-        for (size_t j = 1; j < len; ++j) cp = (cp << 6) | (static_cast<unsigned char>(e[k + j]) & 0x3F);
-        u.push_back(cp);
-        k += len;
-      }
+      std::u32string u = utf8_to_code_points(e);
       width = std::max(width, u.size());
       cps.push_back(std::move(u));
     }

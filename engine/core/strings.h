@@ -19,5 +19,8 @@ const std::string& interned_string(uint64_t id);
 // Is `s` well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF)? On
 // failure `bad_offset` (when given) is the offset of the first bad byte.
 bool is_valid_utf8(std::string_view s, size_t* bad_offset = nullptr);
+// The code points of valid UTF-8 (check is_valid_utf8 first), and back.
+std::u32string utf8_to_code_points(std::string_view s);
+std::string code_points_to_utf8(std::u32string_view cps);
 
 }  // namespace tessera

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "engine/ops/helpers.h"
+#include "engine/ops/tensor_ops_internal.h"
 
 namespace tessera::ops {
 namespace {
@@ -24,15 +25,6 @@ Expected<const ir::Graph*> graph_attr(const Node& node, const std::string& name)
   return &a->g();
 }
 
-// The type both of two values can have: equal dims stay, differing dims become unknown.
-// Both have the same dtype and kind (sequence, optional...); it applies to the element tensors.
-TensorType union_type(const TensorType& a, const TensorType& b) {
-  if (!a.rank_known || !b.rank_known || a.rank() != b.rank()) return TensorType::unranked(a.dtype).as(a.kind);
-  TensorType out = a;
-  for (size_t i = 0; i < out.dims.size(); ++i)
-    if (a.dims[i] != b.dims[i]) out.dims[i] = Dim::unknown();
-  return out;
-}
 
 // Checks that an input type can hold a one-element tensor of dtype `dt`.
 Status check_scalar_input(const InferContext& ctx, size_t i, DType dt) {

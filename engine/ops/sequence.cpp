@@ -21,15 +21,6 @@ namespace {
 
 using ir::Dim;
 
-// The element type two element types share: same dtype, equal dims kept, others unknown.
-TensorType merge_elements(const TensorType& a, const TensorType& b) {
-  if (!a.rank_known || !b.rank_known || a.rank() != b.rank()) return TensorType::unranked(a.dtype);
-  TensorType out = a;
-  for (size_t i = 0; i < out.dims.size(); ++i)
-    if (a.dims[i] != b.dims[i]) out.dims[i] = Dim::unknown();
-  return out;
-}
-
 Status need_kind(const InferContext& ctx, size_t i, TypeKind kind, const char* what) {
   if (ctx.inputs[i]->kind != kind)
     return node_error(ctx.node, "input '" + ctx.def.inputs[std::min(i, ctx.def.inputs.size() - 1)].name + "' must be " +
@@ -104,7 +95,7 @@ Expected<std::vector<TensorType>> infer_construct(const InferContext& ctx) {
   TensorType elem = *ctx.inputs[0];
   for (size_t i = 1; i < ctx.inputs.size(); ++i) {
     RETURN_IF_ERROR(need_tensor_of(ctx, i, elem.dtype));
-    elem = merge_elements(elem, *ctx.inputs[i]);
+    elem = union_type(elem, *ctx.inputs[i]);
   }
   return one(elem.as(TypeKind::kSequence));
 }
@@ -126,7 +117,7 @@ Expected<std::vector<TensorType>> infer_insert(const InferContext& ctx) {
   RETURN_IF_ERROR(need_kind(ctx, 0, TypeKind::kSequence, "a sequence"));
   RETURN_IF_ERROR(need_tensor_of(ctx, 1, ctx.inputs[0]->dtype));
   RETURN_IF_ERROR(check_position_type(ctx, 2));
-  return one(merge_elements(ctx.inputs[0]->as(TypeKind::kTensor), *ctx.inputs[1]).as(TypeKind::kSequence));
+  return one(union_type(ctx.inputs[0]->as(TypeKind::kTensor), *ctx.inputs[1]).as(TypeKind::kSequence));
 }
 
 Status insert_kernel(KernelContext& ctx) {

@@ -50,6 +50,14 @@ Expected<std::optional<std::vector<int64_t>>> constant_ints(const InferContext& 
   return std::optional<std::vector<int64_t>>(std::move(v));
 }
 
+TensorType union_type(const TensorType& a, const TensorType& b) {
+  if (!a.rank_known || !b.rank_known || a.rank() != b.rank()) return TensorType::unranked(a.dtype).as(a.kind);
+  TensorType out = a;
+  for (size_t i = 0; i < out.dims.size(); ++i)
+    if (a.dims[i] != b.dims[i]) out.dims[i] = Dim::unknown();
+  return out;
+}
+
 int64_t static_length(const TensorType* t) {
   if (t != nullptr && t->rank_known && t->rank() == 0) return 1;
   if (t == nullptr || !t->rank_known || t->rank() != 1 || !t->dims[0].is_known()) return -1;

@@ -33,6 +33,10 @@ Expected<Tensor> reshaped_copy(const Tensor& x, Shape shape, const ir::Node& nod
 // A contiguous copy of the view (shape, element strides, element offset) of x; checks the size.
 Expected<Tensor> strided_copy(const Tensor& x, Shape shape, std::vector<int64_t> strides,
                               int64_t offset, const ir::Node& node);
+// The type both of two values can have (If's branches, Loop-carried values, a sequence's
+// elements): same dtype and kind, equal dims kept, differing dims unknown, unranked when the ranks
+// differ.
+ir::TensorType union_type(const ir::TensorType& a, const ir::TensorType& b);
 // A one-element result of an inference function.
 std::vector<ir::TensorType> one(ir::TensorType t);
 

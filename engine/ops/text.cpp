@@ -19,42 +19,6 @@ using ir::Dim;
 
 // ---- StringNormalizer ----
 
-// UTF-8 decoding and encoding of valid text (callers check is_valid_utf8 first).
-std::u32string decode_utf8(const std::string& s) {
-  std::u32string out;
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    const int len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    char32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-    for (int k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + static_cast<size_t>(k)]) & 0x3F);
-    out.push_back(cp);
-    i += static_cast<size_t>(len);
-  }
-  return out;
-}
-
-std::string encode_utf8(const std::u32string& s) {
-  std::string out;
-  for (char32_t cp : s) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-  return out;
-}
-
 // Unicode case mapping of one code point by the C library's C.UTF-8 locale (a private locale
 // object: the process's global locale is not touched).
 char32_t change_case(char32_t c, bool upper) {
@@ -69,9 +33,9 @@ char32_t change_case(char32_t c, bool upper) {
 }
 
 std::string with_case(const std::string& s, bool upper) {
-  std::u32string cps = decode_utf8(s);
+  std::u32string cps = utf8_to_code_points(s);
   for (char32_t& c : cps) c = change_case(c, upper);
-  return encode_utf8(cps);
+  return code_points_to_utf8(cps);
 }
 
 Expected<std::vector<TensorType>> infer_normalizer(const InferContext& ctx) {
