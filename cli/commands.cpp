@@ -68,22 +68,8 @@ int fail(const Error& e) {
 int default_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 // Loads, checks and infers: every command works on a typed graph.
-Expected<formats::GraphDocument> load_typed_document(const std::string& path, const ops::OpRegistry& reg) {
-  TRY(formats::GraphDocument doc, formats::load_document(path));
-  ir::Graph& g = doc.graph;
-  Status st = ops::infer_types(g, reg);
-  if (st.is_ok()) return doc;
-  Error e = st.error();
-  // Point at the node's place in the file (a JSON pointer, say) when the loader recorded it.
-  if (g.has_node(e.node) && !g.node(e.node).provenance.origin.empty()) {
-    e.where = g.node(e.node).provenance.origin;
-    return e;
-  }
-  return e.within(path);
-}
-
 Expected<ir::Graph> load_typed(const std::string& path, const ops::OpRegistry& reg) {
-  TRY(formats::GraphDocument doc, load_typed_document(path, reg));
+  TRY(formats::GraphDocument doc, formats::load_typed_document(path, reg));
   return std::move(doc.graph);
 }
 
@@ -213,7 +199,7 @@ Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std
 
 int run_info(const InfoOptions& o) {
   const ops::OpRegistry reg = ops::make_default_registry();
-  auto doc = load_typed_document(o.file, reg);
+  auto doc = formats::load_typed_document(o.file, reg);
   if (!doc) return fail(doc.error());
   const ir::Graph* g = &doc->graph;
   const formats::Metadata& meta = doc->metadata;
@@ -382,7 +368,7 @@ int run_convert(const ConvertOptions& o) {
                            "': use the extension .tsr, .json, .tir or .onnx, or --to tsr|json|tir|onnx"));
   if (o.opset != 0 && format != "onnx") return fail(make_error("--opset applies to ONNX output only"));
   if (o.external_data && format != "tsr") return fail(make_error("--external-data applies to .tsr output only"));
-  auto doc = load_typed_document(o.in, reg);
+  auto doc = formats::load_typed_document(o.in, reg);
   if (!doc) return fail(doc.error());
   if (doc->metadata.properties.count("source") == 0) doc->metadata.properties["source"] = formats::base_name(o.in);
   Status st = Status::ok();

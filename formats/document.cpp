@@ -5,6 +5,7 @@
 #include <set>
 
 #include "engine/ir/hash.h"
+#include "engine/ops/infer.h"
 #include "formats/graph_file.h"
 #include "formats/json_graph.h"
 #include "formats/tsr.h"
@@ -56,6 +57,20 @@ Status save_document(const GraphDocument& doc, const std::string& path) {
   if (has_extension(path, ".json")) return save_json_document(doc, path);
   RETURN_IF_ERROR(check_layout(doc.layout, doc.graph, path));
   return save_graph_file(doc.graph, path);
+}
+
+Expected<GraphDocument> load_typed_document(const std::string& path, const ops::OpRegistry& registry) {
+  TRY(GraphDocument doc, load_document(path));
+  ir::Graph& g = doc.graph;
+  Status st = ops::infer_types(g, registry);
+  if (st.is_ok()) return doc;
+  Error e = st.error();
+  // Point at the node's place in the file (a JSON pointer, say) when the loader recorded it.
+  if (g.has_node(e.node) && !g.node(e.node).provenance.origin.empty()) {
+    e.where = g.node(e.node).provenance.origin;
+    return e;
+  }
+  return e.within(path);
 }
 
 }  // namespace tessera::formats

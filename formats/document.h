@@ -15,6 +15,7 @@
 
 #include "engine/core/status.h"
 #include "engine/ir/graph.h"
+#include "engine/ops/op_def.h"
 
 namespace tessera::formats {
 
@@ -71,5 +72,8 @@ Status check_layout(const Layout& layout, const ir::Graph& graph, const std::str
 // By extension: .tsr and .json keep metadata and layout; .onnx and .tir keep the graph only.
 Expected<GraphDocument> load_document(const std::string& path);
 Status save_document(const GraphDocument& doc, const std::string& path);
+// load_document, then every type inferred (ops::infer_types); an error points at the node's place
+// in the file when the loader recorded it (a JSON pointer), else names the file.
+Expected<GraphDocument> load_typed_document(const std::string& path, const ops::OpRegistry& registry);
 
 }  // namespace tessera::formats

@@ -1,0 +1,126 @@
+"""tessera.insight from any Python program: a PyTorch training script logs into the store, and the
+store's readers (the queries the studio's dashboard runs, `tessera runs`, the profiler's trace
+export) see its metrics, graph, checkpoint and trace."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tessera
+
+from conftest import ROOT
+
+CLI = os.environ.get("TESSERA_CLI", str(ROOT / "build" / "release" / "cli" / "tessera"))
+
+
+def test_pytorch_script_is_recorded_like_a_tessera_run(tmp_path, db):
+    pytest.importorskip("torch")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([sys.executable, str(ROOT / "samples" / "python" / "log_pytorch.py"), "--steps", "40",
+                          "--db", str(db), "--out", str(tmp_path / "torch")],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    (run,) = tessera.insight.runs(db)
+    assert run["name"] == "pytorch-cnn" and run["status"] == "finished"
+    assert run["params"]["momentum"] == "0.9" and run["params"]["framework"].startswith("pytorch")
+    assert run["metrics"]["loss"]["final_step"] == 40
+    assert run["graph_hash"]
+    m = tessera.insight.metrics("pytorch-cnn", db=db)
+    assert list(m["loss"]["step"]) == list(range(1, 41))
+    assert m["loss"]["value"][-1] < m["loss"]["value"][0]
+    g = tessera.insight.graph(run["id"], db=db)
+    assert "Conv" in g["text"] and "Gemm" in g["text"] or "MatMul" in g["text"]
+    # The command line reads the same store: the run, its metrics and its checkpoint.
+    show = subprocess.run([CLI, "runs", "show", str(run["id"]), "--db", str(db)], capture_output=True, text=True)
+    assert show.returncode == 0, show.stderr
+    assert "pytorch-cnn" in show.stdout and "cnn.pt" in show.stdout and "loss" in show.stdout
+    # The profiler's spans: exported as the studio's timeline reads them.
+    trace = tmp_path / "export.json"
+    ex = subprocess.run([CLI, "runs", "export-trace", str(run["id"]), "--chrome", str(trace), "--db", str(db)],
+                        capture_output=True, text=True)
+    assert ex.returncode == 0, ex.stderr
+    events = json.loads(trace.read_text())["traceEvents"]
+    names = {e.get("name") for e in events}
+    assert any("conv" in (n or "").lower() for n in names), "PyTorch's aten::conv2d spans are in the store"
+
+
+def test_log_everything_and_read_it_back(tmp_path, db):
+    g = tmp_path / "g.json"
+    tessera.load(ROOT / "samples" / "mlp.json").save(g)
+    ck = tmp_path / "ck.bin"
+    ck.write_bytes(b"weights")
+    with tessera.insight.run("manual", params={"lr": 0.1, "opt": "sgd"}, db=db) as run:
+        for step in range(1, 101):
+            run.log(step, loss=1.0 / step, accuracy=np.float32(step / 100))
+        run.log_metric("test/accuracy", 100, 0.75, epoch=0)
+        run.log_param("note", "extra")
+        h = run.log_graph(g)
+        run.log_checkpoint(ck, 100)
+        run.log_dataset("train", ck, 60000)
+        rid = run.id
+    assert len(h) == 16
+    (r,) = [r for r in tessera.insight.runs(db) if r["id"] == rid]
+    assert r["status"] == "finished" and r["params"] == {"lr": "0.1", "opt": "sgd", "note": "extra"}
+    assert r["metrics"]["test/accuracy"]["final"] == pytest.approx(0.75)
+    m = tessera.insight.metrics(rid, "loss", db=db)
+    assert list(m) == ["loss"] and m["loss"]["value"][-1] == pytest.approx(0.01)
+    assert run.finished
+    with pytest.raises(ValueError, match="finished"):
+        run.log(1, loss=1.0)
+
+
+def test_exceptions_mark_the_run(db):
+    with pytest.raises(ZeroDivisionError):
+        with tessera.insight.run("crashes", db=db) as run:
+            run.log(1, loss=2.0)
+            1 / 0
+    (r,) = [r for r in tessera.insight.runs(db) if r["name"] == "crashes"]
+    assert r["status"] == "failed" and "ZeroDivisionError" in r["error"]
+
+
+def test_bad_input(tmp_path, db):
+    (tmp_path / "file").write_text("a file, not a folder")
+    with pytest.raises(tessera.Error, match="file/i.db"):
+        tessera.insight.start_run("x", db=tmp_path / "file" / "i.db")
+    if os.geteuid() != 0:  # root writes anywhere
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o500)
+        with pytest.raises(tessera.Error, match="ro"):
+            tessera.insight.start_run("x", db=ro / "i.db")
+    notdb = tmp_path / "notdb.db"
+    notdb.write_bytes(b"this is not SQLite" * 100)
+    with pytest.raises(tessera.Error, match="notdb.db"):
+        tessera.insight.start_run("x", db=notdb)
+    with tessera.insight.run("bad-logs", db=db) as run:
+        with pytest.raises(TypeError):
+            run.log(1, loss="high")
+        with pytest.raises(tessera.Error, match="missing.json"):
+            run.log_trace(tmp_path / "missing.json")
+        bad = tmp_path / "bad.json"
+        bad.write_text('{"traceEvents": [{"ph": "X", "ts": 1')
+        with pytest.raises(tessera.Error, match="bad.json.*byte"):
+            run.log_trace(bad)
+        with pytest.raises(tessera.Error, match="missing.pt"):
+            run.log_checkpoint(tmp_path / "missing.pt", 1)
+        with pytest.raises(ValueError, match="status"):
+            run.finish("great")
+    with pytest.raises(tessera.Error):
+        tessera.insight.metrics("no-such-run", db=db)
+
+
+def test_chrome_trace_begin_end_pairs(tmp_path, db):
+    t = tmp_path / "t.json"
+    t.write_text(json.dumps([
+        {"ph": "B", "name": "step", "cat": "step", "ts": 0, "pid": 1, "tid": 1},
+        {"ph": "X", "name": "matmul", "cat": "cpu_op", "ts": 5, "dur": 10, "pid": 1, "tid": 1},
+        {"ph": "E", "ts": 20, "pid": 1, "tid": 1},
+        {"ph": "C", "name": "mem", "ts": 3, "pid": 1, "args": {"v": 1}},
+    ]))
+    with tessera.insight.run("trace", db=db) as run:
+        r = run.log_trace(t)
+    assert r == {"spans": 2, "skipped": 1}

@@ -1,0 +1,85 @@
+"""tessera.Trainer on Fashion-MNIST from NumPy arrays and from Debian's IDX folder: losses fall,
+callbacks see Python numbers, checkpoints resume, runs are recorded in insight, and errors in
+callbacks or data surface as Python exceptions."""
+
+import numpy as np
+import pytest
+
+import tessera
+
+from conftest import ROOT
+
+
+def test_fit_from_arrays_with_callbacks_checkpoint_and_resume(fashion, tmp_path, db):
+    x, y, xt, yt = fashion
+    steps, epochs = [], []
+    t = tessera.Trainer(ROOT / "samples" / "lenet.json", optimizer="momentum", lr=0.02, epochs=1,
+                        batch_size=64, seed=3, threads=2, checkpoint_dir=str(tmp_path / "ck"), name="py-lenet")
+    r = t.fit(x=x[:6400], y=y[:6400], test=(xt[:1000], yt[:1000]),
+              on_step=lambda s: steps.append(s), on_epoch=lambda e: epochs.append(e))
+    assert r["steps"] == 100 and t.step == 100
+    assert len(steps) == 100 and isinstance(steps[-1]["loss"], float)
+    assert steps[-1]["loss"] < steps[0]["loss"]
+    assert epochs[0]["test_accuracy"] > 0.6
+    assert r["checkpoint"].endswith(".tsc")
+    # The run is in insight with its metrics, graph, data sets and checkpoint.
+    run = next(run for run in tessera.insight.runs(db) if run["id"] == r["run"])
+    assert run["name"] == "py-lenet" and run["status"] == "finished" and run["params"]["optimizer"] == "momentum"
+    m = tessera.insight.metrics(r["run"], db=db)
+    assert "train/loss" in m and len(m["train/loss"]["step"]) > 0
+    # Resume continues from the checkpoint, bit for bit with an uninterrupted second epoch.
+    t2 = tessera.Trainer(ROOT / "samples" / "lenet.json", optimizer="momentum", lr=0.02, epochs=2,
+                         batch_size=64, seed=3, threads=2, record=False)
+    t2.resume(r["checkpoint"])
+    assert t2.step == 100
+    r2 = t2.fit(x=x[:6400], y=y[:6400], test=False)
+    assert r2["steps"] == 200 and t2.step == 200  # steps: where training stands
+    assert r2["run"] is None
+    trained = t2.graph()
+    (logits,) = tessera.InferenceSession(trained).run(None, {"x": xt[:500]})
+    assert (logits.argmax(1) == yt[:500]).mean() > 0.65
+
+
+def test_fit_on_the_idx_folder_of_a_built_graph(db):
+    rng = np.random.default_rng(0)
+    g = tessera.Graph("tiny")
+    x = g.input("x", "f32", ["N", 1, 28, 28])
+    w = g.param("w", (rng.standard_normal((784, 10)) * 0.01).astype(np.float32))
+    b = g.param("b", np.zeros(10, np.float32))
+    g.set_outputs([tessera.ops.Gemm(tessera.ops.Flatten(x), w, b, name="logits")])
+    t = tessera.Trainer(g, optimizer="adam", lr=0.003, epochs=1, batch_size=256, max_steps=60, threads=2)
+    r = t.fit(data=tessera.FASHION_MNIST)
+    assert r["steps"] == 60 and r["stopped"]
+    loss, acc = t.evaluate(data=tessera.FASHION_MNIST)
+    assert acc > 0.6 and 0 < loss < 1.5
+
+
+def test_callback_errors_stop_training_and_fail_the_run(fashion, db):
+    x, y, _, _ = fashion
+
+    def boom(step):
+        if step["step"] == 3:
+            raise KeyError("from the callback")
+
+    t = tessera.Trainer(ROOT / "samples" / "mlp.json", lr=0.01, batch_size=32, threads=1, name="boom")
+    with pytest.raises(KeyError, match="from the callback"):
+        t.fit(x=x[:640], y=y[:640], test=False, on_step=boom)
+    assert t.step == 3
+    run = [r for r in tessera.insight.runs(db) if r["name"] == "boom"][-1]
+    assert run["status"] == "failed" and "from the callback" in run["error"]
+
+
+def test_bad_training_input():
+    with pytest.raises(tessera.Error, match="optimizer"):
+        tessera.Trainer(ROOT / "samples" / "mlp.json", optimizer="adagrad")
+    with pytest.raises(ValueError, match="epochs"):
+        tessera.Trainer(ROOT / "samples" / "mlp.json", epochs=0)
+    t = tessera.Trainer(ROOT / "samples" / "mlp.json", record=False)
+    with pytest.raises(ValueError, match="no training data"):
+        t.fit()
+    with pytest.raises(tessera.Error, match="/nonexistent"):
+        t.fit(data="/nonexistent")
+    with pytest.raises(tessera.Error, match="labels|x"):
+        t.fit(x=np.zeros((10, 1, 28, 28), np.float32), y=np.zeros(9, np.int64), test=False)
+    with pytest.raises(tessera.Error, match="nope.tsc"):
+        t.resume("/tmp/nope.tsc")
