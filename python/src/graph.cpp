@@ -93,10 +93,11 @@ ValueHandle add_op(const std::shared_ptr<GraphHandle>& h, const std::string& op,
 
 void bind_graph(py::module_& m) {
   py::class_<ValueHandle>(m, "Value", "A value of a graph under construction: an input, a param or a node's output.")
-      .def_property_readonly("name", [](const ValueHandle& v) { return v.graph->graph.value(v.id).name; })
+      .def_property_readonly("name", [](const ValueHandle& v) { return v.graph->graph.value(v.id).name; }, "The value's name.")
       .def_property_readonly("type", [](const ValueHandle& v) { return v.graph->graph.value(v.id).type.to_string(); },
                              "The inferred type, e.g. 'f32[N, 10]'.")
-      .def_property_readonly("dtype", [](const ValueHandle& v) { return std::string(dtype_name(v.graph->graph.value(v.id).type.dtype)); })
+      .def_property_readonly("dtype", [](const ValueHandle& v) { return std::string(dtype_name(v.graph->graph.value(v.id).type.dtype)); },
+                             "The element type's name: 'f32', 'i64', ...")
       .def_property_readonly("graph", [](const ValueHandle& v) { return v.graph; }, "The graph the value belongs to.")
       .def_property_readonly("shape", [](const ValueHandle& v) { return dims_to_python(v.graph->graph.value(v.id).type); },
                              "Dims: ints, symbols (str) or None where unknown.")
@@ -119,7 +120,7 @@ Load one with tessera.load(path) (.onnx, .tsr, .json, .tir), or build one:
       .def(py::init([](const std::string& name) { return std::make_shared<GraphHandle>(ir::Graph(name)); }),
            py::arg("name") = "main")
       .def_property("name", [](const GraphHandle& h) { return h.graph.name(); },
-                    [](GraphHandle& h, const std::string& n) { h.graph.set_name(n); })
+                    [](GraphHandle& h, const std::string& n) { h.graph.set_name(n); }, "The graph's name.")
       .def("input", [](const std::shared_ptr<GraphHandle>& h, const std::string& name, const py::handle& dtype,
                        const py::list& shape) {
              if (name.empty()) throw py::value_error("an input needs a name");
@@ -165,7 +166,7 @@ Load one with tessera.load(path) (.onnx, .tsr, .json, .tir), or build one:
              }
              h->graph.set_outputs(ids);
            },
-           py::arg("outputs"))
+           py::arg("outputs"), "Makes these values (of this graph) the graph's outputs, in order.")
       .def("value", [](const std::shared_ptr<GraphHandle>& h, const std::string& name) {
              auto v = h->graph.find_value(name);
              if (!v) throw py::key_error("no value named '" + name + "'");
@@ -181,7 +182,7 @@ Load one with tessera.load(path) (.onnx, .tsr, .json, .tir), or build one:
         py::list l;
         for (ir::ValueId v : h.graph.outputs()) l.append(value_info(h.graph, v));
         return l;
-      })
+      }, "The graph outputs: dicts with name, type, dtype and shape.")
       .def_property_readonly("params", [](const GraphHandle& h) {
         py::dict d;
         for (ir::ValueId v : h.graph.params()) d[py::str(h.graph.value(v).name)] = array_from_tensor(*h.graph.param_data(v));

@@ -104,8 +104,8 @@ void bind_insight(py::module_& m) {
 Made by tessera.insight.run(...) (a context manager); the studio's dashboard, lineage and profiler
 show it like a run of `tessera train`. Every log call queues its record and returns; a writer
 thread commits them (WAL, survives a crash of the process).)doc")
-      .def_property_readonly("id", [](const PyRun& r) { return r.id(); })
-      .def_property_readonly("db", [](PyRun& r) { return r.live().path(); })
+      .def_property_readonly("id", [](const PyRun& r) { return r.id(); }, "The run's id in the database.")
+      .def_property_readonly("db", [](PyRun& r) { return r.live().path(); }, "The database file the run is recorded in.")
       .def("_log", &PyRun::log, py::arg("step"), py::arg("metrics"), py::arg("epoch") = -1)
       .def("log_metric", [](PyRun& r, const std::string& name, int64_t step, double value, int64_t epoch) {
              if (name.empty()) throw py::value_error("a metric needs a name");
@@ -169,7 +169,8 @@ thread commits them (WAL, survives a crash of the process).)doc")
              else throw py::value_error("lineage kind must be resumed_from, fine_tuned_from or derived_from");
              r.live().add_lineage(k, from, to);
            },
-           py::arg("kind"), py::arg("from_"), py::arg("to"))
+           py::arg("kind"), py::arg("from_"), py::arg("to"),
+           "A lineage edge: resumed_from / fine_tuned_from (to: a checkpoint path), derived_from (graph hashes).")
       .def("flush", [](PyRun& r) {
              insight::Recorder& rec = r.live();
              Status st = [&] {
@@ -181,7 +182,7 @@ thread commits them (WAL, survives a crash of the process).)doc")
            "Blocks until everything logged so far is committed; raises the first write error.")
       .def("finish", &PyRun::finish, py::arg("status") = "finished", py::arg("error") = "",
            "Ends the run: 'finished', 'failed' (with the error) or 'stopped'.")
-      .def_property_readonly("finished", [](const PyRun& r) { return r.finished(); });
+      .def_property_readonly("finished", [](const PyRun& r) { return r.finished(); }, "Whether finish() was called.");
 
   m.def("_start_run", [](const std::string& db, const std::string& name, const std::string& kind,
                          const std::map<std::string, std::string>& params, const std::string& command, uint64_t seed,

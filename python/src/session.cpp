@@ -234,10 +234,10 @@ stages::InputShapes shapes_for(const ir::Graph& g, const py::dict& shapes, const
 
 void bind_session(py::module_& m) {
   py::class_<NodeArg>(m, "NodeArg", "An input or output of a session: name, shape (ints, symbols, None), type.")
-      .def_readonly("name", &NodeArg::name)
+      .def_readonly("name", &NodeArg::name, "The graph input's or output's name.")
       .def_readonly("type", &NodeArg::type, "As ONNX Runtime spells it: 'tensor(float)', 'tensor(int64)', ...")
       .def_readonly("dtype", &NodeArg::dtype, "Tessera's element type name: 'f32', 'i64', ...")
-      .def_readonly("shape", &NodeArg::shape)
+      .def_readonly("shape", &NodeArg::shape, "Dims: ints, symbols (str) for symbolic dims, None where unknown.")
       .def("__repr__", [](const NodeArg& a) {
         return "NodeArg(name='" + a.name + "', type='" + a.type + "', shape=" + std::string(py::repr(a.shape)) + ")";
       });
@@ -255,8 +255,8 @@ arrays over the engine's own buffers (no copy). Engine errors raise tessera.Erro
            py::arg("inter_op_threads") = 1, py::arg("pipeline") = "",
            "threads: intra-op threads (0: one per hardware thread); pipeline: the optimise passes "
            "(empty: the default pipeline, as `tessera passes` prints it).")
-      .def("get_inputs", &PySession::inputs)
-      .def("get_outputs", &PySession::outputs)
+      .def("get_inputs", &PySession::inputs, "The graph inputs, as NodeArg (name, shape, type).")
+      .def("get_outputs", &PySession::outputs, "The graph outputs, as NodeArg (name, shape, type).")
       .def("run", &PySession::run, py::arg("output_names"), py::arg("input_feed"),
            "Runs once: output_names (None: all) and a dict of input name -> array. Returns a list of arrays.")
       .def_static("_feed_addresses", [](const py::dict& feeds) {
@@ -271,7 +271,7 @@ arrays over the engine's own buffers (no copy). Engine errors raise tessera.Erro
            })
       .def("_time_cpp", &PySession::time_cpp, py::arg("feeds"), py::arg("runs"))
       .def("close", &PySession::close, "Frees the compiled programs; run() afterwards raises.")
-      .def_property_readonly("closed", &PySession::closed)
+      .def_property_readonly("closed", &PySession::closed, "Whether close() was called.")
       .def_property_readonly("stages", [](PySession& s) {
         stages::Session& x = s.live();
         if (!x.last_program()) return py::list();
@@ -287,7 +287,8 @@ arrays over the engine's own buffers (no copy). Engine errors raise tessera.Erro
         if (!x.last_program()) return py::none();
         return plan_dict(x.last_program()->plan());
       }, "The program of the last run: steps (node, op, kind, impl, device), memory plan per device.")
-      .def_property_readonly("compile_seconds", [](PySession& s) { return static_cast<double>(s.live().last_compile_ns()) / 1e9; })
+      .def_property_readonly("compile_seconds", [](PySession& s) { return static_cast<double>(s.live().last_compile_ns()) / 1e9; },
+                             "Seconds the last compilation took (prepare .. load).")
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](PySession& s, py::args) { s.close(); });
 

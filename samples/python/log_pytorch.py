@@ -65,7 +65,7 @@ def main():
             if step == 14:
                 prof.stop()
             acc = (logits.argmax(1) == y[idx]).float().mean()
-            run.log(step + 1, loss=loss.item(), accuracy=acc.item())
+            run.log(step + 1, **{"train/loss": loss.item(), "train/accuracy": acc.item()})
         ck = os.path.join(a.out, "cnn.pt")
         torch.save(model.state_dict(), ck)
         run.log_checkpoint(ck, a.steps)

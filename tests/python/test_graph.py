@@ -105,3 +105,28 @@ def test_mistakes_name_the_node():
         g.input("x", "f32", [1])
     with pytest.raises(TypeError, match="element type"):
         g.input("q", "complex", [1])
+
+
+def test_every_public_name_is_documented():
+    import tessera.insight
+
+    def documented(obj, name):
+        doc = (getattr(obj, "__doc__", None) or "").strip()
+        if doc.startswith(name.split(".")[-1] + "("):  # pybind11 puts the signature first
+            doc = doc.split("\n", 1)[1].strip() if "\n" in doc else ""
+        return bool(doc)
+
+    missing = []
+    for mod, names in [(tessera, tessera.__all__), (tessera.insight, tessera.insight.__all__)]:
+        for n in names:
+            obj = getattr(mod, n)
+            if n.startswith("__") or isinstance(obj, str) or inspect.ismodule(obj):
+                continue
+            if not documented(obj, n):
+                missing.append(n)
+            if inspect.isclass(obj):
+                for m, v in vars(obj).items():
+                    if not m.startswith("_") and not documented(v, m):
+                        missing.append(f"{n}.{m}")
+    assert missing == []
+    assert "InferenceSession" in (tessera.__doc__ or "")

@@ -27,11 +27,11 @@ def test_pytorch_script_is_recorded_like_a_tessera_run(tmp_path, db):
     (run,) = tessera.insight.runs(db)
     assert run["name"] == "pytorch-cnn" and run["status"] == "finished"
     assert run["params"]["momentum"] == "0.9" and run["params"]["framework"].startswith("pytorch")
-    assert run["metrics"]["loss"]["final_step"] == 40
+    assert run["metrics"]["train/loss"]["final_step"] == 40  # Tessera's names: curves overlay
     assert run["graph_hash"]
     m = tessera.insight.metrics("pytorch-cnn", db=db)
-    assert list(m["loss"]["step"]) == list(range(1, 41))
-    assert m["loss"]["value"][-1] < m["loss"]["value"][0]
+    assert list(m["train/loss"]["step"]) == list(range(1, 41))
+    assert m["train/loss"]["value"][-1] < m["train/loss"]["value"][0]
     g = tessera.insight.graph(run["id"], db=db)
     assert "Conv" in g["text"] and "Gemm" in g["text"] or "MatMul" in g["text"]
     # The command line reads the same store: the run, its metrics and its checkpoint.
