@@ -10,6 +10,7 @@
 // Single-threaded: the shapes this serves are small, and the order of additions is fixed.
 #include <cmath>
 #include <cstring>
+#include <immintrin.h>
 #include <optional>
 
 #include "engine/cpu/vec_internal.h"
@@ -694,6 +695,89 @@ Expected<KernelPtr> make_compare_scalar(const KernelInit& init, bool greater) {
 // MaxPoolGrad over plain NCHW f32 without pads or dilations: each window's dY goes to the first
 // maximum of X in it (PyTorch's and oneDNN's rule), windows in row-major order. One pass over X
 // per window instead of oneDNN's forward-with-workspace plus backward on plain layouts.
+// One row of 2x2 windows (stride 2): the gradient goes to the first maximum of each window in
+// row-major order (as the forward's argmax and the general path), zeros to the other three. The
+// argmax of real activations defeats branch prediction, so it is computed branch-free, 8 windows
+// at a time with AVX2 where the CPU has it (GCC does not vectorise the interleaved form).
+void maxpool2x2_grad_row_scalar(const float* x0, const float* x1, const float* g, float* d0, float* d1, int64_t j,
+                                int64_t ow) {
+  for (; j < ow; ++j) {
+    const float a = x0[2 * j], b = x0[2 * j + 1], c = x1[2 * j], d = x1[2 * j + 1], gv = g[j];
+    int best = 0;
+    float bv = a;
+    if (b > bv) bv = b, best = 1;
+    if (c > bv) bv = c, best = 2;
+    if (d > bv) best = 3;
+    d0[2 * j] = best == 0 ? gv : 0.f;
+    d0[2 * j + 1] = best == 1 ? gv : 0.f;
+    d1[2 * j] = best == 2 ? gv : 0.f;
+    d1[2 * j + 1] = best == 3 ? gv : 0.f;
+  }
+}
+
+// Even and odd columns of 16 floats, in order: [0 2 4 .. 14] and [1 3 .. 15].
+__attribute__((target("avx2"))) inline void split_even_odd(const float* p, __m256& even, __m256& odd) {
+  const __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+  even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0x88)), 0xD8));
+  odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xDD)), 0xD8));
+}
+
+// The inverse: even and odd interleaved back into 16 floats.
+__attribute__((target("avx2"))) inline void join_even_odd(float* p, __m256 even, __m256 odd) {
+  const __m256 lo = _mm256_unpacklo_ps(even, odd), hi = _mm256_unpackhi_ps(even, odd);
+  _mm256_storeu_ps(p, _mm256_permute2f128_ps(lo, hi, 0x20));
+  _mm256_storeu_ps(p + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+}
+
+__attribute__((target("avx2"))) void maxpool2x2_grad_row_avx2(const float* x0, const float* x1, const float* g,
+                                                              float* d0, float* d1, int64_t ow) {
+  int64_t j = 0;
+  const auto split = split_even_odd;
+  const auto join = join_even_odd;
+  const __m256 ones = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+  for (; j + 8 <= ow; j += 8) {
+    __m256 a, b, c, d;
+    split(x0 + 2 * j, a, b);
+    split(x1 + 2 * j, c, d);
+    const __m256 gv = _mm256_loadu_ps(g + j);
+    const __m256 m = _mm256_max_ps(_mm256_max_ps(a, b), _mm256_max_ps(c, d));
+    const __m256 ea = _mm256_cmp_ps(a, m, _CMP_EQ_OQ);
+    const __m256 eb = _mm256_andnot_ps(ea, _mm256_cmp_ps(b, m, _CMP_EQ_OQ));
+    const __m256 eab = _mm256_or_ps(ea, eb);
+    const __m256 ec = _mm256_andnot_ps(eab, _mm256_cmp_ps(c, m, _CMP_EQ_OQ));
+    const __m256 ed = _mm256_andnot_ps(_mm256_or_ps(eab, ec), ones);
+    join(d0 + 2 * j, _mm256_and_ps(ea, gv), _mm256_and_ps(eb, gv));
+    join(d1 + 2 * j, _mm256_and_ps(ec, gv), _mm256_and_ps(ed, gv));
+  }
+  if (j < ow) {  // the last windows through the same code, on copies padded to 8 windows
+    const int64_t rem = ow - j;
+    alignas(32) float t0[16] = {}, t1[16] = {}, tg[8] = {}, o0[16], o1[16];
+    std::memcpy(t0, x0 + 2 * j, static_cast<size_t>(2 * rem) * sizeof(float));
+    std::memcpy(t1, x1 + 2 * j, static_cast<size_t>(2 * rem) * sizeof(float));
+    std::memcpy(tg, g + j, static_cast<size_t>(rem) * sizeof(float));
+    __m256 a, b, c, d;
+    split(t0, a, b);
+    split(t1, c, d);
+    const __m256 gv = _mm256_loadu_ps(tg);
+    const __m256 m = _mm256_max_ps(_mm256_max_ps(a, b), _mm256_max_ps(c, d));
+    const __m256 ea = _mm256_cmp_ps(a, m, _CMP_EQ_OQ);
+    const __m256 eb = _mm256_andnot_ps(ea, _mm256_cmp_ps(b, m, _CMP_EQ_OQ));
+    const __m256 eab = _mm256_or_ps(ea, eb);
+    const __m256 ec = _mm256_andnot_ps(eab, _mm256_cmp_ps(c, m, _CMP_EQ_OQ));
+    const __m256 ed = _mm256_andnot_ps(_mm256_or_ps(eab, ec), ones);
+    join(o0, _mm256_and_ps(ea, gv), _mm256_and_ps(eb, gv));
+    join(o1, _mm256_and_ps(ec, gv), _mm256_and_ps(ed, gv));
+    std::memcpy(d0 + 2 * j, o0, static_cast<size_t>(2 * rem) * sizeof(float));
+    std::memcpy(d1 + 2 * j, o1, static_cast<size_t>(2 * rem) * sizeof(float));
+  }
+}
+
+void maxpool2x2_grad_row(const float* x0, const float* x1, const float* g, float* d0, float* d1, int64_t ow) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) maxpool2x2_grad_row_avx2(x0, x1, g, d0, d1, ow);
+  else maxpool2x2_grad_row_scalar(x0, x1, g, d0, d1, 0, ow);
+}
+
 Expected<KernelPtr> make_maxpool_grad(const KernelInit& init) {
   const std::string impl = "cpu.vec:maxpool_grad";
   if (!plain_static(init) || init.in_types.size() != 2 || init.in_types[0]->dtype != DType::kF32 ||
@@ -714,11 +798,50 @@ Expected<KernelPtr> make_maxpool_grad(const KernelInit& init) {
   if (y.size() != 4 || y[0] != x[0] || y[1] != x[1]) return decline(init, impl, "shapes");
   for (int d = 0; d < 2; ++d)
     if ((y[2 + d] - 1) * st[d] + k[d] > x[2 + d]) return decline(init, impl, "window runs past the input (ceil_mode)");
+  // Windows that tile the input (kernel == stride, LeNet's and VGG's 2x2 pools): every input element
+  // is in at most one window, so each window writes its gradient and zeros in one pass, without a
+  // memset of dx and a scatter; 2x2 is unrolled. Overlapping windows accumulate into a zeroed dx.
+  const bool tiles = k[0] == st[0] && k[1] == st[1];
   return make(impl, init, [=](KernelRun& run) -> Status {
     const float* dy = static_cast<const float*>(run.inputs[0].data);
     const float* xp = static_cast<const float*>(run.inputs[1].data);
     float* dx = static_cast<float*>(run.outputs[0].data);
     const int64_t planes = x[0] * x[1], ih = x[2], iw = x[3], oh = y[2], ow = y[3];
+    if (tiles) {
+      const int64_t kh = k[0], kw = k[1];
+#pragma omp parallel for if (planes * ih * iw > (1 << 15)) schedule(static)
+      for (int64_t pl = 0; pl < planes; ++pl) {
+        const float* xs = xp + pl * ih * iw;
+        float* ds = dx + pl * ih * iw;
+        const float* g = dy + pl * oh * ow;
+        for (int64_t i = 0; i < oh; ++i) {
+          const float* x0 = xs + i * kh * iw;
+          float* d0 = ds + i * kh * iw;
+          if (kh == 2 && kw == 2) {
+            maxpool2x2_grad_row(x0, x0 + iw, g + i * ow, d0, d0 + iw, ow);
+          } else {
+            for (int64_t j = 0; j < ow; ++j) {
+              int64_t best = j * kw;
+              float bv = x0[best];
+              for (int64_t a = 0; a < kh; ++a)
+                for (int64_t b = 0; b < kw; ++b) {
+                  const int64_t at = a * iw + j * kw + b;
+                  d0[at] = 0.f;
+                  if (x0[at] > bv) bv = x0[at], best = at;
+                }
+              d0[best] = g[i * ow + j];
+            }
+          }
+          // Columns past the last window get no gradient.
+          for (int64_t a = 0; a < kh; ++a)
+            for (int64_t c = ow * kw; c < iw; ++c) d0[a * iw + c] = 0.f;
+        }
+        // Rows past the last window neither.
+        for (int64_t r = oh * kh; r < ih; ++r)
+          for (int64_t c = 0; c < iw; ++c) ds[r * iw + c] = 0.f;
+      }
+      return Status::ok();
+    }
     std::memset(dx, 0, static_cast<size_t>(planes * ih * iw) * sizeof(float));
 #pragma omp parallel for if (planes * ih * iw > (1 << 15)) schedule(static)
     for (int64_t pl = 0; pl < planes; ++pl) {

@@ -173,6 +173,10 @@ TEST(CpuVec, MaxPoolGrad) {
   const Tensor x_big = random_f32({64, 6, 28, 28}, 34), dy_big = random_f32({64, 6, 14, 14}, 35);
   check("MaxPoolGrad", {&dy_big, &x_big}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}},
         {false, false}, "cpu.vec:maxpool_grad");
+  // Tiling windows other than 2x2 (3x3, stride 3; a row and no column left over).
+  const Tensor dy3 = random_f32({2, 3, 2, 3}, 36);
+  check("MaxPoolGrad", {&dy3, &x}, {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{3, 3}}},
+        {false, false}, "cpu.vec:maxpool_grad");
   // Overlapping windows (3x3, stride 2x2) accumulate.
   check("MaxPoolGrad", {&dy_overlap, &x},
         {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}}}, {false, false},
