@@ -14,6 +14,9 @@
 #include "insight/recorder.h"
 #include "engine/data/fingerprint.h"
 #include "engine/train/trainer.h"
+#ifdef TESSERA_HAVE_MPI
+#include "engine/dist/mpi_communicator.h"
+#endif
 #include "formats/dataset_path.h"
 #include "formats/graph_file.h"
 
@@ -43,8 +46,33 @@ int image_channels(const ir::Graph& graph) {
   return t.rank() == 4 && t.dims[1].is_known() ? static_cast<int>(t.dims[1].size) : 1;
 }
 
-int run_train(const TrainOptions& o) {
+int run_train(const TrainOptions& o_in) {
   const ops::OpRegistry reg = ops::make_default_registry();
+  TrainOptions o = o_in;
+  // Under `mpirun -n N` (N > 1): data parallel over Open MPI. Every rank runs this command; rank 0
+  // records the run, writes checkpoints and prints; the others train silently.
+  std::unique_ptr<dist::Communicator> comm;
+  int world = 1, rank = 0;
+#ifdef TESSERA_HAVE_MPI
+  if (dist::launched_by_mpi()) {
+    auto c = dist::MpiCommunicator::create();
+    if (!c) return fail(c.error());
+    world = (*c)->size();
+    rank = (*c)->rank();
+    comm = std::move(*c);
+    dist::set_current(comm.get());
+    if (rank != 0) {
+      o.record.no_record = true;
+      o.checkpoint_dir.clear();
+      o.save.clear();
+      o.json = false;
+    }
+  }
+#endif
+  struct ResetCurrent {
+    ~ResetCurrent() { dist::set_current(nullptr); }
+  } reset_current;
+  if (rank != 0) std::freopen("/dev/null", "w", stderr);
   auto graph = formats::load_graph_file(o.file);
   if (!graph) return fail(graph.error());
 
@@ -71,6 +99,7 @@ int run_train(const TrainOptions& o) {
   cfg.checkpoint_dir = o.checkpoint_dir;
   cfg.checkpoint_every = o.checkpoint_every;
   cfg.max_steps = o.max_steps;
+  cfg.comm = comm.get();
 
   const int channels = image_channels(*graph);
   auto train_src = formats::open_dataset_split(o.data, "train", channels);
@@ -81,7 +110,7 @@ int run_train(const TrainOptions& o) {
   if (!test_src) return fail(test_src.error());
 
   data::LoaderOptions lo;
-  lo.batch_size = o.batch;
+  lo.batch_size = o.batch * world;  // the global batch: each rank trains on its slice
   lo.shuffle = true;
   lo.seed = o.seed;
   lo.workers = o.workers;
@@ -92,8 +121,9 @@ int run_train(const TrainOptions& o) {
   std::unique_ptr<data::DataLoader> test_loader;
   if (*test_src) test_loader = std::make_unique<data::DataLoader>(*test_src, data::Transforms{}, to);
 
-  RunRecording rec = start_recording(o.record, "train", insight::run_name(graph->name(), o.file), o.seed,
-                                     train_hyperparams(o));
+  std::map<std::string, std::string> hyper = train_hyperparams(o);
+  if (world > 1) hyper["world_size"] = std::to_string(world);
+  RunRecording rec = start_recording(o.record, "train", insight::run_name(graph->name(), o.file), o.seed, hyper);
   rec.log_graph(*graph);
   rec.log_dataset("train", **train_src, o.data);
   if (*test_src) rec.log_dataset("test", **test_src, o.test_data.empty() ? o.data : o.test_data);
@@ -109,7 +139,8 @@ int run_train(const TrainOptions& o) {
   std::cerr << "training '" << graph->name() << "' (" << o.file << ") on " << (*train_src)->name() << ": "
             << (*train_src)->size() << " examples" << (test_loader ? ", test " + std::to_string((*test_src)->size()) : std::string())
             << "; " << o.optimizer << " lr " << o.lr << (cfg.spec.optimizer.momentum ? " momentum " + std::to_string(cfg.spec.optimizer.momentum).substr(0, 4) : "")
-            << ", batch " << o.batch << ", " << cfg.threads << " thread(s), seed " << o.seed
+            << ", batch " << o.batch << (world > 1 ? " per rank x " + std::to_string(world) + " ranks (MPI)" : std::string())
+            << ", " << cfg.threads << " thread(s), seed " << o.seed
             << (o.resume.empty() ? "" : ", resumed at step " + std::to_string(trainer.global_step())) << "\n";
   std::signal(SIGINT, on_sigint);
   train::TrainCallbacks cb;
@@ -165,7 +196,8 @@ int run_train(const TrainOptions& o) {
                         {"epochs_run", result->epochs.size()},
                         {"steps", result->steps}, {"checkpoint", result->last_checkpoint},
                         {"data_wait_s", result->data_wait_s}, {"arena_bytes", result->arena_bytes},
-                        {"state_bytes", result->state_bytes}};
+                        {"state_bytes", result->state_bytes}, {"world_size", world},
+                        {"comm_s", comm ? comm->comm_seconds() : 0.0}};
     print_json(j);
   }
   return rec.finish(result->stopped && g_stop.load());

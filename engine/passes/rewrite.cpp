@@ -143,6 +143,8 @@ bool is_impure(const ir::Node& n) {
   static const std::set<std::string> kRandom = {"RandomNormal", "RandomUniform", "RandomNormalLike",
                                                 "RandomUniformLike", "Multinomial", "Bernoulli"};
   if (kRandom.count(n.op)) return true;
+  // Collectives talk to the other ranks: never folded, merged or dropped.
+  if (n.op == "AllReduce") return true;
   // Dropout draws a mask when training_mode is given (its value decides at run time).
   return n.op == "Dropout" && n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue;
 }

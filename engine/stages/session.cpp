@@ -12,6 +12,7 @@ Expected<Compilation> compile_all(ir::Graph graph, const ops::OpRegistry& regist
   ctx.snapshots = options.snapshots;
   ctx.training = options.training;
   ctx.donate_inputs = options.donate_inputs;
+  ctx.data_parallel = options.data_parallel;
   TRY(PreparedGraph prepared, prepare(std::move(graph), shapes, ctx));
   if (keep_text) c.prepared = prepared.print();
   TRY(PlacedGraph placed, split(std::move(prepared), devices, options.device, ctx));

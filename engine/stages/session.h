@@ -32,6 +32,7 @@ struct SessionOptions {
   observe::SnapshotSink* snapshots = nullptr;
   const autodiff::TrainingSpec* training = nullptr;  // compile the training step of the graph
   bool donate_inputs = false;           // StageContext::donate_inputs: fed tensors may be overwritten
+  const dist::DataParallel* data_parallel = nullptr;  // StageContext::data_parallel
 };
 
 // Every artefact of one compilation, for printing (`tessera passes`, the studio's pass stepper).

@@ -7,6 +7,8 @@
 // get a Copy back to the host.
 #include "engine/stages/split.h"
 
+#include "engine/dist/communicator.h"
+
 #include <map>
 #include <sstream>
 
@@ -83,6 +85,12 @@ Expected<PlacedGraph> split(PreparedGraph prepared, const backend::DeviceSet& de
     for (const auto& n : devices.names()) names += (names.empty() ? "" : ", ") + n;
     return make_error("unknown device '" + preferred + "' (devices: " + names + ")");
   }
+  // Data parallel: one AllReduce per gradient bucket before the updates (placed like any node).
+  int buckets = 0;
+  int64_t bucket_bytes = 0;
+  if (ctx.data_parallel) {
+    TRY(buckets, dist::insert_gradient_allreduce(g, *ctx.data_parallel, &bucket_bytes));
+  }
   placed.device_of.assign(static_cast<size_t>(g.node_capacity()), "");
   TRY(std::vector<ir::NodeId> order, g.topological_order());
   for (ir::NodeId id : order) {
@@ -157,6 +165,9 @@ Expected<PlacedGraph> split(PreparedGraph prepared, const backend::DeviceSet& de
   for (size_t i = 0; i < parts.size(); ++i)
     summary << (i ? ", " : "") << parts[i].first << ": " << parts[i].second.size() << " nodes";
   summary << "; " << placed.copies << " copies, " << placed.fallbacks.size() << " nodes off " << preferred;
+  if (buckets > 0)
+    summary << "; " << buckets << " gradient all-reduce bucket(s) of " << bucket_bytes << " bytes over "
+            << ctx.data_parallel->world_size << " ranks";
   ctx.finish_stage("split", start, before, &g, summary.str());
   return placed;
 }

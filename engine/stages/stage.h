@@ -17,6 +17,9 @@
 namespace tessera::autodiff {
 struct TrainingSpec;
 }
+namespace tessera::dist {
+struct DataParallel;
+}
 
 namespace tessera::stages {
 
@@ -45,6 +48,8 @@ struct StageContext {
   // is written into that input's buffer, and the caller gets the input's tensor back as the output
   // (the training step's weights and optimizer state, updated in place).
   bool donate_inputs = false;
+  // Data-parallel training over several ranks: the split stage inserts the gradient all-reduces.
+  const dist::DataParallel* data_parallel = nullptr;
   int next_snapshot = 0;
   std::vector<StageReport> stages;
   std::vector<PassReport> passes;

@@ -112,6 +112,12 @@ Status Trainer::init() {
   }
   so.training = &config_.spec;
   so.donate_inputs = true;
+  if (world() > 1) {
+    config_.data_parallel.world_size = world();
+    so.data_parallel = &config_.data_parallel;
+    for (autodiff::StateSlot& s : state_)
+      RETURN_IF_ERROR(config_.comm->broadcast(s.initial.raw_data(), static_cast<int64_t>(s.initial.nbytes()), 0));
+  }
   sessions_->step = std::make_unique<stages::Session>(forward_, registry_, so);
   stages::SessionOptions eo;
   eo.threads = config_.threads;
@@ -202,8 +208,25 @@ Status Trainer::resume(const std::string& path) {
   return Status::ok();
 }
 
+Status Trainer::shard(data::Batch& batch) const {
+  const int64_t w = world(), r = config_.comm->rank();
+  for (auto& [name, t] : batch) {
+    if (t.rank() == 0) continue;
+    const int64_t rows = t.dim(0), lo = r * rows / w, hi = (r + 1) * rows / w;
+    if (hi <= lo)
+      return make_error("a batch of " + std::to_string(rows) + " examples cannot be split over " + std::to_string(w) +
+                        " ranks (use a batch size of at least one example per rank)");
+    Shape shape = t.shape();
+    shape[0] = hi - lo;
+    const int64_t row = rows ? t.numel() / rows : 0;
+    t = t.contiguous().view(shape, contiguous_strides(shape), lo * row);
+  }
+  return Status::ok();
+}
+
 Status Trainer::save_checkpoint(const std::string& name, TrainResult& result, const TrainCallbacks& cb) {
   if (config_.checkpoint_dir.empty()) return Status::ok();
+  if (config_.comm && config_.comm->rank() != 0) return Status::ok();  // rank 0 writes for all
   ::mkdir(config_.checkpoint_dir.c_str(), 0755);
   const std::string path = config_.checkpoint_dir + "/" + name;
   RETURN_IF_ERROR(write_checkpoint(path, make_checkpoint()));
@@ -329,6 +352,7 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
       TRY(bool more, train.next(batch));
       info.data_wait_s += static_cast<double>(observe::now_ns() - wait_start) * 1e-9;
       if (!more) break;
+      if (world() > 1) RETURN_IF_ERROR(shard(batch));
       add_batch(batch, config_.spec.loss != autodiff::LossKind::kGraphOutput, feeds);
       for (const autodiff::StateSlot& s : state_) feeds[s.name] = s.initial;
       const double lr = schedule.at(global_step_);
@@ -346,16 +370,23 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
         return e;
       }
       std::vector<Tensor> outs = std::move(*ran);
-      const double loss = outs[0].get(0);
+      double loss = outs[0].get(0);
+      const Tensor& labels = batch["labels"];
+      int64_t n = labels.shape().empty() ? 1 : labels.shape()[0];
+      int64_t h = classify ? count_correct(outs[1 + scores_index], labels) : 0;
+      if (world() > 1) {  // the global batch's loss and hits, the same on every rank
+        float v[3] = {static_cast<float>(loss), static_cast<float>(h), static_cast<float>(n)};
+        RETURN_IF_ERROR(config_.comm->allreduce_sum(v, 3));
+        loss = v[0] / static_cast<float>(world());
+        h = static_cast<int64_t>(v[1]);
+        n = static_cast<int64_t>(v[2]);
+      }
       if (!std::isfinite(loss)) return diagnose_non_finite(feeds, global_step_ + 1, loss);
       for (size_t i = 0; i < state_.size(); ++i) state_[i].initial = std::move(outs[1 + n_forward_outputs + i]);
       ++global_step_;
       ++batch_in_epoch_;
       ++steps_this_run;
       ++epoch_batches;
-      const Tensor& labels = batch["labels"];
-      const int64_t n = labels.shape().empty() ? 1 : labels.shape()[0];
-      const int64_t h = classify ? count_correct(outs[1 + scores_index], labels) : 0;
       hits += h;
       examples += n;
       loss_sum += loss;

@@ -26,6 +26,7 @@
 
 #include "engine/autodiff/training_step.h"
 #include "engine/data/loader.h"
+#include "engine/dist/communicator.h"
 #include "engine/ir/graph.h"
 #include "engine/observe/sinks.h"
 #include "engine/runtime/interpreter.h"
@@ -50,6 +51,12 @@ struct TrainConfig {
   // cost more than the work of small networks). 0 traces every step.
   observe::TraceSink* trace = nullptr;
   int64_t trace_warm_steps = 20, trace_every = 50;
+  // Data parallel (engine/dist/communicator.h): with a communicator of more than one rank, each
+  // batch the loader gives is the global batch and this rank trains on its rows [r*n/W, (r+1)*n/W);
+  // every rank starts from rank 0's weights, the split stage all-reduces the gradients by bucket,
+  // the loss and accuracy reported are the global batch's, and rank 0 alone writes checkpoints.
+  dist::Communicator* comm = nullptr;
+  dist::DataParallel data_parallel;  // bucket sizes (world_size is taken from comm)
   observe::MetricsSink* metrics = nullptr;  // loss, accuracy, lr by step; test metrics, examples/s and the share waiting for data by epoch
 };
 
@@ -109,6 +116,9 @@ class Trainer {
 
  private:
   Status init();
+  int world() const { return config_.comm ? config_.comm->size() : 1; }
+  // This rank's rows of a global batch (views, no copy).
+  Status shard(data::Batch& batch) const;
   Status save_checkpoint(const std::string& name, TrainResult& result, const TrainCallbacks& cb);
   void add_batch(const data::Batch& batch, bool with_labels, runtime::Feeds& feeds) const;
   Error diagnose_non_finite(const runtime::Feeds& feeds, int64_t step, double loss);

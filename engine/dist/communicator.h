@@ -1,0 +1,58 @@
+// Data-parallel training across processes: the communication backend interface, the communicator
+// the collective ops use, and how the split stage buckets gradients.
+//
+//   auto comm = dist::MpiCommunicator::create();          // engine/dist/mpi_communicator.h
+//   dist::set_current(comm.get());                        // the AllReduce kernels use it
+//   cfg.comm = comm.get();                                // the trainer shards batches by rank
+//
+// With a world size above 1, the split stage inserts one AllReduce node per gradient bucket between
+// the backward pass and the optimizer updates (insert_gradient_allreduce below); each node packs its
+// gradients into one flat buffer, sums it over the ranks and writes back the mean.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/core/status.h"
+
+namespace tessera::ir {
+class Graph;
+}
+
+namespace tessera::dist {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string name() const = 0;  // "mpi", "nccl"
+  // Sums `count` floats over the ranks into `data` on every rank (in place). Blocking; every rank
+  // must call it with the same count in the same order. Errors name the backend and the rank.
+  virtual Status allreduce_sum(float* data, int64_t count) = 0;
+  // Rank `root`'s `bytes` bytes at `data` on every rank.
+  virtual Status broadcast(void* data, int64_t bytes, int root) = 0;
+  virtual Status barrier() = 0;
+  // Seconds spent inside collectives so far (for `tessera runs show`).
+  virtual double comm_seconds() const = 0;
+};
+
+// The communicator the collective ops' kernels use (null: one process; AllReduce copies).
+Communicator* current();
+void set_current(Communicator* comm);
+
+// Gradient buckets, PyTorch DDP's defaults: the first bucket closes at 1 MiB (so the first
+// all-reduce starts early), the others at 25 MiB. Gradients join buckets in the order the backward
+// pass produces them (the reverse of the forward's parameters).
+struct DataParallel {
+  int world_size = 1;
+  int64_t first_bucket_bytes = int64_t{1} << 20;
+  int64_t bucket_bytes = int64_t{25} << 20;
+};
+
+// Inserts the AllReduce nodes of a training step (SGDUpdate/AdamUpdate nodes made by
+// autodiff::build_training_step) and rewires each update to read its gradient's mean. Returns the
+// number of buckets and adds their bytes to `bytes`. A graph without updates is left alone.
+Expected<int> insert_gradient_allreduce(ir::Graph& graph, const DataParallel& dp, int64_t* bytes);
+
+}  // namespace tessera::dist
