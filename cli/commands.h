@@ -63,6 +63,7 @@ class RunRecording {
   ~RunRecording();  // a run neither finished nor failed is recorded as failed
 
   bool active() const { return recorder_ != nullptr; }
+  int64_t run_id() const;  // -1 when inactive
   observe::TraceSink* trace() const;
   observe::SnapshotSink* snapshots() const;
   observe::MetricsSink* metrics() const;
@@ -114,6 +115,7 @@ struct TrainOptions {
   int inter_op = 1;  // steps run at once
   std::string checkpoint_dir, resume, save;
   bool json = false, no_eval = false;
+  bool deterministic = false;  // under mpirun: gradients summed in rank order (bitwise repeatable)
   RecordOptions record;
 };
 int run_train(const TrainOptions& o);

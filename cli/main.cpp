@@ -139,6 +139,9 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--resume", train.resume, "Continue from a checkpoint, bit for bit");
   train_cmd->add_option("--save", train.save, "Write the trained graph (weights included) to this file");
   train_cmd->add_flag("--no-eval", train.no_eval, "Skip the evaluation on the test split")->excludes(test_data);
+  train_cmd->add_flag("--deterministic", train.deterministic,
+                      "Under mpirun: sum gradients over the ranks in rank order, so runs with the same seed and "
+                      "number of ranks give bitwise identical weights");
   train_cmd->add_flag("--json", train.json, "Print {test_accuracy, train_loss, images_per_s, epochs} as the last line");
 
   PassesOptions passes;

@@ -149,6 +149,16 @@ int runs_show(const Database& db, const RunsOptions& o) {
     std::cout << "  checkpoint step " << c.step << " " << c.path << " (" << c.checksum << ")\n";
   std::cout << "  recorded  " << d->spans << " spans, " << d->metrics << " metric values, " << d->snapshots
             << " snapshots, " << d->memory_events << " memory events\n";
+  auto ranks = insight::rank_stats(db, *id);
+  if (ranks && !ranks->empty()) {
+    std::cout << "  ranks      all-reduces   communication   other kernels   comm share   overlapped\n";
+    for (const insight::RankStats& r : *ranks) {
+      const double comm = static_cast<double>(r.comm_ns) / 1e6, other = static_cast<double>(r.compute_ns) / 1e6;
+      std::printf("    rank %-4d %11lld %12.3f ms %12.3f ms %10.1f%% %11.1f%%\n", r.rank, static_cast<long long>(r.allreduces),
+                  comm, other, comm + other > 0 ? 100 * comm / (comm + other) : 0.0,
+                  r.comm_ns > 0 ? 100.0 * static_cast<double>(r.overlap_ns) / static_cast<double>(r.comm_ns) : 0.0);
+    }
+  }
   if (!ops->empty()) {
     std::cout << "  time by op                 count      total        mean\n";
     for (size_t i = 0; i < ops->size() && i < 10; ++i) {
@@ -356,6 +366,7 @@ RunRecording& RunRecording::operator=(RunRecording&&) noexcept = default;
 RunRecording::~RunRecording() = default;  // ~Recorder records an unfinished run as failed
 
 observe::TraceSink* RunRecording::trace() const { return recorder_.get(); }
+int64_t RunRecording::run_id() const { return recorder_ ? recorder_->run_id() : -1; }
 observe::SnapshotSink* RunRecording::snapshots() const { return recorder_.get(); }
 observe::MetricsSink* RunRecording::metrics() const { return recorder_.get(); }
 

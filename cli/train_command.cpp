@@ -38,6 +38,27 @@ std::string clock_text(double seconds) {
   return buf;
 }
 
+// Spans of one rank of a data-parallel job: the device gets the rank ("rank1/cpu"), so the
+// timeline draws the ranks side by side.
+class RankSpans final : public observe::TraceSink {
+ public:
+  RankSpans(observe::TraceSink* next, int rank) : next_(next), prefix_("rank" + std::to_string(rank) + "/") {}
+  void on_span(const observe::Span& span) override {
+    observe::Span s = span;
+    s.device = prefix_ + (s.device.empty() ? "host" : s.device);  // stages and passes have none
+    next_->on_span(s);
+  }
+  void on_memory(const observe::MemoryEvent& event) override {
+    observe::MemoryEvent e = event;
+    e.device = prefix_ + e.device;
+    next_->on_memory(e);
+  }
+
+ private:
+  observe::TraceSink* next_;
+  std::string prefix_;
+};
+
 }  // namespace
 
 int image_channels(const ir::Graph& graph) {
@@ -57,6 +78,7 @@ int run_train(const TrainOptions& o_in) {
   if (dist::launched_by_mpi()) {
     auto c = dist::MpiCommunicator::create();
     if (!c) return fail(c.error());
+    (*c)->set_ordered(o.deterministic);
     world = (*c)->size();
     rank = (*c)->rank();
     comm = std::move(*c);
@@ -95,7 +117,7 @@ int run_train(const TrainOptions& o_in) {
   cfg.threads = o.threads > 0 ? o.threads : default_threads();
   cfg.inter_op_threads = o.inter_op;
   cfg.seed = o.seed;
-  cfg.batch_size = o.batch;
+  cfg.batch_size = o.batch * world;  // checkpoints record the global batch: resumable on other rank counts
   cfg.checkpoint_dir = o.checkpoint_dir;
   cfg.checkpoint_every = o.checkpoint_every;
   cfg.max_steps = o.max_steps;
@@ -129,6 +151,22 @@ int run_train(const TrainOptions& o_in) {
   if (*test_src) rec.log_dataset("test", **test_src, o.test_data.empty() ? o.data : o.test_data);
   cfg.trace = rec.trace();
   cfg.metrics = rec.metrics();
+  // Data parallel: the other ranks write their spans into rank 0's run (the same database file,
+  // which ranks on one machine share), each lane named by its rank.
+  std::unique_ptr<insight::Recorder> rank_recorder;
+  std::unique_ptr<RankSpans> rank_spans;
+  if (comm) {
+    int64_t run_id = rec.run_id();
+    Status st = comm->broadcast(&run_id, sizeof run_id, 0);
+    if (!st.is_ok()) return rec.fail(st.error());
+    if (rank != 0 && run_id >= 0 && !o_in.record.no_record) {
+      auto r = insight::Recorder::open(o_in.record.db);
+      if (r && (*r)->attach_run(run_id).is_ok()) rank_recorder = std::move(*r);
+    }
+    observe::TraceSink* sink = rank == 0 ? rec.trace() : rank_recorder.get();
+    if (sink) rank_spans = std::make_unique<RankSpans>(sink, rank);
+    cfg.trace = rank_spans.get();
+  }
   train::Trainer trainer(*graph, reg, cfg);
   if (!o.resume.empty()) {
     Status st = trainer.resume(o.resume);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 #include "insight/rows.h"
 #include "insight/sql.h"
@@ -241,6 +242,47 @@ Expected<std::vector<OpStats>> op_stats(const Database& db, int64_t run) {
     out.push_back({op, st.i64(2), st.i64(3), st.i64(4), st.i64(5)});
   }
   if (rc != SQLITE_DONE) return db.error("cannot read the spans of run " + std::to_string(run));
+  return out;
+}
+
+Expected<std::vector<RankStats>> rank_stats(const Database& db, int64_t run) {
+  Stmt st(db.handle(),
+          "SELECT d.text, o.text, s.start_ns, s.end_ns FROM spans s JOIN strings d ON d.id = s.device "
+          "JOIN strings o ON o.id = s.op WHERE s.run = ? AND s.kind = ? AND d.text LIKE 'rank%/%' ORDER BY s.start_ns;");
+  st.bind(1, run);
+  st.bind(2, static_cast<int64_t>(observe::Span::Kind::kKernel));
+  struct Spans {
+    std::vector<std::pair<int64_t, int64_t>> comm, compute;
+  };
+  std::map<int, Spans> by_rank;
+  int rc;
+  while ((rc = st.step()) == SQLITE_ROW) {
+    const std::string device = st.text(0);
+    const int r = std::atoi(device.c_str() + 4);
+    auto& spans = st.text(1) == "AllReduce" ? by_rank[r].comm : by_rank[r].compute;
+    spans.emplace_back(st.i64(2), st.i64(3));
+  }
+  if (rc != SQLITE_DONE) return db.error("cannot read the spans of run " + std::to_string(run));
+  std::vector<RankStats> out;
+  for (auto& [r, sp] : by_rank) {
+    RankStats rs;
+    rs.rank = r;
+    rs.allreduces = static_cast<int64_t>(sp.comm.size());
+    for (const auto& [a, b] : sp.comm) rs.comm_ns += b - a;
+    for (const auto& [a, b] : sp.compute) rs.compute_ns += b - a;
+    // Overlap: each AllReduce against the compute spans (sorted by start) that intersect it.
+    for (const auto& [a, b] : sp.comm) {
+      int64_t covered = 0, reach = a;
+      for (const auto& [c, d] : sp.compute) {
+        if (c >= b) break;
+        if (d <= reach) continue;
+        const int64_t lo = std::max(c, reach), hi = std::min(d, b);
+        if (hi > lo) covered += hi - lo, reach = hi;
+      }
+      rs.overlap_ns += covered;
+    }
+    out.push_back(rs);
+  }
   return out;
 }
 

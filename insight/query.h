@@ -88,6 +88,14 @@ Expected<std::vector<observe::Span>> spans_in_window(const Database& db, int64_t
 Expected<std::pair<int64_t, int64_t>> span_extent(const Database& db, int64_t run);
 // Kernel time by op, most total time first.
 Expected<std::vector<OpStats>> op_stats(const Database& db, int64_t run);
+// Per rank of a data-parallel run (kernel spans on devices "rankN/..."): time in AllReduce
+// kernels, in the other kernels, and how much of the AllReduce time other kernels of the same
+// rank ran at the same time (the overlap achieved). Empty for a one-process run.
+struct RankStats {
+  int rank = 0;
+  int64_t allreduces = 0, comm_ns = 0, compute_ns = 0, overlap_ns = 0;
+};
+Expected<std::vector<RankStats>> rank_stats(const Database& db, int64_t run);
 // Writes the run's spans (and memory events as counters) in Chrome's trace event format:
 // {"traceEvents":[{"name","cat","ph":"X","ts","dur","pid","tid","args"}...]}, ts and dur in
 // microseconds from the run's first span. Returns the number of events written.

@@ -158,7 +158,37 @@ Expected<std::unique_ptr<Recorder>> Recorder::open(const std::string& path, Reco
 }
 
 Recorder::~Recorder() {
-  if (run_id_ >= 0 && !finished_) (void)finish_run(RunStatus::kFailed, "the recorder was closed before the run finished");
+  if (run_id_ >= 0 && !finished_) {
+    if (attached_) (void)detach();
+    else (void)finish_run(RunStatus::kFailed, "the recorder was closed before the run finished");
+  }
+}
+
+Status Recorder::attach_run(int64_t run) {
+  if (run_id_ >= 0) return make_error("this recorder already records run " + std::to_string(run_id_), db_.path());
+  {
+    Stmt st(db_.handle(), "SELECT status FROM runs WHERE id = ?;");
+    st.bind(1, run);
+    if (st.step() != SQLITE_ROW) return make_error("no run " + std::to_string(run) + " to attach to", db_.path());
+  }
+  RETURN_IF_ERROR(prepare_statements());
+  run_id_ = run;
+  attached_ = true;
+  writer_ = std::thread([this] { writer_loop(); });
+  return Status::ok();
+}
+
+Status Recorder::detach() {
+  if (!attached_ || finished_) return make_error("not attached to a run", db_.path());
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  wake_.notify_one();
+  if (writer_.joinable()) writer_.join();
+  finished_ = true;
+  stmts_.reset();
+  return write_status();
 }
 
 Status Recorder::prepare_statements() {

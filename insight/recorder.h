@@ -81,6 +81,11 @@ class Recorder final : public observe::TraceSink, public observe::SnapshotSink, 
   // Records the run (status running) with its hyper-parameters and starts the writer thread.
   // One run per recorder; a second call is an error.
   Expected<int64_t> start_run(const RunInfo& info);
+  // Records into run `run`, started by another process (the other ranks of a data-parallel job
+  // write their spans into rank 0's run): spans, memory events and metrics only; detach() (or the
+  // destructor) stops without touching the run's status.
+  Status attach_run(int64_t run);
+  Status detach();
   int64_t run_id() const { return run_id_; }
   const std::string& path() const { return db_.path(); }
 
@@ -137,6 +142,7 @@ class Recorder final : public observe::TraceSink, public observe::SnapshotSink, 
   RecorderOptions options_;
   int64_t run_id_ = -1;
   bool finished_ = false;
+  bool attached_ = false;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;       // the writer: records waiting, a flush asked, or stop

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "engine/observe/sinks.h"
 
@@ -51,6 +52,23 @@ Error MpiCommunicator::failure(const char* what, int code) const {
 
 Status MpiCommunicator::allreduce_sum(float* data, int64_t count) {
   const int64_t t0 = observe::now_ns();
+  if (ordered_ && size_ > 1) {
+    std::vector<float> all;
+    for (int64_t at = 0; at < count;) {
+      const int n = static_cast<int>(std::min<int64_t>(count - at, INT_MAX / (2 * size_)));
+      all.resize(static_cast<size_t>(n) * static_cast<size_t>(size_));
+      const int rc = MPI_Allgather(data + at, n, MPI_FLOAT, all.data(), n, MPI_FLOAT, MPI_COMM_WORLD);
+      if (rc != MPI_SUCCESS) return failure("MPI_Allgather", rc);
+      for (int i = 0; i < n; ++i) {
+        float sum = all[static_cast<size_t>(i)];
+        for (int r = 1; r < size_; ++r) sum += all[static_cast<size_t>(r) * static_cast<size_t>(n) + static_cast<size_t>(i)];
+        data[at + i] = sum;
+      }
+      at += n;
+    }
+    comm_ns_ += observe::now_ns() - t0;
+    return Status::ok();
+  }
   for (int64_t at = 0; at < count;) {  // MPI counts are ints
     const int n = static_cast<int>(std::min<int64_t>(count - at, INT_MAX / 2));
     const int rc = MPI_Allreduce(MPI_IN_PLACE, data + at, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);

@@ -31,12 +31,16 @@ class MpiCommunicator final : public Communicator {
   Status broadcast(void* data, int64_t bytes, int root) override;
   Status barrier() override;
   double comm_seconds() const override { return static_cast<double>(comm_ns_) * 1e-9; }
+  // Ordered: allreduce_sum gathers every rank's buffer and adds them in rank order on each rank,
+  // so the sums are the same bits whatever algorithm MPI picks (costs N buffers of memory).
+  void set_ordered(bool ordered) { ordered_ = ordered; }
 
  private:
   MpiCommunicator() = default;
   Error failure(const char* what, int code) const;
   int rank_ = 0, size_ = 1;
   int64_t comm_ns_ = 0;
+  bool ordered_ = false;
 };
 
 }  // namespace tessera::dist

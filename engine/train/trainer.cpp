@@ -175,7 +175,8 @@ Status Trainer::resume(const std::string& path) {
   for (const auto& [key, mine] : same)
     if (c.get(key) != mine)
       return refuse(std::string(key) + " is " + c.get(key) + " in the checkpoint and " + mine +
-                    " in this run (resuming bit for bit needs the same; pass --" + (std::string(key) == "batch_size" ? "batch" : key) + " " + c.get(key) + ")");
+                    " in this run (resuming bit for bit needs the same; pass --" + (std::string(key) == "batch_size" ? "batch" : key) + " " + c.get(key) +
+                    (std::string(key) == "batch_size" ? ", the global batch: --batch times the number of ranks" : "") + ")");
   for (const autodiff::StateSlot& s : state_) {
     const Tensor* t = c.find(s.name);
     if (!t) return refuse("it has no tensor '" + s.name + "'");
