@@ -82,6 +82,9 @@ class RunRecording {
   int finish(bool stopped = false);  // stopped: ended early by the user (Ctrl+C), cleanly
   // Prints the error (as cli::fail), records the run failed with it; returns 1.
   int fail(const Error& e);
+  // From another thread, when the process is about to end abruptly (SIGTERM from mpirun): records
+  // the run failed with `why`. The recorder stays alive (the main thread may still hold it).
+  void abort(const std::string& why);
 
  private:
   std::unique_ptr<insight::Recorder> recorder_;

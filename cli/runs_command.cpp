@@ -410,6 +410,10 @@ int RunRecording::finish(bool stopped) {
   return 0;
 }
 
+void RunRecording::abort(const std::string& why) {
+  if (recorder_) (void)recorder_->finish_run(insight::RunStatus::kFailed, why);
+}
+
 int RunRecording::fail(const Error& e) {
   const int code = cli::fail(e);
   if (recorder_) {

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -28,6 +30,8 @@ using SourcePtr = std::shared_ptr<const data::Source>;
 
 std::atomic<bool> g_stop{false};
 extern "C" void on_sigint(int) { g_stop.store(true); }
+std::atomic<bool> g_terminated{false};
+extern "C" void on_sigterm(int) { g_terminated.store(true); }
 
 std::string clock_text(double seconds) {
   if (!(seconds >= 0) || seconds > 1e7) return "--:--";
@@ -173,6 +177,32 @@ int run_train(const TrainOptions& o_in) {
     if (!st.is_ok()) return rec.fail(st.error());
     rec.resumed_from(o.resume);
   }
+  // Data parallel: when a rank dies, mpirun terminates the others (SIGTERM, then SIGKILL); rank 0
+  // may be blocked in a collective by then, so a watcher records the run as failed and exits.
+  std::atomic<bool> watching{comm != nullptr && rank == 0 && rec.active()};
+  std::thread watcher;
+  if (watching.load()) {
+    std::signal(SIGTERM, on_sigterm);
+    watcher = std::thread([&] {
+      while (watching.load()) {
+        if (g_terminated.load()) {
+          rec.abort("terminated by mpirun at step " + std::to_string(trainer.global_step()) + " of " +
+                    std::to_string(world) + " ranks: another rank failed or was killed (mpirun's message names it)");
+          std::fprintf(stderr, "tessera: error: the data-parallel job was terminated (another rank failed)\n");
+          std::_Exit(143);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+  }
+  struct StopWatcher {
+    std::atomic<bool>& on;
+    std::thread& t;
+    ~StopWatcher() {
+      on.store(false);
+      if (t.joinable()) t.join();
+    }
+  } stop_watcher{watching, watcher};
   const bool tty = isatty(2);
   std::cerr << "training '" << graph->name() << "' (" << o.file << ") on " << (*train_src)->name() << ": "
             << (*train_src)->size() << " examples" << (test_loader ? ", test " + std::to_string((*test_src)->size()) : std::string())

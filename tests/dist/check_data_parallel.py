@@ -116,7 +116,7 @@ def main():
 
     # 4. A rank killed mid-run stops the job in bounded time, never a hang.
     p = subprocess.Popen(MPIRUN + ["-n", "2", t, "train", os.path.join(ROOT, "samples", "lenet.json"), "--data", ARGS.data,
-                                   "--batch", "32", "--epochs", "50", "--threads", "1", "--no-record", "--no-eval",
+                                   "--batch", "32", "--epochs", "50", "--threads", "1", "--db", f"{tmp}/kill.db", "--no-eval",
                                    "--checkpoint-dir", f"{tmp}/ck2", "--checkpoint-every", "20"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     victim = None
@@ -136,11 +136,14 @@ def main():
         sys.exit("FAIL: the job hung after a rank was killed")
     took = time.time() - killed_at
     assert p.returncode != 0, "the job reported success with a rank killed"
+    assert "rank 1" in err, "mpirun's message names the rank: " + err[-500:]
+    (killed,) = json.loads(run([t, "runs", "list", "--db", f"{tmp}/kill.db", "--json"]).stdout)
+    assert killed["status"] == "failed", killed
     ok = run([t, "run", os.path.join(ROOT, "samples", "lenet.json"), "--checkpoint", f"{tmp}/ck2/step-00000040.tsc",
               "--no-record"])
     assert ok.returncode == 0, "the checkpoint before the kill does not load: " + ok.stderr
     print(f"ok: a rank killed with SIGKILL stopped the job in {took:.1f} s (exit {p.returncode}); "
-          "the last checkpoint loads")
+          "the last checkpoint loads, the run is marked failed")
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
