@@ -76,6 +76,17 @@ def main():
     print(f"ok: 1 rank x 64 vs 2 ranks x 32, 60 steps: loss {one['train_loss']:.7f} / {two['train_loss']:.7f}, "
           f"weights within {worst:.1e}; rank 0 spent {two['comm_s'] * 1e3:.1f} ms in MPI")
 
+    # 1b. The cost model (scripts/dp_cost_model.py) beside these measured figures (printed, not
+    #     asserted: timings are never a test's verdict).
+    for name, res in (("one", one), ("two", two)):
+        with open(f"{tmp}/{name}.json", "w") as f:
+            json.dump(res, f)
+    info = json.loads(run([t, "info", os.path.join(ROOT, "samples", "mlp.json"), "--json"]).stdout)
+    model = run([sys.executable, os.path.join(ROOT, "scripts", "dp_cost_model.py"), "--params", str(info["parameters"]),
+                 "--one", f"{tmp}/one.json", "--two", f"{tmp}/two.json"])
+    assert model.returncode == 0 and "measured" in model.stdout, model.stdout + model.stderr
+    print("cost model: " + model.stdout.splitlines()[0])
+
     # 2. Repeatable: the same seed and world size give the same bytes.
     again, _ = train(t, 2, 32, ["--max-steps", "60", "--save", f"{tmp}/again.tsr", "--no-record"], ARGS.data)
     c = params(f"{tmp}/again.tsr")
