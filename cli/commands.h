@@ -133,6 +133,8 @@ struct PassesOptions {
   std::string dump_dir;     // write every snapshot there
   std::vector<std::string> dims;
   bool print_ir = false;    // print the final IR
+  bool train = false;       // compile the training step (softmax cross-entropy, SGD)
+  int world_size = 1;       // with train: data parallel over this many ranks (the split's all-reduces)
   RecordOptions record;
 };
 int run_passes(const PassesOptions& o);

@@ -10,6 +10,8 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "engine/autodiff/training_step.h"
+#include "engine/dist/communicator.h"
 #include "engine/stages/session.h"
 
 namespace tessera::cli {
@@ -82,9 +84,27 @@ int run_passes(const PassesOptions& o) {
   stages::SessionOptions so;
   so.pipeline = o.pipeline;
   so.snapshots = tee.first || tee.second ? &tee : nullptr;
+  autodiff::TrainingSpec spec;
+  dist::DataParallel dp;
+  if (o.world_size > 1 && !o.train) return fail(make_error("--world-size needs --train (data parallel splits the training step)"));
+  stages::InputShapes shapes = shapes_of(*feeds);
+  if (o.train) {
+    so.training = &spec;
+    dp.world_size = o.world_size;
+    if (o.world_size > 1) so.data_parallel = &dp;
+    // The step's own inputs: labels for the loss (one class index per example of the first
+    // input's batch), the learning rate, the step, and the trained state.
+    const int64_t batch = g->inputs().empty() || shapes.begin()->second.empty() ? 1 : shapes.begin()->second[0];
+    shapes["labels"] = {batch};
+    shapes["lr"] = {};
+    shapes["step"] = {};
+    auto slots = autodiff::state_slots(*g, spec);
+    if (!slots) return rec.fail(slots.error().within(o.file));
+    for (const autodiff::StateSlot& s : *slots) shapes[s.name] = s.initial.shape();
+  }
   so.trace = rec.trace();
   backend::DeviceSet devices = backend::DeviceSet::standard(false);
-  auto c = stages::compile_all(*g, reg, shapes_of(*feeds), so, devices, o.print_ir);
+  auto c = stages::compile_all(*g, reg, shapes, so, devices, o.print_ir);
   if (!c) return rec.fail(c.error().within(o.file));
   const stages::StageContext& ctx = *c->context;
   std::cout << "compiled '" << printable(g->name()) << "' (" << printable(o.file) << ")\n";

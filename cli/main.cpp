@@ -152,6 +152,10 @@ int main(int argc, char** argv) {
   passes_cmd->add_option("--dump", passes.dump_dir, "Write every snapshot to DIR/NNN-stage-pass.tir");
   passes_cmd->add_option("--dim", passes.dims, "SYMBOL=SIZE: bind a symbolic input dimension (default 1)")->check(kDimSpec);
   passes_cmd->add_flag("--print", passes.print_ir, "Print the optimised IR and the execution plan");
+  passes_cmd->add_flag("--train", passes.train, "Compile the training step (softmax cross-entropy, SGD) instead of inference");
+  passes_cmd->add_option("--world-size", passes.world_size,
+                         "With --train: data parallel over N ranks (the split stage's gradient all-reduces)")
+      ->check(CLI::Range(1, 65536));
 
   BenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand("bench", "Time a graph through the six stages on random or given inputs");

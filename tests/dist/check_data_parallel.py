@@ -87,6 +87,14 @@ def main():
     assert model.returncode == 0 and "measured" in model.stdout, model.stdout + model.stderr
     print("cost model: " + model.stdout.splitlines()[0])
 
+    # 1c. The split stage's buckets, as `tessera passes` shows them (no MPI needed to compile).
+    split = [l for l in run([t, "passes", os.path.join(ROOT, "samples", "resnet18.json"), "--train", "--world-size", "4",
+                              "--dim", "N=8", "--no-record"]).stdout.splitlines() if l.startswith("split")]
+    assert split and "gradient all-reduce bucket(s) of 44691240 bytes over 4 ranks" in split[0], split
+    buckets = int(split[0].split("; ")[-1].split()[0])
+    assert buckets >= 3, split  # 1 MiB first, then 25 MiB: 44.7 MB (11,172,810 trained f32) needs three
+    print("ok: " + split[0].split("; ")[-1])
+
     # 2. Repeatable: the same seed and world size give the same bytes.
     again, _ = train(t, 2, 32, ["--max-steps", "60", "--save", f"{tmp}/again.tsr", "--no-record"], ARGS.data)
     c = params(f"{tmp}/again.tsr")
