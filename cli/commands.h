@@ -119,6 +119,7 @@ struct TrainOptions {
   std::string checkpoint_dir, resume, save;
   bool json = false, no_eval = false;
   bool deterministic = false;  // under mpirun: gradients summed in rank order (bitwise repeatable)
+  bool no_overlap = false;     // under mpirun: one blocking AllReduce per bucket
   RecordOptions record;
 };
 int run_train(const TrainOptions& o);

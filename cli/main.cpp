@@ -142,6 +142,9 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("--deterministic", train.deterministic,
                       "Under mpirun: sum gradients over the ranks in rank order, so runs with the same seed and "
                       "number of ranks give bitwise identical weights");
+  train_cmd->add_flag("--no-overlap", train.no_overlap,
+                      "Under mpirun: one blocking all-reduce per gradient bucket instead of starting each as soon "
+                      "as its gradients exist (for comparison)");
   train_cmd->add_flag("--json", train.json, "Print {test_accuracy, train_loss, images_per_s, epochs} as the last line");
 
   PassesOptions passes;

@@ -151,12 +151,21 @@ int runs_show(const Database& db, const RunsOptions& o) {
             << " snapshots, " << d->memory_events << " memory events\n";
   auto ranks = insight::rank_stats(db, *id);
   if (ranks && !ranks->empty()) {
-    std::cout << "  ranks      all-reduces   communication   other kernels   comm share   overlapped\n";
+    // The whole run's MPI time and waits per rank (metrics), beside the sampled steps' spans.
+    auto final_of = [&](const std::string& name) -> double {
+      for (const auto& m : summary)
+        if (m.name == name) return m.final_value;
+      return -1;
+    };
+    std::cout << "  ranks      all-reduce steps  their kernels    other kernels  share   MPI time  waited  hidden\n";
     for (const insight::RankStats& r : *ranks) {
       const double comm = static_cast<double>(r.comm_ns) / 1e6, other = static_cast<double>(r.compute_ns) / 1e6;
-      std::printf("    rank %-4d %11lld %12.3f ms %12.3f ms %10.1f%% %11.1f%%\n", r.rank, static_cast<long long>(r.allreduces),
-                  comm, other, comm + other > 0 ? 100 * comm / (comm + other) : 0.0,
-                  r.comm_ns > 0 ? 100.0 * static_cast<double>(r.overlap_ns) / static_cast<double>(r.comm_ns) : 0.0);
+      const double mpi = final_of("dist/comm_s/rank" + std::to_string(r.rank)), wait = final_of("dist/wait_s/rank" + std::to_string(r.rank));
+      char hidden[32] = "-";
+      if (mpi > 0 && wait >= 0) std::snprintf(hidden, sizeof hidden, "%.0f%%", 100 * std::max(0.0, 1 - wait / mpi));
+      std::printf("    rank %-4d %16lld %14.3f ms %11.3f ms %5.1f%% %8.3f s %6.3f s %7s\n", r.rank,
+                  static_cast<long long>(r.allreduces), comm, other, comm + other > 0 ? 100 * comm / (comm + other) : 0.0,
+                  mpi, wait, hidden);
     }
   }
   if (!ops->empty()) {

@@ -126,6 +126,7 @@ int run_train(const TrainOptions& o_in) {
   cfg.checkpoint_every = o.checkpoint_every;
   cfg.max_steps = o.max_steps;
   cfg.comm = comm.get();
+  cfg.data_parallel.overlap = !o.no_overlap;
 
   const int channels = image_channels(*graph);
   auto train_src = formats::open_dataset_split(o.data, "train", channels);
@@ -247,6 +248,14 @@ int run_train(const TrainOptions& o_in) {
   };
   auto result = trainer.fit(train_loader, test_loader.get(), cb);
   std::signal(SIGINT, SIG_DFL);
+  if (comm) {  // each rank's time in MPI (on the communication thread) and blocked waiting for it
+    observe::MetricsSink* m = rank == 0 ? rec.metrics() : rank_recorder.get();
+    const std::string r = "/rank" + std::to_string(rank);
+    if (m) {
+      m->on_metric("dist/comm_s" + r, trainer.global_step(), 0, comm->comm_seconds());
+      m->on_metric("dist/wait_s" + r, trainer.global_step(), 0, comm->wait_seconds());
+    }
+  }
   if (tty) std::cerr << "\n";
   if (!result) return rec.fail(result.error().within(o.file));
   if (result->stopped && g_stop.load()) std::cerr << "stopped by the user at step " << result->steps << "\n";
@@ -265,7 +274,8 @@ int run_train(const TrainOptions& o_in) {
                         {"steps", result->steps}, {"checkpoint", result->last_checkpoint},
                         {"data_wait_s", result->data_wait_s}, {"arena_bytes", result->arena_bytes},
                         {"state_bytes", result->state_bytes}, {"world_size", world},
-                        {"comm_s", comm ? comm->comm_seconds() : 0.0}};
+                        {"comm_s", comm ? comm->comm_seconds() : 0.0},
+                        {"comm_wait_s", comm ? comm->wait_seconds() : 0.0}};
     print_json(j);
   }
   return rec.finish(result->stopped && g_stop.load());

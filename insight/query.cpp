@@ -259,7 +259,8 @@ Expected<std::vector<RankStats>> rank_stats(const Database& db, int64_t run) {
   while ((rc = st.step()) == SQLITE_ROW) {
     const std::string device = st.text(0);
     const int r = std::atoi(device.c_str() + 4);
-    auto& spans = st.text(1) == "AllReduce" ? by_rank[r].comm : by_rank[r].compute;
+    const std::string op = st.text(1);
+    auto& spans = op == "AllReduce" || op == "AllReduceStart" || op == "AllReduceWait" ? by_rank[r].comm : by_rank[r].compute;
     spans.emplace_back(st.i64(2), st.i64(3));
   }
   if (rc != SQLITE_DONE) return db.error("cannot read the spans of run " + std::to_string(run));

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "engine/ir/graph.h"
@@ -13,6 +15,15 @@ std::atomic<Communicator*> g_current{nullptr};
 }
 
 Communicator* current() { return g_current.load(); }
+
+float* bucket_buffer(int bucket, int64_t count) {
+  static std::mutex mu;
+  static std::map<int, std::vector<float>> buffers;
+  std::lock_guard<std::mutex> lk(mu);
+  std::vector<float>& b = buffers[bucket];
+  if (static_cast<int64_t>(b.size()) < count) b.resize(static_cast<size_t>(count));
+  return b.data();
+}
 void set_current(Communicator* comm) { g_current.store(comm); }
 
 Expected<int> insert_gradient_allreduce(ir::Graph& g, const DataParallel& dp, int64_t* bytes) {
@@ -48,15 +59,39 @@ Expected<int> insert_gradient_allreduce(ir::Graph& g, const DataParallel& dp, in
     while (j < grads.size() && (j == i || total + grads[j].bytes <= cap)) total += grads[j++].bytes;
     std::vector<ir::ValueId> ins;
     for (size_t k = i; k < j; ++k) ins.push_back(grads[k].value);
-    const ir::NodeId ar = g.add_node("AllReduce", ins, static_cast<int>(ins.size()), "allreduce/bucket" + std::to_string(buckets),
-                                     {{"bucket", int64_t{buckets}}, {"bytes", total}, {"world_size", int64_t{dp.world_size}}});
-    g.node(ar).provenance.origin = "split";
+    const ir::Attributes attrs{{"bucket", int64_t{buckets}}, {"bytes", total}, {"world_size", int64_t{dp.world_size}}};
+    std::vector<ir::ValueId> means;
+    const std::string name = "allreduce/bucket" + std::to_string(buckets);
+    if (dp.overlap) {
+      ir::Attributes start_attrs = attrs;
+      start_attrs.insert_or_assign(ir::kScheduleEarlyAttr, ir::Attribute(int64_t{1}));
+      const ir::NodeId start = g.add_node("AllReduceStart", ins, 1, name + "/start", start_attrs);
+      g.node(start).provenance.origin = "split";
+      const ir::ValueId token = g.node(start).outputs[0];
+      g.value(token).type = ir::TensorType::of(DType::kI64, {});
+      g.value(token).name = name + "/token";
+      std::vector<ir::ValueId> wait_in{token};
+      wait_in.insert(wait_in.end(), ins.begin(), ins.end());
+      const ir::NodeId wait = g.add_node("AllReduceWait", wait_in, static_cast<int>(ins.size()), name + "/wait", attrs);
+      g.node(wait).provenance.origin = "split";
+      g.node(wait).provenance.from = {start};
+      means = g.node(wait).outputs;
+      for (size_t k = i; k < j; ++k)
+        if (g.value(grads[k].value).producer != ir::kNoNode) g.node(start).provenance.from.push_back(g.value(grads[k].value).producer);
+    } else {
+      const ir::NodeId ar = g.add_node("AllReduce", ins, static_cast<int>(ins.size()), name, attrs);
+      g.node(ar).provenance.origin = "split";
+      means = g.node(ar).outputs;
+      for (size_t k = i; k < j; ++k)
+        if (g.value(grads[k].value).producer != ir::kNoNode) g.node(ar).provenance.from.push_back(g.value(grads[k].value).producer);
+    }
     for (size_t k = i; k < j; ++k) {
-      const ir::ValueId out = g.node(ar).outputs[k - i];
+      const ir::ValueId out = means[k - i];
       g.value(out).type = g.value(grads[k].value).type;
-      g.value(out).name = g.value(grads[k].value).name + "/mean";
+      std::string base = g.node(grads[k].update).name;  // "<weight>/update"
+      if (base.size() > 7 && base.compare(base.size() - 7, 7, "/update") == 0) base.resize(base.size() - 7);
+      g.value(out).name = base + "/grad_mean";
       g.node(grads[k].update).inputs[1] = out;
-      if (g.value(grads[k].value).producer != ir::kNoNode) g.node(ar).provenance.from.push_back(g.value(grads[k].value).producer);
     }
     if (bytes) *bytes += total;
     ++buckets;

@@ -33,9 +33,27 @@ class Communicator {
   // Rank `root`'s `bytes` bytes at `data` on every rank.
   virtual Status broadcast(void* data, int64_t bytes, int root) = 0;
   virtual Status barrier() = 0;
+  // Non-blocking bucket all-reduce (the split stage's AllReduceStart / AllReduceWait): starts
+  // summing `count` floats at `data` (left untouched by the caller until the wait) and returns;
+  // wait_allreduce blocks until that bucket is summed. Every rank starts the same buckets in the
+  // same order. Default: the sum happens at the start.
+  virtual Status start_allreduce(int bucket, float* data, int64_t count) {
+    (void)bucket;
+    return allreduce_sum(data, count);
+  }
+  virtual Status wait_allreduce(int bucket) {
+    (void)bucket;
+    return Status::ok();
+  }
   // Seconds spent inside collectives so far (for `tessera runs show`).
   virtual double comm_seconds() const = 0;
+  // Seconds the caller spent blocked in wait_allreduce (the communication the step did not hide).
+  virtual double wait_seconds() const { return 0; }
 };
+
+// The packed buffer of gradient bucket `bucket` (resized to `count` floats), owned here so that it
+// outlives the step between AllReduceStart and AllReduceWait.
+float* bucket_buffer(int bucket, int64_t count);
 
 // The communicator the collective ops' kernels use (null: one process; AllReduce copies).
 Communicator* current();
@@ -46,11 +64,15 @@ void set_current(Communicator* comm);
 // pass produces them (the reverse of the forward's parameters).
 struct DataParallel {
   int world_size = 1;
+  // true: AllReduceStart right after a bucket's last gradient (scheduled early) and AllReduceWait
+  // before its first update, so the sum runs while the backward pass goes on; false: one blocking
+  // AllReduce per bucket.
+  bool overlap = true;
   int64_t first_bucket_bytes = int64_t{1} << 20;
   int64_t bucket_bytes = int64_t{25} << 20;
 };
 
-// Inserts the AllReduce nodes of a training step (SGDUpdate/AdamUpdate nodes made by
+// Inserts the all-reduce nodes of a training step (SGDUpdate/AdamUpdate nodes made by
 // autodiff::build_training_step) and rewires each update to read its gradient's mean. Returns the
 // number of buckets and adds their bytes to `bytes`. A graph without updates is left alone.
 Expected<int> insert_gradient_allreduce(ir::Graph& graph, const DataParallel& dp, int64_t* bytes);

@@ -4,6 +4,11 @@
 
 #include <algorithm>
 #include <climits>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -11,6 +16,24 @@
 #include "engine/observe/sinks.h"
 
 namespace tessera::dist {
+
+// The communication thread of start_allreduce: buckets summed in the order started, on its own
+// duplicate of MPI_COMM_WORLD (collectives of two threads must not share a communicator).
+struct MpiCommunicator::Async {
+  struct Job {
+    int bucket;
+    float* data;
+    int64_t count;
+  };
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::thread worker;
+  std::mutex mu;
+  std::condition_variable wake, done;
+  std::deque<Job> queue;
+  std::map<int, int64_t> started, finished;  // per bucket: jobs started, jobs finished
+  bool stop = false;
+  Status error;
+};
 
 bool launched_by_mpi() {
   for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}) {
@@ -20,23 +43,86 @@ bool launched_by_mpi() {
   return false;
 }
 
+template <class Comm>
+Status MpiCommunicator::sum(Comm comm, float* data, int64_t count) {
+  const int64_t t0 = observe::now_ns();
+  if (ordered_ && size_ > 1) {
+    std::vector<float> all;
+    for (int64_t at = 0; at < count;) {
+      const int n = static_cast<int>(std::min<int64_t>(count - at, INT_MAX / (2 * size_)));
+      all.resize(static_cast<size_t>(n) * static_cast<size_t>(size_));
+      const int rc = MPI_Allgather(data + at, n, MPI_FLOAT, all.data(), n, MPI_FLOAT, comm);
+      if (rc != MPI_SUCCESS) return failure("MPI_Allgather", rc);
+      for (int i = 0; i < n; ++i) {
+        float sum = all[static_cast<size_t>(i)];
+        for (int r = 1; r < size_; ++r) sum += all[static_cast<size_t>(r) * static_cast<size_t>(n) + static_cast<size_t>(i)];
+        data[at + i] = sum;
+      }
+      at += n;
+    }
+    comm_ns_.fetch_add(observe::now_ns() - t0);
+    return Status::ok();
+  }
+  for (int64_t at = 0; at < count;) {  // MPI counts are ints
+    const int n = static_cast<int>(std::min<int64_t>(count - at, INT_MAX / 2));
+    const int rc = MPI_Allreduce(MPI_IN_PLACE, data + at, n, MPI_FLOAT, MPI_SUM, comm);
+    if (rc != MPI_SUCCESS) return failure("MPI_Allreduce", rc);
+    at += n;
+  }
+  comm_ns_.fetch_add(observe::now_ns() - t0);
+  return Status::ok();
+}
+
 Expected<std::unique_ptr<MpiCommunicator>> MpiCommunicator::create() {
-  int initialised = 0;
+  int initialised = 0, provided = MPI_THREAD_SINGLE;
   MPI_Initialized(&initialised);
   if (!initialised) {
-    int provided = 0;
-    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
       return make_error("MPI_Init_thread failed", "mpi");
+  } else {
+    MPI_Query_thread(&provided);
   }
   // Errors come back as codes (named in our messages) instead of aborting the job in MPI.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   std::unique_ptr<MpiCommunicator> c(new MpiCommunicator());
   MPI_Comm_rank(MPI_COMM_WORLD, &c->rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &c->size_);
+  if (provided >= MPI_THREAD_MULTIPLE && c->size_ > 1) {
+    c->async_ = std::make_unique<Async>();
+    Async* a = c->async_.get();
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &a->comm) != MPI_SUCCESS) return make_error("MPI_Comm_dup failed", "mpi");
+    MpiCommunicator* self = c.get();
+    a->worker = std::thread([a, self] {
+      std::unique_lock<std::mutex> lk(a->mu);
+      while (true) {
+        a->wake.wait(lk, [&] { return a->stop || !a->queue.empty(); });
+        if (a->queue.empty()) return;  // stop, and nothing left
+        Async::Job job = a->queue.front();
+        a->queue.pop_front();
+        lk.unlock();
+        Status st = self->sum(a->comm, job.data, job.count);
+        lk.lock();
+        if (!st.is_ok() && a->error.is_ok()) a->error = st;
+        ++a->finished[job.bucket];
+        a->done.notify_all();
+      }
+    });
+  }
   return c;
 }
 
+MpiCommunicator::MpiCommunicator() = default;
+
 MpiCommunicator::~MpiCommunicator() {
+  if (async_) {
+    {
+      std::lock_guard<std::mutex> lk(async_->mu);
+      async_->stop = true;
+    }
+    async_->wake.notify_all();
+    if (async_->worker.joinable()) async_->worker.join();
+    if (async_->comm != MPI_COMM_NULL) MPI_Comm_free(&async_->comm);
+  }
   int finalised = 0;
   MPI_Finalized(&finalised);
   if (!finalised) MPI_Finalize();
@@ -50,33 +136,25 @@ Error MpiCommunicator::failure(const char* what, int code) const {
                     "mpi rank " + std::to_string(rank_) + " of " + std::to_string(size_));
 }
 
-Status MpiCommunicator::allreduce_sum(float* data, int64_t count) {
-  const int64_t t0 = observe::now_ns();
-  if (ordered_ && size_ > 1) {
-    std::vector<float> all;
-    for (int64_t at = 0; at < count;) {
-      const int n = static_cast<int>(std::min<int64_t>(count - at, INT_MAX / (2 * size_)));
-      all.resize(static_cast<size_t>(n) * static_cast<size_t>(size_));
-      const int rc = MPI_Allgather(data + at, n, MPI_FLOAT, all.data(), n, MPI_FLOAT, MPI_COMM_WORLD);
-      if (rc != MPI_SUCCESS) return failure("MPI_Allgather", rc);
-      for (int i = 0; i < n; ++i) {
-        float sum = all[static_cast<size_t>(i)];
-        for (int r = 1; r < size_; ++r) sum += all[static_cast<size_t>(r) * static_cast<size_t>(n) + static_cast<size_t>(i)];
-        data[at + i] = sum;
-      }
-      at += n;
-    }
-    comm_ns_ += observe::now_ns() - t0;
-    return Status::ok();
-  }
-  for (int64_t at = 0; at < count;) {  // MPI counts are ints
-    const int n = static_cast<int>(std::min<int64_t>(count - at, INT_MAX / 2));
-    const int rc = MPI_Allreduce(MPI_IN_PLACE, data + at, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    if (rc != MPI_SUCCESS) return failure("MPI_Allreduce", rc);
-    at += n;
-  }
-  comm_ns_ += observe::now_ns() - t0;
+Status MpiCommunicator::allreduce_sum(float* data, int64_t count) { return sum(MPI_COMM_WORLD, data, count); }
+
+Status MpiCommunicator::start_allreduce(int bucket, float* data, int64_t count) {
+  if (!async_) return allreduce_sum(data, count);
+  std::lock_guard<std::mutex> lk(async_->mu);
+  if (!async_->error.is_ok()) return async_->error;
+  ++async_->started[bucket];
+  async_->queue.push_back({bucket, data, count});
+  async_->wake.notify_one();
   return Status::ok();
+}
+
+Status MpiCommunicator::wait_allreduce(int bucket) {
+  if (!async_) return Status::ok();
+  const int64_t t0 = observe::now_ns();
+  std::unique_lock<std::mutex> lk(async_->mu);
+  async_->done.wait(lk, [&] { return async_->finished[bucket] >= async_->started[bucket] || !async_->error.is_ok(); });
+  wait_ns_ += observe::now_ns() - t0;
+  return async_->error;
 }
 
 Status MpiCommunicator::broadcast(void* data, int64_t bytes, int root) {
@@ -88,7 +166,7 @@ Status MpiCommunicator::broadcast(void* data, int64_t bytes, int root) {
     if (rc != MPI_SUCCESS) return failure("MPI_Bcast", rc);
     at += n;
   }
-  comm_ns_ += observe::now_ns() - t0;
+  comm_ns_.fetch_add(observe::now_ns() - t0);
   return Status::ok();
 }
 

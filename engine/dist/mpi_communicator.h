@@ -5,11 +5,14 @@
 //     dist::set_current(comm.get());
 //   }
 //
-// Threads: initialised with MPI_THREAD_FUNNELED, so collectives must come from the thread that
-// created it; the trainer runs the step's kernels on that thread (one worker, inter-op 1).
+// Threads: initialised with MPI_THREAD_MULTIPLE. The blocking collectives come from the thread
+// that runs the step's kernels; start_allreduce hands a bucket to a communication thread, which
+// sums the buckets in the order started on a duplicate of MPI_COMM_WORLD, so the sum runs while
+// the step's kernels go on (when MPI offers only a lower thread level, start sums at once).
 // A rank that dies makes mpirun stop the others (Open MPI's default on abnormal termination).
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "engine/dist/communicator.h"
@@ -30,17 +33,26 @@ class MpiCommunicator final : public Communicator {
   Status allreduce_sum(float* data, int64_t count) override;
   Status broadcast(void* data, int64_t bytes, int root) override;
   Status barrier() override;
-  double comm_seconds() const override { return static_cast<double>(comm_ns_) * 1e-9; }
+  Status start_allreduce(int bucket, float* data, int64_t count) override;
+  Status wait_allreduce(int bucket) override;
+  double comm_seconds() const override { return static_cast<double>(comm_ns_.load()) * 1e-9; }
+  double wait_seconds() const override { return static_cast<double>(wait_ns_) * 1e-9; }
   // Ordered: allreduce_sum gathers every rank's buffer and adds them in rank order on each rank,
   // so the sums are the same bits whatever algorithm MPI picks (costs N buffers of memory).
   void set_ordered(bool ordered) { ordered_ = ordered; }
 
  private:
-  MpiCommunicator() = default;
+  struct Async;
+  MpiCommunicator();
   Error failure(const char* what, int code) const;
+  // Sums over the ranks of `comm` (an MPI_Comm; the world, or the communication thread's copy).
+  template <class Comm>
+  Status sum(Comm comm, float* data, int64_t count);
   int rank_ = 0, size_ = 1;
-  int64_t comm_ns_ = 0;
+  std::atomic<int64_t> comm_ns_{0};
+  int64_t wait_ns_ = 0;
   bool ordered_ = false;
+  std::unique_ptr<Async> async_;
 };
 
 }  // namespace tessera::dist

@@ -243,16 +243,22 @@ Expected<std::vector<NodeId>> Graph::topological_order() const {
       }
     }
   }
-  std::priority_queue<NodeId, std::vector<NodeId>, std::greater<>> ready;
+  // A node with the attribute `schedule_early` (the data-parallel AllReduceStart) runs as soon as
+  // its inputs exist: it sorts before every other ready node.
+  auto key = [&](NodeId id) {
+    const bool early = nodes_[static_cast<size_t>(id)].attr(kScheduleEarlyAttr) != nullptr;
+    return std::make_pair(early ? 0 : 1, id);
+  };
+  std::priority_queue<std::pair<int, NodeId>, std::vector<std::pair<int, NodeId>>, std::greater<>> ready;
   for (const Node& n : nodes_)
-    if (n.alive && pending[n.id] == 0) ready.push(n.id);
+    if (n.alive && pending[n.id] == 0) ready.push(key(n.id));
   std::vector<NodeId> order;
   while (!ready.empty()) {
-    NodeId id = ready.top();
+    NodeId id = ready.top().second;
     ready.pop();
     order.push_back(id);
     for (NodeId c : consumers[id])
-      if (--pending[c] == 0) ready.push(c);
+      if (--pending[c] == 0) ready.push(key(c));
   }
   if (static_cast<int>(order.size()) != num_nodes()) {
     for (const Node& n : nodes_)

@@ -102,6 +102,9 @@ bool same_attributes(const Attributes& a, const Attributes& b);
 
 // Where a node came from: the nodes it was derived from (fusion, autodiff, splitting keep these)
 // and its origin outside the IR ("samples/lenet.json:/nodes/3", "onnx:conv1", "studio").
+// A node attribute (int 1) that asks topological_order() to run the node as soon as it is ready.
+inline constexpr const char* kScheduleEarlyAttr = "schedule_early";
+
 struct Provenance {
   std::vector<NodeId> from;
   std::string origin;
@@ -201,6 +204,8 @@ class Graph {
 
   // Live nodes ordered so that producers come before consumers; ties broken by the smaller id,
   // so the order is deterministic. Fails naming a node on a cycle.
+  // Kahn's order, lowest node id first among ready nodes, except that nodes carrying the attribute
+  // kScheduleEarlyAttr go first as soon as they are ready.
   Expected<std::vector<NodeId>> topological_order() const;
 
  private:

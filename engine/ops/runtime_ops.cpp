@@ -17,32 +17,34 @@ Status identity_kernel(KernelContext& ctx) {
   return Status::ok();
 }
 
-// The mean over the ranks of each input: the inputs are packed into one flat buffer (a gradient
-// bucket), summed by the current communicator (engine/dist), and unpacked scaled by 1/world.
-// Without a communicator (one process) each output is its input.
-Status allreduce_kernel(KernelContext& ctx) {
+// Checks a bucket's inputs (f32) and the world size the graph was split for; returns the floats.
+Expected<int64_t> bucket_floats(const KernelContext& ctx, size_t first, dist::Communicator* comm) {
   int64_t total = 0;
-  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
-    if (ctx.in(i).dtype() != DType::kF32) return make_error("AllReduce sums f32 tensors, input " + std::to_string(i) + " is " + std::string(dtype_name(ctx.in(i).dtype())));
+  for (size_t i = first; i < ctx.inputs.size(); ++i) {
+    if (ctx.in(i).dtype() != DType::kF32)
+      return make_error(ctx.node.op + " sums f32 tensors, input " + std::to_string(i) + " is " + std::string(dtype_name(ctx.in(i).dtype())));
     total += ctx.in(i).numel();
   }
-  dist::Communicator* comm = dist::current();
-  const int world = comm ? comm->size() : 1;
   const int64_t expect = ctx.attrs().i("world_size");
-  if (comm && expect != world)
-    return make_error("the graph was split for " + std::to_string(expect) + " ranks, this run has " + std::to_string(world));
-  TRY(Tensor flat, Tensor::create_uninitialized(DType::kF32, {total}));
-  float* f = flat.data<float>();
+  if (comm && expect != comm->size())
+    return make_error("the graph was split for " + std::to_string(expect) + " ranks, this run has " + std::to_string(comm->size()));
+  return total;
+}
+
+void pack(const KernelContext& ctx, size_t first, float* f) {
   int64_t at = 0;
-  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+  for (size_t i = first; i < ctx.inputs.size(); ++i) {
     const Tensor c = ctx.in(i).contiguous();
     std::memcpy(f + at, c.raw_data(), c.nbytes());
     at += c.numel();
   }
-  if (comm && world > 1) RETURN_IF_ERROR(comm->allreduce_sum(f, total));
+}
+
+// The means: each input's slice of the summed buffer `f`, scaled by 1/world.
+Status unpack(KernelContext& ctx, size_t first, const float* f, int world) {
   const float scale = 1.0f / static_cast<float>(world);
-  at = 0;
-  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+  int64_t at = 0;
+  for (size_t i = first; i < ctx.inputs.size(); ++i) {
     TRY(Tensor out, Tensor::create_uninitialized(DType::kF32, ctx.in(i).shape()));
     float* o = out.data<float>();
     for (int64_t k = 0; k < out.numel(); ++k) o[k] = f[at + k] * scale;
@@ -50,6 +52,41 @@ Status allreduce_kernel(KernelContext& ctx) {
     ctx.outputs.push_back(std::move(out));
   }
   return Status::ok();
+}
+
+// The mean over the ranks of each input: the inputs are packed into one flat buffer (a gradient
+// bucket), summed by the current communicator (engine/dist), and unpacked scaled by 1/world.
+// Without a communicator (one process) each output is its input.
+Status allreduce_kernel(KernelContext& ctx) {
+  dist::Communicator* comm = dist::current();
+  TRY(int64_t total, bucket_floats(ctx, 0, comm));
+  TRY(Tensor flat, Tensor::create_uninitialized(DType::kF32, {total}));
+  pack(ctx, 0, flat.data<float>());
+  if (comm && comm->size() > 1) RETURN_IF_ERROR(comm->allreduce_sum(flat.data<float>(), total));
+  return unpack(ctx, 0, flat.data<float>(), comm ? comm->size() : 1);
+}
+
+// AllReduceStart packs the bucket into its buffer (dist::bucket_buffer) and starts the sum; the
+// token orders AllReduceWait after it.
+Status allreduce_start_kernel(KernelContext& ctx) {
+  dist::Communicator* comm = dist::current();
+  TRY(int64_t total, bucket_floats(ctx, 0, comm));
+  const int bucket = static_cast<int>(ctx.attrs().i("bucket"));
+  float* f = dist::bucket_buffer(bucket, total);
+  pack(ctx, 0, f);
+  if (comm && comm->size() > 1) RETURN_IF_ERROR(comm->start_allreduce(bucket, f, total));
+  ctx.outputs.push_back(Tensor::scalar<int64_t>(bucket));
+  return Status::ok();
+}
+
+// AllReduceWait waits for the bucket's sum and writes the means (its inputs after the token give
+// the shapes: the gradients as they were packed).
+Status allreduce_wait_kernel(KernelContext& ctx) {
+  dist::Communicator* comm = dist::current();
+  TRY(int64_t total, bucket_floats(ctx, 1, comm));
+  const int bucket = static_cast<int>(ctx.attrs().i("bucket"));
+  if (comm && comm->size() > 1) RETURN_IF_ERROR(comm->wait_allreduce(bucket));
+  return unpack(ctx, 1, dist::bucket_buffer(bucket, total), comm ? comm->size() : 1);
 }
 
 }  // namespace
@@ -78,27 +115,62 @@ void register_runtime_ops(OpRegistry& registry) {
   reorder.flops = [](const InferContext&, const std::vector<TensorType>&) { return 0.0; };
   registry.add(std::move(reorder));
 
+  auto bucket_attrs = [](OpDef& d) {
+    d.required_attr("bucket", AttrKind::kInt, "the bucket's index (buckets run in this order on every rank)");
+    d.required_attr("bytes", AttrKind::kInt, "the bucket's size in bytes");
+    d.required_attr("world_size", AttrKind::kInt, "the number of ranks the graph was split for");
+    d.no_gradient_reason = "inserted after autodiff, in the training step's update";
+    d.flops = [](const InferContext&, const std::vector<TensorType>&) { return 0.0; };
+  };
+  // Output types: the f32 inputs from `first` on.
+  auto means_of = [](size_t first) {
+    return [first](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+      std::vector<TensorType> out;
+      for (size_t i = first; i < ctx.num_inputs(); ++i) {
+        if (!ctx.has_input(i)) return make_error("input " + std::to_string(i) + " is absent");
+        if (ctx.inputs[i]->dtype != DType::kF32)
+          return make_error("input " + std::to_string(i) + " is " + ctx.inputs[i]->to_string() + "; the all-reduce sums f32");
+        out.push_back(*ctx.inputs[i]);
+      }
+      return out;
+    };
+  };
+
   OpDef allreduce("AllReduce", "runtime",
                   "The mean over the ranks of data-parallel training of each input (a gradient bucket), "
-                  "inserted by the split stage between the backward pass and the optimizer updates. "
-                  "The inputs travel as one flat buffer. With one process, the identity.");
+                  "blocking: the split stage's form without overlap. The inputs travel as one flat buffer. "
+                  "With one process, the identity.");
   allreduce.input("X", "the bucket's gradients (f32)", false, true).output("Y", "their means over the ranks", false, true);
-  allreduce.required_attr("bucket", AttrKind::kInt, "the bucket's index (buckets run in this order on every rank)");
-  allreduce.required_attr("bytes", AttrKind::kInt, "the bucket's size in bytes");
-  allreduce.required_attr("world_size", AttrKind::kInt, "the number of ranks the graph was split for");
-  allreduce.infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
-    std::vector<TensorType> out;
-    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-      if (!ctx.has_input(i)) return make_error("input " + std::to_string(i) + " is absent");
-      if (ctx.inputs[i]->dtype != DType::kF32) return make_error("input " + std::to_string(i) + " is " + ctx.inputs[i]->to_string() + "; AllReduce sums f32");
-      out.push_back(*ctx.inputs[i]);
-    }
-    return out;
-  };
+  bucket_attrs(allreduce);
+  allreduce.infer = means_of(0);
   allreduce.reference = allreduce_kernel;
-  allreduce.no_gradient_reason = "inserted after autodiff, in the training step's update";
-  allreduce.flops = [](const InferContext&, const std::vector<TensorType>&) { return 0.0; };
   registry.add(std::move(allreduce));
+
+  OpDef start("AllReduceStart", "runtime",
+              "Starts the sum over the ranks of a gradient bucket (packed into one flat buffer) and "
+              "returns at once; scheduled as soon as the bucket's last gradient exists, so the sum runs "
+              "while the backward pass goes on. Its token orders the AllReduceWait of the bucket.");
+  start.input("X", "the bucket's gradients (f32)", false, true).output("token", "the bucket's index (i64 scalar)");
+  bucket_attrs(start);
+  start.attr(ir::kScheduleEarlyAttr, AttrKind::kInt, Attribute(int64_t{1}), "run as soon as the inputs exist");
+  start.infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+    for (size_t i = 0; i < ctx.num_inputs(); ++i)
+      if (!ctx.has_input(i) || ctx.inputs[i]->dtype != DType::kF32)
+        return make_error("input " + std::to_string(i) + " must be an f32 gradient");
+    return std::vector<TensorType>{TensorType::of(DType::kI64, {})};
+  };
+  start.reference = allreduce_start_kernel;
+  registry.add(std::move(start));
+
+  OpDef wait("AllReduceWait", "runtime",
+             "Waits for the bucket's sum started by AllReduceStart and gives each gradient's mean over "
+             "the ranks (the gradients after the token give the shapes).");
+  wait.input("token", "AllReduceStart's token").input("X", "the bucket's gradients, as started", false, true);
+  wait.output("Y", "their means over the ranks", false, true);
+  bucket_attrs(wait);
+  wait.infer = means_of(1);
+  wait.reference = allreduce_wait_kernel;
+  registry.add(std::move(wait));
 }
 
 }  // namespace tessera::ops

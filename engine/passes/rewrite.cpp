@@ -144,7 +144,7 @@ bool is_impure(const ir::Node& n) {
                                                 "RandomUniformLike", "Multinomial", "Bernoulli"};
   if (kRandom.count(n.op)) return true;
   // Collectives talk to the other ranks: never folded, merged or dropped.
-  if (n.op == "AllReduce") return true;
+  if (n.op == "AllReduce" || n.op == "AllReduceStart" || n.op == "AllReduceWait") return true;
   // Dropout draws a mask when training_mode is given (its value decides at run time).
   return n.op == "Dropout" && n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue;
 }
