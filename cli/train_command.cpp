@@ -141,8 +141,10 @@ int run_train(const TrainOptions& o_in) {
   lo.shuffle = true;
   lo.seed = o.seed;
   lo.workers = o.workers;
+  data::LoaderOptions to = lo;  // the test set: every rank evaluates all of it
+  lo.shard = rank;              // each rank builds only its rows of the global batch
+  lo.shards = world;
   data::DataLoader train_loader(*train_src, {}, lo);
-  data::LoaderOptions to = lo;
   to.shuffle = false;
   to.batch_size = std::max<int64_t>(o.batch, 256);
   std::unique_ptr<data::DataLoader> test_loader;

@@ -729,46 +729,36 @@ __attribute__((target("avx2"))) inline void join_even_odd(float* p, __m256 even,
   _mm256_storeu_ps(p + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
 }
 
+// 8 windows: x0/x1 the two rows (16 floats each), g their 8 gradients, d0/d1 where dx goes.
+__attribute__((target("avx2"))) inline void maxpool2x2_grad_8(const float* x0, const float* x1, const float* g, float* d0,
+                                                              float* d1) {
+  __m256 a, b, c, d;
+  split_even_odd(x0, a, b);
+  split_even_odd(x1, c, d);
+  const __m256 gv = _mm256_loadu_ps(g);
+  const __m256 m = _mm256_max_ps(_mm256_max_ps(a, b), _mm256_max_ps(c, d));
+  const __m256 ea = _mm256_cmp_ps(a, m, _CMP_EQ_OQ);
+  const __m256 eb = _mm256_andnot_ps(ea, _mm256_cmp_ps(b, m, _CMP_EQ_OQ));
+  const __m256 eab = _mm256_or_ps(ea, eb);
+  const __m256 ec = _mm256_andnot_ps(eab, _mm256_cmp_ps(c, m, _CMP_EQ_OQ));
+  const __m256 ed = _mm256_andnot_ps(_mm256_or_ps(eab, ec), _mm256_castsi256_ps(_mm256_set1_epi32(-1)));
+  join_even_odd(d0, _mm256_and_ps(ea, gv), _mm256_and_ps(eb, gv));
+  join_even_odd(d1, _mm256_and_ps(ec, gv), _mm256_and_ps(ed, gv));
+}
+
 __attribute__((target("avx2"))) void maxpool2x2_grad_row_avx2(const float* x0, const float* x1, const float* g,
                                                               float* d0, float* d1, int64_t ow) {
   int64_t j = 0;
-  const auto split = split_even_odd;
-  const auto join = join_even_odd;
-  const __m256 ones = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
-  for (; j + 8 <= ow; j += 8) {
-    __m256 a, b, c, d;
-    split(x0 + 2 * j, a, b);
-    split(x1 + 2 * j, c, d);
-    const __m256 gv = _mm256_loadu_ps(g + j);
-    const __m256 m = _mm256_max_ps(_mm256_max_ps(a, b), _mm256_max_ps(c, d));
-    const __m256 ea = _mm256_cmp_ps(a, m, _CMP_EQ_OQ);
-    const __m256 eb = _mm256_andnot_ps(ea, _mm256_cmp_ps(b, m, _CMP_EQ_OQ));
-    const __m256 eab = _mm256_or_ps(ea, eb);
-    const __m256 ec = _mm256_andnot_ps(eab, _mm256_cmp_ps(c, m, _CMP_EQ_OQ));
-    const __m256 ed = _mm256_andnot_ps(_mm256_or_ps(eab, ec), ones);
-    join(d0 + 2 * j, _mm256_and_ps(ea, gv), _mm256_and_ps(eb, gv));
-    join(d1 + 2 * j, _mm256_and_ps(ec, gv), _mm256_and_ps(ed, gv));
-  }
+  for (; j + 8 <= ow; j += 8) maxpool2x2_grad_8(x0 + 2 * j, x1 + 2 * j, g + j, d0 + 2 * j, d1 + 2 * j);
   if (j < ow) {  // the last windows through the same code, on copies padded to 8 windows
-    const int64_t rem = ow - j;
+    const size_t rem = static_cast<size_t>(ow - j);
     alignas(32) float t0[16] = {}, t1[16] = {}, tg[8] = {}, o0[16], o1[16];
-    std::memcpy(t0, x0 + 2 * j, static_cast<size_t>(2 * rem) * sizeof(float));
-    std::memcpy(t1, x1 + 2 * j, static_cast<size_t>(2 * rem) * sizeof(float));
-    std::memcpy(tg, g + j, static_cast<size_t>(rem) * sizeof(float));
-    __m256 a, b, c, d;
-    split(t0, a, b);
-    split(t1, c, d);
-    const __m256 gv = _mm256_loadu_ps(tg);
-    const __m256 m = _mm256_max_ps(_mm256_max_ps(a, b), _mm256_max_ps(c, d));
-    const __m256 ea = _mm256_cmp_ps(a, m, _CMP_EQ_OQ);
-    const __m256 eb = _mm256_andnot_ps(ea, _mm256_cmp_ps(b, m, _CMP_EQ_OQ));
-    const __m256 eab = _mm256_or_ps(ea, eb);
-    const __m256 ec = _mm256_andnot_ps(eab, _mm256_cmp_ps(c, m, _CMP_EQ_OQ));
-    const __m256 ed = _mm256_andnot_ps(_mm256_or_ps(eab, ec), ones);
-    join(o0, _mm256_and_ps(ea, gv), _mm256_and_ps(eb, gv));
-    join(o1, _mm256_and_ps(ec, gv), _mm256_and_ps(ed, gv));
-    std::memcpy(d0 + 2 * j, o0, static_cast<size_t>(2 * rem) * sizeof(float));
-    std::memcpy(d1 + 2 * j, o1, static_cast<size_t>(2 * rem) * sizeof(float));
+    std::memcpy(t0, x0 + 2 * j, 2 * rem * sizeof(float));
+    std::memcpy(t1, x1 + 2 * j, 2 * rem * sizeof(float));
+    std::memcpy(tg, g + j, rem * sizeof(float));
+    maxpool2x2_grad_8(t0, t1, tg, o0, o1);
+    std::memcpy(d0 + 2 * j, o0, 2 * rem * sizeof(float));
+    std::memcpy(d1 + 2 * j, o1, 2 * rem * sizeof(float));
   }
 }
 

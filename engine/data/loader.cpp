@@ -97,8 +97,15 @@ std::vector<int64_t> DataLoader::Impl::make_order(int64_t e) const {
 Status DataLoader::Impl::build_into(const std::vector<int64_t>& ord, int64_t e, int64_t k,
                                     Batch& out) const {
   const int64_t n = static_cast<int64_t>(ord.size());
-  const int64_t first = k * opt.batch_size;
-  const int64_t count = std::min(opt.batch_size, n - first);
+  const int64_t global_first = k * opt.batch_size;
+  const int64_t global_count = std::min(opt.batch_size, n - global_first);
+  // This shard's rows of the batch (all of it with one shard).
+  const int64_t first = global_first + opt.shard * global_count / opt.shards;
+  const int64_t count = global_first + (opt.shard + 1) * global_count / opt.shards - first;
+  if (count < 1)
+    return make_error("batch " + std::to_string(k) + " has " + std::to_string(global_count) + " examples, fewer than the " +
+                          std::to_string(opt.shards) + " shards it is split into (use a batch of at least one example per rank)",
+                      source->name());
   std::vector<Tensor> stacked;
   for (const FieldSpec& f : out_fields) {
     Shape shape{count};
@@ -184,6 +191,12 @@ DataLoader::DataLoader(std::shared_ptr<const Source> source, Transforms transfor
     m.config = make_error("data loader: no source");
     return;
   }
+  if (options.shards < 1 || options.shard < 0 || options.shard >= options.shards) {
+    m.config = make_error("data loader: shard " + std::to_string(options.shard) + " of " +
+                              std::to_string(options.shards) + " does not exist",
+                          m.source->name());
+    return;
+  }
   if (options.batch_size < 1 || options.workers < 0 || options.prefetch < 1) {
     m.config =
         make_error("data loader: need batch_size >= 1, workers >= 0, prefetch >= 1; got " +
@@ -224,6 +237,8 @@ Expected<std::vector<FieldSpec>> DataLoader::fields() const {
 int64_t DataLoader::batches_per_epoch() const {
   return impl_->batches();
 }
+
+const LoaderOptions& DataLoader::options() const { return impl_->opt; }
 
 std::vector<int64_t> DataLoader::epoch_order(int64_t epoch) const {
   return impl_->make_order(epoch);

@@ -48,6 +48,10 @@ struct LoaderOptions {
   bool drop_last = false;  // drop a last partial batch
   int workers = 0;         // 0: build batches in the calling thread
   int prefetch = 2;        // >= 1: batches queued ahead of the consumer (besides those in flight)
+  // Data parallel: batch k of the epoch is still examples [k*batch_size, (k+1)*batch_size) of the
+  // order, but this loader builds only shard `shard` of `shards` of it: rows [s*n/S, (s+1)*n/S) of
+  // the batch's n examples (each rank reads only its rows of the global batch).
+  int shard = 0, shards = 1;
 };
 
 class DataLoader {
@@ -63,6 +67,7 @@ class DataLoader {
   Expected<std::vector<FieldSpec>> fields() const;
   // ceil(size / batch_size), or floor with drop_last; 0 when the configuration is invalid.
   int64_t batches_per_epoch() const;
+  const LoaderOptions& options() const;
   // The example indices of `epoch` in delivery order (batch k holds entries k*batch_size ...).
   std::vector<int64_t> epoch_order(int64_t epoch) const;
 

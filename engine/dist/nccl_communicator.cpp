@@ -82,16 +82,15 @@ Status NcclCommunicator::stage(int64_t bytes) {
   return Status::ok();
 }
 
-Status NcclCommunicator::allreduce_sum(float* data, int64_t count) {
+// Host bytes through the device buffer: copied in, `collective` on the stream, copied back.
+template <class Collective>
+Status NcclCommunicator::through_device(void* data, int64_t bytes, Collective collective) {
   const int64_t t0 = observe::now_ns();
-  const int64_t bytes = count * static_cast<int64_t>(sizeof(float));
   RETURN_IF_ERROR(stage(bytes));
   cudaStream_t st = s_->stream;
   if (cudaError_t e = cudaMemcpyAsync(s_->buffer, data, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, st); e != cudaSuccess)
     return cuda_error("cudaMemcpyAsync", e, rank_);
-  if (ncclResult_t r = ncclAllReduce(s_->buffer, s_->buffer, static_cast<size_t>(count), ncclFloat, ncclSum, s_->comm, st);
-      r != ncclSuccess)
-    return nccl_error("ncclAllReduce", r, rank_);
+  if (ncclResult_t r = collective(s_->buffer, s_->comm, st); r != ncclSuccess) return nccl_error("NCCL collective", r, rank_);
   if (cudaError_t e = cudaMemcpyAsync(data, s_->buffer, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, st); e != cudaSuccess)
     return cuda_error("cudaMemcpyAsync", e, rank_);
   if (cudaError_t e = cudaStreamSynchronize(st); e != cudaSuccess) return cuda_error("cudaStreamSynchronize", e, rank_);
@@ -99,20 +98,16 @@ Status NcclCommunicator::allreduce_sum(float* data, int64_t count) {
   return Status::ok();
 }
 
+Status NcclCommunicator::allreduce_sum(float* data, int64_t count) {
+  return through_device(data, count * static_cast<int64_t>(sizeof(float)), [&](void* buf, ncclComm_t comm, cudaStream_t st) {
+    return ncclAllReduce(buf, buf, static_cast<size_t>(count), ncclFloat, ncclSum, comm, st);
+  });
+}
+
 Status NcclCommunicator::broadcast(void* data, int64_t bytes, int root) {
-  const int64_t t0 = observe::now_ns();
-  RETURN_IF_ERROR(stage(bytes));
-  cudaStream_t st = s_->stream;
-  if (cudaError_t e = cudaMemcpyAsync(s_->buffer, data, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, st); e != cudaSuccess)
-    return cuda_error("cudaMemcpyAsync", e, rank_);
-  if (ncclResult_t r = ncclBroadcast(s_->buffer, s_->buffer, static_cast<size_t>(bytes), ncclChar, root, s_->comm, st);
-      r != ncclSuccess)
-    return nccl_error("ncclBroadcast", r, rank_);
-  if (cudaError_t e = cudaMemcpyAsync(data, s_->buffer, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, st); e != cudaSuccess)
-    return cuda_error("cudaMemcpyAsync", e, rank_);
-  if (cudaError_t e = cudaStreamSynchronize(st); e != cudaSuccess) return cuda_error("cudaStreamSynchronize", e, rank_);
-  comm_ns_ += observe::now_ns() - t0;
-  return Status::ok();
+  return through_device(data, bytes, [&](void* buf, ncclComm_t comm, cudaStream_t st) {
+    return ncclBroadcast(buf, buf, static_cast<size_t>(bytes), ncclChar, root, comm, st);
+  });
 }
 
 Status NcclCommunicator::barrier() {

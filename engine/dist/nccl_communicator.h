@@ -34,6 +34,8 @@ class NcclCommunicator final : public Communicator {
   NcclCommunicator();
   static Expected<std::unique_ptr<NcclCommunicator>> init(int rank, int size, const void* id, int device);
   Status stage(int64_t bytes);
+  template <class Collective>
+  Status through_device(void* data, int64_t bytes, Collective collective);
   std::unique_ptr<State> s_;
   int rank_ = 0, size_ = 1, device_ = 0;
   int64_t comm_ns_ = 0;

@@ -353,7 +353,7 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
       TRY(bool more, train.next(batch));
       info.data_wait_s += static_cast<double>(observe::now_ns() - wait_start) * 1e-9;
       if (!more) break;
-      if (world() > 1) RETURN_IF_ERROR(shard(batch));
+      if (world() > 1 && train.options().shards != world()) RETURN_IF_ERROR(shard(batch));  // else the loader did
       add_batch(batch, config_.spec.loss != autodiff::LossKind::kGraphOutput, feeds);
       for (const autodiff::StateSlot& s : state_) feeds[s.name] = s.initial;
       const double lr = schedule.at(global_step_);

@@ -52,7 +52,8 @@ struct TrainConfig {
   observe::TraceSink* trace = nullptr;
   int64_t trace_warm_steps = 20, trace_every = 50;
   // Data parallel (engine/dist/communicator.h): with a communicator of more than one rank, each
-  // batch the loader gives is the global batch and this rank trains on its rows [r*n/W, (r+1)*n/W);
+  // batch is the global batch and this rank trains on its rows [r*n/W, (r+1)*n/W) (the loader
+  // builds only those with LoaderOptions::shard/shards = rank/W; otherwise the trainer slices);
   // every rank starts from rank 0's weights, the split stage all-reduces the gradients by bucket,
   // the loss and accuracy reported are the global batch's, and rank 0 alone writes checkpoints.
   dist::Communicator* comm = nullptr;

@@ -92,6 +92,48 @@ TEST(Loader, SequentialBatchesAndLastPartialBatch) {
   EXPECT_EQ(all_labels(run_epoch(dropping, 0)), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
+// Data parallel: the shards of each global batch, in shard order, are the unsharded batch.
+TEST(Loader, ShardsOfABatchMakeTheWholeBatch) {
+  auto src = std::make_shared<CountingSource>(23);
+  DataLoader whole(src, {}, options(8, true, 5, 1));
+  const auto all = run_epoch(whole, 2);
+  std::vector<std::vector<Batch>> shards;
+  for (int s = 0; s < 3; ++s) {
+    LoaderOptions o = options(8, true, 5, s % 2);
+    o.shard = s;
+    o.shards = 3;
+    DataLoader part(src, {}, o);
+    EXPECT_EQ(part.batches_per_epoch(), whole.batches_per_epoch());
+    shards.push_back(run_epoch(part, 2));
+  }
+  ASSERT_EQ(shards[0].size(), all.size());
+  for (size_t k = 0; k < all.size(); ++k) {
+    std::vector<int64_t> joined;
+    for (const auto& sh : shards) {
+      const auto l = labels_of(sh[k]);
+      joined.insert(joined.end(), l.begin(), l.end());
+    }
+    EXPECT_EQ(joined, labels_of(all[k])) << "batch " << k;
+  }
+  // Rows [s*n/S, (s+1)*n/S): the last batch of 7 splits 2, 2, 3.
+  EXPECT_EQ(labels_of(shards[2].back()).size(), 3u);
+  // More shards than a batch has examples, and shards that do not exist, are errors.
+  LoaderOptions thin = options(2, false, 0, 0);
+  thin.shard = 0;  // rows [0, 0) of a batch of 2
+  thin.shards = 3;
+  DataLoader tiny(src, {}, thin);
+  ASSERT_TRUE(tiny.start_epoch(0).is_ok());
+  Batch b;
+  auto more = tiny.next(b);
+  ASSERT_FALSE(more.has_value());
+  EXPECT_NE(more.error().message.find("fewer than the 3 shards"), std::string::npos) << more.error().to_string();
+  LoaderOptions bad = options(4, false, 0, 0);
+  bad.shard = 3;
+  bad.shards = 3;
+  DataLoader none(src, {}, bad);
+  EXPECT_FALSE(none.start_epoch(0).is_ok());
+}
+
 TEST(Loader, ShuffleMatchesPythonReference) {
   // Fisher-Yates over Rng::for_shuffle(7, epoch), computed by a Python transcription of rng.h.
   auto src = std::make_shared<CountingSource>(10);
