@@ -123,8 +123,6 @@ struct TrainOptions {
   RecordOptions record;
 };
 int run_train(const TrainOptions& o);
-// The image channels a graph's first input takes ([N, C, H, W]: C; else 1), for an image folder.
-int image_channels(const ir::Graph& graph);
 // The hyper-parameters of a training run as recorded (runs_command.cpp).
 std::map<std::string, std::string> train_hyperparams(const TrainOptions& o);
 

@@ -21,7 +21,7 @@ int run_quantize(const QuantizeOptions& o) {
     Status st = train::apply_checkpoint(*graph, o.checkpoint);
     if (!st.is_ok()) return fail(st.error());
   }
-  const int channels = image_channels(*graph);
+  const int channels = formats::image_channels(*graph);
   int64_t batch = o.batch;
   // A graph exported with a fixed batch size takes batches of that size.
   if (!graph->inputs().empty()) {

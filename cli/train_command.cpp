@@ -65,11 +65,6 @@ class RankSpans final : public observe::TraceSink {
 
 }  // namespace
 
-int image_channels(const ir::Graph& graph) {
-  if (graph.inputs().empty()) return 1;
-  const ir::TensorType& t = graph.value(graph.inputs()[0]).type;
-  return t.rank() == 4 && t.dims[1].is_known() ? static_cast<int>(t.dims[1].size) : 1;
-}
 
 int run_train(const TrainOptions& o_in) {
   const ops::OpRegistry reg = ops::make_default_registry();
@@ -128,7 +123,7 @@ int run_train(const TrainOptions& o_in) {
   cfg.comm = comm.get();
   cfg.data_parallel.overlap = !o.no_overlap;
 
-  const int channels = image_channels(*graph);
+  const int channels = formats::image_channels(*graph);
   auto train_src = formats::open_dataset_split(o.data, "train", channels);
   if (!train_src) return fail(train_src.error());
   Expected<SourcePtr> test_src = SourcePtr();

@@ -62,4 +62,10 @@ Expected<SourcePtr> open_dataset_split(const std::string& path, const std::strin
                     path);
 }
 
+int image_channels(const ir::Graph& graph) {
+  if (graph.inputs().empty()) return 1;
+  const ir::TensorType& t = graph.value(graph.inputs()[0]).type;
+  return t.rank() == 4 && t.dims[1].is_known() ? static_cast<int>(t.dims[1].size) : 1;
+}
+
 }  // namespace tessera::formats

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "engine/core/status.h"
+#include "engine/ir/graph.h"
 #include "engine/data/dataset.h"
 
 namespace tessera::formats {
@@ -19,6 +20,10 @@ namespace tessera::formats {
 // One split ("train" or "test") of the data set at `path`; images are read with `channels`
 // channels (1 or 3). A null source when the data set has no such split (a .csv or a plain class
 // folder has no test split). Errors name the path and list the layouts understood.
+// The image channels a graph's first input takes ([N, C, H, W]: C; else 1): how many channels
+// to read an image folder with.
+int image_channels(const ir::Graph& graph);
+
 Expected<std::shared_ptr<const data::Source>> open_dataset_split(const std::string& path,
                                                                  const std::string& split, int channels);
 

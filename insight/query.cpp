@@ -248,42 +248,28 @@ Expected<std::vector<OpStats>> op_stats(const Database& db, int64_t run) {
 Expected<std::vector<RankStats>> rank_stats(const Database& db, int64_t run) {
   Stmt st(db.handle(),
           "SELECT d.text, o.text, s.start_ns, s.end_ns FROM spans s JOIN strings d ON d.id = s.device "
-          "JOIN strings o ON o.id = s.op WHERE s.run = ? AND s.kind = ? AND d.text LIKE 'rank%/%' ORDER BY s.start_ns;");
+          "JOIN strings o ON o.id = s.op WHERE s.run = ? AND s.kind = ? AND d.text LIKE 'rank%/%';");
   st.bind(1, run);
   st.bind(2, static_cast<int64_t>(observe::Span::Kind::kKernel));
-  struct Spans {
-    std::vector<std::pair<int64_t, int64_t>> comm, compute;
-  };
-  std::map<int, Spans> by_rank;
+  std::map<int, RankStats> by_rank;
   int rc;
   while ((rc = st.step()) == SQLITE_ROW) {
     const std::string device = st.text(0);
     const int r = std::atoi(device.c_str() + 4);
     const std::string op = st.text(1);
-    auto& spans = op == "AllReduce" || op == "AllReduceStart" || op == "AllReduceWait" ? by_rank[r].comm : by_rank[r].compute;
-    spans.emplace_back(st.i64(2), st.i64(3));
+    RankStats& rs = by_rank[r];
+    rs.rank = r;
+    const int64_t dur = st.i64(3) - st.i64(2);
+    if (op == "AllReduce" || op == "AllReduceStart" || op == "AllReduceWait") {
+      ++rs.allreduces;
+      rs.comm_ns += dur;
+    } else {
+      rs.compute_ns += dur;
+    }
   }
   if (rc != SQLITE_DONE) return db.error("cannot read the spans of run " + std::to_string(run));
   std::vector<RankStats> out;
-  for (auto& [r, sp] : by_rank) {
-    RankStats rs;
-    rs.rank = r;
-    rs.allreduces = static_cast<int64_t>(sp.comm.size());
-    for (const auto& [a, b] : sp.comm) rs.comm_ns += b - a;
-    for (const auto& [a, b] : sp.compute) rs.compute_ns += b - a;
-    // Overlap: each AllReduce against the compute spans (sorted by start) that intersect it.
-    for (const auto& [a, b] : sp.comm) {
-      int64_t covered = 0, reach = a;
-      for (const auto& [c, d] : sp.compute) {
-        if (c >= b) break;
-        if (d <= reach) continue;
-        const int64_t lo = std::max(c, reach), hi = std::min(d, b);
-        if (hi > lo) covered += hi - lo, reach = hi;
-      }
-      rs.overlap_ns += covered;
-    }
-    out.push_back(rs);
-  }
+  for (const auto& [r, rs] : by_rank) out.push_back(rs);
   return out;
 }
 

@@ -89,13 +89,12 @@ Expected<std::pair<int64_t, int64_t>> span_extent(const Database& db, int64_t ru
 // Kernel time by op, most total time first.
 Expected<std::vector<OpStats>> op_stats(const Database& db, int64_t run);
 // Per rank of a data-parallel run (kernel spans on devices "rankN/..."): time in the all-reduce
-// kernels (AllReduce, AllReduceStart, AllReduceWait: the communication the step waited for), in
-// the other kernels, and how much of that time other kernels of the same rank ran at the same
-// time. Empty for a one-process run. (The time MPI itself took, on its own thread, is in the run's
-// metrics dist/comm_s/rankN and dist/wait_s/rankN.)
+// kernels (AllReduce, AllReduceStart, AllReduceWait: packing, waiting, unpacking) and in the other
+// kernels. Empty for a one-process run. (The time MPI itself took, on its own thread, and how long
+// the steps waited for it are the run's metrics dist/comm_s/rankN and dist/wait_s/rankN.)
 struct RankStats {
   int rank = 0;
-  int64_t allreduces = 0, comm_ns = 0, compute_ns = 0, overlap_ns = 0;
+  int64_t allreduces = 0, comm_ns = 0, compute_ns = 0;
 };
 Expected<std::vector<RankStats>> rank_stats(const Database& db, int64_t run);
 // Writes the run's spans (and memory events as counters) in Chrome's trace event format:

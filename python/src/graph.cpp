@@ -6,6 +6,7 @@
 #include "engine/ir/text.h"
 #include "engine/ir/verifier.h"
 #include "engine/ops/infer.h"
+#include "engine/passes/rewrite.h"
 #include "formats/graph_file.h"
 #include "python/src/common.h"
 
@@ -23,21 +24,13 @@ py::dict value_info(const ir::Graph& g, ir::ValueId id) {
   return d;
 }
 
-std::string unique_name(const ir::Graph& g, const std::string& base) {
-  if (!g.find_value(base)) return base;
-  for (int i = 1;; ++i) {
-    std::string n = base + "_" + std::to_string(i);
-    if (!g.find_value(n)) return n;
-  }
-}
-
 ValueHandle add_op(const std::shared_ptr<GraphHandle>& h, const std::string& op, const py::list& inputs,
                    const py::dict& attrs, int num_outputs, std::string name, py::list* all_outputs) {
   const ops::OpDef* def = registry().find(op);
   if (!def) throw py::value_error("unknown op '" + op + "'");
   ir::Graph& g = h->graph;
   if (name.empty()) name = op + "_" + std::to_string(g.num_nodes());
-  if (g.find_value(name)) name = unique_name(g, name);
+  if (g.find_value(name)) name = passes::unique_value_name(g, name);
   std::vector<ir::ValueId> ins;
   for (size_t i = 0; i < inputs.size(); ++i) {
     py::handle in = inputs[i];
@@ -74,7 +67,7 @@ ValueHandle add_op(const std::shared_ptr<GraphHandle>& h, const std::string& op,
   ir::NodeId id = g.add_node(op, ins, num_outputs, name, std::move(at));
   const std::vector<ir::ValueId> outs = g.node(id).outputs;
   for (size_t i = 0; i < outs.size(); ++i)
-    g.value(outs[i]).name = outs.size() == 1 ? name : unique_name(g, name + "_" + std::to_string(i));
+    g.value(outs[i]).name = outs.size() == 1 ? name : passes::unique_value_name(g, name + "_" + std::to_string(i));
   Status st = ops::check_node(g.node(id), registry());
   if (st.is_ok()) st = ops::infer_node(g, id, registry());
   if (!st.is_ok()) {

@@ -1,7 +1,5 @@
 // The insight store from Python: a run recorded by any Python program (metrics, hyper-parameters,
 // graphs, checkpoints, Chrome traces), and the reader the studio's dashboard uses.
-#include <cmath>
-
 #include "engine/observe/sinks.h"
 #include "formats/graph_file.h"
 #include "insight/chrome_import.h"

@@ -23,9 +23,7 @@ void raise(const Error& e) {
 }
 
 std::string fspath(const py::handle& path) {
-  py::object p = py::module_::import("os").attr("fspath")(path);
-  if (py::isinstance<py::bytes>(p)) return p.cast<std::string>();
-  return p.cast<std::string>();
+  return py::module_::import("os").attr("fspath")(path).cast<std::string>();  // str or bytes
 }
 
 const ops::OpRegistry& registry() {

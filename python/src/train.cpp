@@ -9,7 +9,6 @@
 #include "engine/train/trainer.h"
 #include "formats/dataset_path.h"
 #include "formats/document.h"
-#include "formats/graph_file.h"
 #include "python/src/common.h"
 #include "python/src/run.h"
 
@@ -19,11 +18,6 @@ namespace {
 
 using SourcePtr = std::shared_ptr<const data::Source>;
 
-int image_channels(const ir::Graph& graph) {
-  if (graph.inputs().empty()) return 1;
-  const ir::TensorType& t = graph.value(graph.inputs()[0]).type;
-  return t.rank() == 4 && t.dims[1].is_known() ? static_cast<int>(t.dims[1].size) : 1;
-}
 
 // Examples from arrays: x (first dim: examples) and labels y. Integer labels become int64, float64
 // x float32 (with a warning: the graph computes in float32).
@@ -143,7 +137,7 @@ class PyTrainer {
 
   py::dict fit(const py::object& data, const py::object& x, const py::object& y, const py::object& test,
                const py::object& on_step, const py::object& on_epoch, const py::object& on_checkpoint, int workers) {
-    const int channels = image_channels(graph_);
+    const int channels = formats::image_channels(graph_);
     SourcePtr train_src, test_src;
     std::string data_path;
     if (!data.is_none()) {
@@ -286,7 +280,7 @@ class PyTrainer {
   py::tuple evaluate(const py::object& data, const py::object& x, const py::object& y) {
     SourcePtr src;
     if (!data.is_none()) {
-      Expected<SourcePtr> s = formats::open_dataset_split(fspath(data), "test", image_channels(graph_));
+      Expected<SourcePtr> s = formats::open_dataset_split(fspath(data), "test", formats::image_channels(graph_));
       src = unwrap(std::move(s));
       if (!src) throw py::value_error(fspath(data) + " has no test split");
     } else if (!x.is_none() && !y.is_none()) {
