@@ -65,6 +65,9 @@ class Kernel {
   virtual ~Kernel() = default;
   // Implementation name for traces and plans: "onednn:conv", "cpu.vec:add", "ref".
   virtual std::string name() const = 0;
+  // The library's own choice inside that implementation, when it makes one: oneDNN's
+  // implementation string ("jit_wino_4x3:avx512_core", "brgconv:avx512_core"); "" otherwise.
+  virtual std::string detail() const { return ""; }
   // Bytes of output i in its layout.
   virtual size_t output_bytes(size_t i) const = 0;
   virtual size_t scratch_bytes() const { return 0; }

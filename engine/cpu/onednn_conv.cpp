@@ -81,10 +81,17 @@ class ConvKernel : public OneDnnKernel {
       // convolutions are its slow gemm path, and reordering weights each run costs far less.
       const memory::desc wei_md(wd, memory::data_type::f32, memory::format_tag::any);
       const memory::desc bias_md = has_bias_ ? plain_md({w[0]}) : memory::desc();
-      convolution_forward::desc d(dnnl::prop_kind::forward_inference,
-                                  dnnl::algorithm::convolution_direct, any_src, wei_md, bias_md,
-                                  any_dst, g.strides, g.dilations, g.pad_l, g.pad_r);
-      pd_ = convolution_forward::primitive_desc(d, attr, ctx_->engine);
+      with_conv_algorithm(winograd_candidate(x, wd, y, g, group), [&](dnnl::algorithm alg) {
+        // Winograd for inference keeps its weights transformed (prepacked once); with weights that
+        // change every run, its transforming reorder is C++ code that cost more than the
+        // convolution (43 ms for 512 channels), so training asks for forward_training, whose
+        // weights stay blocked and are transformed inside the primitive.
+        const bool transform_inside = alg == dnnl::algorithm::convolution_winograd && !w_const_;
+        convolution_forward::desc d(
+            transform_inside ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference, alg,
+            any_src, wei_md, bias_md, any_dst, g.strides, g.dilations, g.pad_l, g.pad_r);
+        pd_ = convolution_forward::primitive_desc(d, attr, ctx_->engine);
+      });
       need_scratch(pd_);
       size_t off = align64(scratch_bytes_);
       if (pd_.src_desc() != src_user_md_) {
@@ -110,7 +117,7 @@ class ConvKernel : public OneDnnKernel {
     });
   }
 
-  std::string impl_info() const { return pd_.impl_info_str(); }
+  std::string detail() const override { return pd_.impl_info_str(); }
 
  protected:
   // Plain NCHW to NHWC, the first convolution's input: oneDNN 2.6's jit reorder took 7.9 ms for

@@ -73,7 +73,7 @@ class GradKernel : public OneDnnKernel {
       out_bytes_[index] = user.get_size();
     }
   }
-  std::string impl_info() const { return pd_.impl_info_str(); }
+  std::string detail() const override { return pd_.impl_info_str(); }
 
  protected:
   void do_load() override {
@@ -170,29 +170,32 @@ Expected<KernelPtr> make_conv_grad(const ContextPtr& ctx, const KernelInit& init
   Status st = guarded(impl, [&] {
     const dnnl::engine& eng = ctx->engine;
     using namespace dnnl;
-    convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, any_md(x), any_md(wd),
-                                 any_md(dy), g.strides, g.dilations, g.pad_l, g.pad_r);
-    const convolution_forward::primitive_desc hint(fd, eng);
-    if (weight) {
-      // With a second output, dB comes out of the same primitive (diff_bias).
-      const memory::desc bias_md = with_bias ? plain_md({dy[1]}) : memory::desc();
-      convolution_backward_weights::desc bd(algorithm::convolution_direct, any_md(x), any_md(wd), bias_md, any_md(dy),
-                                            g.strides, g.dilations, g.pad_l, g.pad_r);
-      const convolution_backward_weights::primitive_desc pd(bd, user_scratchpad_attr(), eng, hint);
-      k->add(DNNL_ARG_DIFF_DST, false, 0, *dy_user, pd.diff_dst_desc());
-      k->add(DNNL_ARG_SRC, false, 1, *other_user, pd.src_desc());
-      k->add(DNNL_ARG_DIFF_WEIGHTS, true, 0, plain_md(wd), pd.diff_weights_desc());
-      if (with_bias) k->add(DNNL_ARG_DIFF_BIAS, true, 1, bias_md, pd.diff_bias_desc());
-      k->finish(pd, nullptr);
-    } else {
-      convolution_backward_data::desc bd(algorithm::convolution_direct, any_md(x), any_md(wd), any_md(dy), g.strides,
-                                         g.dilations, g.pad_l, g.pad_r);
-      const convolution_backward_data::primitive_desc pd(bd, user_scratchpad_attr(), eng, hint);
-      k->add(DNNL_ARG_DIFF_DST, false, 0, *dy_user, pd.diff_dst_desc());
-      k->add(DNNL_ARG_WEIGHTS, false, 1, *other_user, pd.weights_desc());
-      k->add(DNNL_ARG_DIFF_SRC, true, 0, plain_md(x), pd.diff_src_desc());
-      k->finish(pd, nullptr);
-    }
+    // Winograd or direct, as the forward convolution chose for the same shapes.
+    with_conv_algorithm(winograd_candidate(x, wd, dy, g, group), [&](algorithm alg) {
+      convolution_forward::desc fd(prop_kind::forward_training, alg, any_md(x), any_md(wd), any_md(dy), g.strides,
+                                   g.dilations, g.pad_l, g.pad_r);
+      const convolution_forward::primitive_desc hint(fd, eng);
+      if (weight) {
+        // With a second output, dB comes out of the same primitive (diff_bias).
+        const memory::desc bias_md = with_bias ? plain_md({dy[1]}) : memory::desc();
+        convolution_backward_weights::desc bd(alg, any_md(x), any_md(wd), bias_md, any_md(dy), g.strides,
+                                              g.dilations, g.pad_l, g.pad_r);
+        const convolution_backward_weights::primitive_desc pd(bd, user_scratchpad_attr(), eng, hint);
+        k->add(DNNL_ARG_DIFF_DST, false, 0, *dy_user, pd.diff_dst_desc());
+        k->add(DNNL_ARG_SRC, false, 1, *other_user, pd.src_desc());
+        k->add(DNNL_ARG_DIFF_WEIGHTS, true, 0, plain_md(wd), pd.diff_weights_desc());
+        if (with_bias) k->add(DNNL_ARG_DIFF_BIAS, true, 1, bias_md, pd.diff_bias_desc());
+        k->finish(pd, nullptr);
+      } else {
+        convolution_backward_data::desc bd(alg, any_md(x), any_md(wd), any_md(dy), g.strides, g.dilations, g.pad_l,
+                                           g.pad_r);
+        const convolution_backward_data::primitive_desc pd(bd, user_scratchpad_attr(), eng, hint);
+        k->add(DNNL_ARG_DIFF_DST, false, 0, *dy_user, pd.diff_dst_desc());
+        k->add(DNNL_ARG_WEIGHTS, false, 1, *other_user, pd.weights_desc());
+        k->add(DNNL_ARG_DIFF_SRC, true, 0, plain_md(x), pd.diff_src_desc());
+        k->finish(pd, nullptr);
+      }
+    });
   });
   if (!st) return decline(init, impl, st.error().message);
   return KernelPtr(std::move(k));

@@ -53,7 +53,7 @@ class MatMulKernel : public OneDnnKernel {
     });
   }
 
-  std::string impl_info() const { return pd_.impl_info_str(); }
+  std::string detail() const override { return pd_.impl_info_str(); }
 
  protected:
   void do_load() override {

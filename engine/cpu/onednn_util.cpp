@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <unordered_map>
 
 namespace tessera::cpu {
@@ -173,6 +174,20 @@ Expected<WindowGeom> window_geom(const KernelInit& init, const memory::dims& ker
     g.pad_r.push_back(std::max(pe, needed));
   }
   return g;
+}
+
+bool winograd_candidate(const memory::dims& x, const memory::dims& w, const memory::dims& y, const WindowGeom& g,
+                        int64_t group) {
+  static const bool enabled = [] {
+    const char* v = std::getenv("TESSERA_CONV_ALGO");
+    return !(v && std::string(v) == "direct");
+  }();
+  if (!enabled || group != 1 || x.size() != 4 || w.size() != 4 || y.size() != 4) return false;
+  if (w[2] != 3 || w[3] != 3 || w[0] % 16 != 0 || w[1] % 16 != 0) return false;
+  for (size_t d = 0; d < 2; ++d)
+    if (g.strides[d] != 1 || g.dilations[d] != 0) return false;
+  const int64_t tiles = y[0] * ((y[2] + 3) / 4) * ((y[3] + 3) / 4);
+  return tiles >= 48;
 }
 
 // ---- activations ----

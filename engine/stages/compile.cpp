@@ -62,7 +62,9 @@ std::string ExecutionPlan::print() const {
     const ir::Node& n = graph.node(s.node);
     os << "  step " << i << " #" << n.id << " " << n.op;
     if (!n.name.empty()) os << " '" << n.name << "'";
-    os << " on " << devices[static_cast<size_t>(s.device)] << " [" << s.impl << "]";
+    os << " on " << devices[static_cast<size_t>(s.device)] << " [" << s.impl;
+    if (!s.detail.empty()) os << " " << s.detail;
+    os << "]";
     os << " out";
     for (ir::ValueId v : n.outputs) {
       const ValueSlot& sl = slots[static_cast<size_t>(v)];
@@ -175,6 +177,7 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
           st.kernel = std::move(*k);
           st.kind = Step::Kind::kKernel;
           st.impl = st.kernel->name();
+          st.detail = st.kernel->detail();
           break;
         }
         st.why_reference += (st.why_reference.empty() ? "declined by " : ", ") + entry->impl;

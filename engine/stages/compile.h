@@ -42,6 +42,7 @@ struct Step {
   ir::NodeId node = ir::kNoNode;
   int device = 0;
   std::string impl;                          // kernel name, "ref", "copy" or "alias"
+  std::string detail;                        // the kernel's Kernel::detail() ("jit_wino_4x3:avx512_core")
   std::string why_reference;                 // kReference: why no fast kernel took the node
   std::unique_ptr<backend::Kernel> kernel;   // kKernel
   std::vector<ir::ValueId> captured;         // values nested graphs read by name (kReference)

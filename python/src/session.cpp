@@ -70,7 +70,7 @@ py::dict plan_dict(const stages::ExecutionPlan& plan) {
   const ir::Graph& g = plan.graph;
   for (const stages::Step& s : plan.steps) {
     const ir::Node& n = g.node(s.node);
-    steps.append(py::dict("node"_a = n.name, "op"_a = n.op, "kind"_a = step_kind(s.kind), "impl"_a = s.impl,
+    steps.append(py::dict("node"_a = n.name, "op"_a = n.op, "kind"_a = step_kind(s.kind), "impl"_a = s.impl, "detail"_a = s.detail,
                           "device"_a = plan.devices[static_cast<size_t>(s.device)],
                           "why_reference"_a = s.why_reference, "flops"_a = s.flops, "bytes"_a = s.bytes));
   }

@@ -108,6 +108,7 @@ inline Tensor from_blocked(const float* p, const Shape& shape, int b) {
 struct KernelResult {
   std::vector<Tensor> outputs;
   std::string impl;  // the kernel that ran, "" when every CPU kernel declined
+  std::string detail;  // its Kernel::detail() (oneDNN's implementation)
   std::string error;  // the run's error (Case::expect_run_error)
 };
 
@@ -165,6 +166,7 @@ inline KernelResult run_cpu(const Case& c) {
   }
   if (!kernel) return res;
   res.impl = kernel->name();
+  res.detail = kernel->detail();
   st = kernel->load();
   EXPECT_TRUE(st.is_ok()) << st.to_string();
   if (!st) return res;
