@@ -3,7 +3,8 @@
 // Algorithm (one walk in topological order; values' layouts are decided as their producers are):
 //   1. A node's candidate tag is blocked_tag_for(its output type) (static 4-D f32, C % 8 == 0).
 //   2. Conv / FusedConv want the tag when some consumer is a blocked-capable op (a conv can read
-//      plain src and write blocked dst, so the first conv needs no Reorder). Pass-through ops
+//      plain src and write blocked dst, so the first conv needs no Reorder), unless they have
+//      fewer than 8 f32 output channels. Pass-through ops
 //      (pools, BatchNormalization, unary eltwise) want it when their data input already has it;
 //      Add / Mul of same-shape operands and Concat on axis 1 want it when one input has it, the
 //      plain ones are then reordered to it; an Add / Mul operand broadcast along one axis at most
@@ -148,8 +149,12 @@ class LayoutPass {
     for (ir::ValueId v : node.inputs) in.push_back(g_.has_value(v) ? value_layout(g_, v) : "");
     if (tag.empty() || node.outputs.size() != 1 || in.empty()) return {};
     const ir::TensorType& out = g_.value(node.outputs[0]).type;
-    if (kConvOps.count(node.op))
+    if (kConvOps.count(node.op)) {
+      // Fewer than 8 float output channels stay plain: channels-last would leave most of each
+      // vector empty in every consumer, and vec_conv.cpp's kernels vectorise these along rows.
+      if (node.op != "QLinearConv" && out.dtype == DType::kF32 && out.dims[1].size < 8) return {};
       return feeds_blocked_op(node.outputs[0]) ? in : std::vector<backend::LayoutTag>{};
+    }
     if (kPassThrough.count(node.op)) return in[0] == tag ? in : std::vector<backend::LayoutTag>{};
     // NHWC -> NCHW of a plain value, read by channels-last ops: the output in "nhwc" is the input's
     // bytes (ConvNeXt's Transpose after its LayerNorm and Linear layers).

@@ -97,6 +97,14 @@ void for_chunks(int64_t n, int64_t serial_max, F&& f) {
   }
 }
 
+// Declines whatever the layouts, for a kernel that only takes a special case of an op that another
+// kernel (oneDNN's) also takes: the node goes to that one, which honours the layouts (decline()
+// reports layouts a kernel cannot honour as an error, for kernels that are the op's only one).
+inline Expected<KernelPtr> pass_to_next(const std::string& why) {
+  backend::set_decline_reason(why);
+  return KernelPtr();
+}
+
 // Plain layouts, static types on every present input and output.
 inline bool plain_static(const KernelInit& init) {
   if (!all_plain(init)) return false;

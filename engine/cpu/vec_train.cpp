@@ -768,6 +768,51 @@ void maxpool2x2_grad_row(const float* x0, const float* x1, const float* g, float
   else maxpool2x2_grad_row_scalar(x0, x1, g, d0, d1, 0, ow);
 }
 
+// MaxPool forward for 2x2 windows with stride 2 on plain NCHW f32 (LeNet's and VGG's pools when
+// their input is plain, as LeNet's 6-channel maps are): oneDNN 2.6's plain pooling took 121 us
+// for LeNet's pool1 at batch 64, this about 20. 8 windows at a time with AVX2.
+__attribute__((target("avx2"))) void maxpool2x2_row_avx2(const float* x0, const float* x1, float* y, int64_t ow) {
+  int64_t j = 0;
+  for (; j + 8 <= ow; j += 8) {
+    __m256 a, b, c, d;
+    split_even_odd(x0 + 2 * j, a, b);
+    split_even_odd(x1 + 2 * j, c, d);
+    _mm256_storeu_ps(y + j, _mm256_max_ps(_mm256_max_ps(a, b), _mm256_max_ps(c, d)));
+  }
+  for (; j < ow; ++j)
+    y[j] = std::max(std::max(x0[2 * j], x0[2 * j + 1]), std::max(x1[2 * j], x1[2 * j + 1]));
+}
+
+Expected<KernelPtr> make_maxpool2x2(const KernelInit& init) {
+  const std::string impl = "cpu.vec:maxpool2x2";
+  if (!__builtin_cpu_supports("avx2")) return pass_to_next("needs AVX2");
+  if (!plain_static(init) || init.in_types.size() != 1 || init.out_types.size() != 1 ||
+      init.in_types[0]->dtype != DType::kF32 || init.in_types[0]->rank() != 4)
+    return pass_to_next("needs plain static 2-D f32 and one output");
+  auto ints = [&](const char* k, std::vector<int64_t> d) {
+    const ir::Attribute* a = init.node.attr(k);
+    return a ? a->ints() : d;
+  };
+  if (ints("kernel_shape", {}) != std::vector<int64_t>{2, 2} || ints("strides", {1, 1}) != std::vector<int64_t>{2, 2} ||
+      ints("pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0} ||
+      ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1} || attr_string(init, "auto_pad", "NOTSET") != "NOTSET")
+    return pass_to_next("2x2 windows with stride 2 only");
+  const Shape x = init.in_types[0]->static_shape(), y = init.out_types[0]->static_shape();
+  if (y.size() != 4 || y[2] != x[2] / 2 || y[3] != x[3] / 2) return pass_to_next("ceil_mode");
+  return make(impl, init, [x, y](KernelRun& run) -> Status {
+    const float* xp = static_cast<const float*>(run.inputs[0].data);
+    float* yp = static_cast<float*>(run.outputs[0].data);
+    const int64_t planes = x[0] * x[1], ih = x[2], iw = x[3], oh = y[2], ow = y[3];
+#pragma omp parallel for if (planes * ih * iw > (1 << 15)) schedule(static)
+    for (int64_t pl = 0; pl < planes; ++pl)
+      for (int64_t i = 0; i < oh; ++i) {
+        const float* x0 = xp + (pl * ih + 2 * i) * iw;
+        maxpool2x2_row_avx2(x0, x0 + iw, yp + (pl * oh + i) * ow, ow);
+      }
+    return Status::ok();
+  });
+}
+
 Expected<KernelPtr> make_maxpool_grad(const KernelInit& init) {
   const std::string impl = "cpu.vec:maxpool_grad";
   if (!plain_static(init) || init.in_types.size() != 2 || init.in_types[0]->dtype != DType::kF32 ||
@@ -859,6 +904,7 @@ Expected<KernelPtr> make_maxpool_grad(const KernelInit& init) {
 void register_vec_train(KernelRegistry& registry) {
   // Above oneDNN's, which recomputes the forward pass for its workspace on plain layouts.
   registry.add("MaxPoolGrad", "cpu.vec:maxpool_grad", kOneDnnPriority + 10, make_maxpool_grad);
+  registry.add("MaxPool", "cpu.vec:maxpool2x2", kOneDnnPriority + 10, make_maxpool2x2);
   registry.add("Greater", "cpu.vec:greater", kVecPriority, [](const KernelInit& i) { return make_compare_scalar(i, true); });
   registry.add("Less", "cpu.vec:less", kVecPriority, [](const KernelInit& i) { return make_compare_scalar(i, false); });
   // Above oneDNN's reduction, which is its reference implementation for these shapes.

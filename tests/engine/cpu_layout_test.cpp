@@ -172,6 +172,27 @@ TEST(CpuLayout, ConvReluConvPoolFlattenGemm) {
   EXPECT_EQ(g.value(g.outputs()[0]).name, "logits");
 }
 
+// LeNet's shape: a 6-channel convolution and its pool stay plain (no Reorder before the
+// backward ops), the 16-channel one after them goes channels-last; both run numbers as before.
+TEST(CpuLayout, FewOutputChannelsStayPlain) {
+  ir::Graph g("lenet-like");
+  const ir::ValueId x = g.add_input("x", ir::TensorType::of(DType::kF32, {2, 1, 12, 12}));
+  const ir::NodeId c1 = g.add_node("Conv", {x, g.add_param("w1", random_f32({6, 1, 3, 3}, 1))}, 1, "conv1",
+                                   {{"pads", Ints{1, 1, 1, 1}}});
+  const ir::NodeId p1 = g.add_node("MaxPool", {g.node(c1).outputs[0]}, 1, "pool1",
+                                   {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
+  const ir::NodeId c2 = g.add_node("Conv", {g.node(p1).outputs[0], g.add_param("w2", random_f32({16, 6, 3, 3}, 2))},
+                                   1, "conv2");
+  const ir::NodeId p2 = g.add_node("MaxPool", {g.node(c2).outputs[0]}, 1, "pool2",
+                                   {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
+  g.set_outputs({g.node(p2).outputs[0]});
+  lay_out_and_check(g, {{"x", random_f32({2, 1, 12, 12}, 3)}});
+  EXPECT_EQ(find_node(g, "conv1")->attr(backend::kLayoutAttr), nullptr);
+  EXPECT_EQ(find_node(g, "pool1")->attr(backend::kLayoutAttr), nullptr);
+  EXPECT_EQ(cpu::node_layout(*find_node(g, "conv2")), "nhwc");
+  EXPECT_EQ(cpu::node_layout(*find_node(g, "pool2")), "nhwc");
+}
+
 TEST(CpuLayout, ResidualAddWithPlainInputAndBlockedOutput) {
   ir::Graph g("res");
   const ir::ValueId x = g.add_input("x", ir::TensorType::of(DType::kF32, {1, 16, 6, 5}));

@@ -1,5 +1,7 @@
 // The vectorised CPU kernels against the reference kernels: copies, Transpose, Gather, Where,
 // Cast, Erf, Pow; blocked layouts are refused with an error.
+#include <cmath>
+
 #include "engine/cpu/vec_internal.h"
 #include "tests/engine/cpu_test_util.h"
 
@@ -181,6 +183,61 @@ TEST(CpuVec, MaxPoolGrad) {
   check("MaxPoolGrad", {&dy_overlap, &x},
         {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}}}, {false, false},
         "cpu.vec:maxpool_grad");
+}
+
+// MaxPool 2x2 / 2 on plain f32 (cpu.vec:maxpool2x2): odd sizes (the last row and column left
+// out, as floor mode does), planes enough to split over threads; channels-last goes to oneDNN.
+TEST(CpuVec, MaxPool2x2) {
+  const ir::Attributes attrs = {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}};
+  const Tensor x = random_f32({2, 3, 9, 37}, 37), big = random_f32({64, 6, 28, 28}, 38);
+  check("MaxPool", {&x}, attrs, {false}, "cpu.vec:maxpool2x2");
+  check("MaxPool", {&big}, attrs, {false}, "cpu.vec:maxpool2x2");
+  KernelResult nhwc = run_cpu({"MaxPool", {&big}, attrs, {false}, {"nhwc"}, "nhwc"});
+  EXPECT_EQ(nhwc.impl, "onednn:maxpool");
+  KernelResult three = run_cpu({"MaxPool", {&x}, {{"kernel_shape", std::vector<int64_t>{3, 3}}}, {false}, {}, ""});
+  EXPECT_EQ(three.impl, "onednn:maxpool");
+}
+
+// Conv / FusedConv with fewer than 8 output channels (cpu.vec:conv_rows, AVX-512): LeNet's conv1,
+// several input channels with asymmetric pads, rows of 8, 17 and 40 columns (one masked vector,
+// a pair, a pair and a masked one), no bias, Relu with a NaN that must stay NaN, weights that
+// change every run; the cases it leaves to oneDNN.
+TEST(CpuVec, ConvRowsForFewOutputChannels) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "needs AVX-512";
+  struct Spec {
+    Shape x, w;
+    std::vector<int64_t> pads;
+    bool bias;
+  };
+  for (const Spec& s : {Spec{{64, 1, 28, 28}, {6, 1, 5, 5}, {2, 2, 2, 2}, true},
+                        Spec{{3, 3, 10, 8}, {5, 3, 3, 3}, {1, 1, 1, 1}, true},
+                        Spec{{2, 4, 9, 17}, {7, 4, 3, 2}, {0, 1, 2, 0}, false},
+                        Spec{{2, 2, 6, 40}, {1, 2, 1, 1}, {0, 0, 0, 0}, true}}) {
+    for (const char* op : {"Conv", "FusedConv"}) {
+      SCOPED_TRACE(std::string(op) + " " + shape_to_string(s.x) + " * " + shape_to_string(s.w));
+      Tensor x = random_f32(s.x, 40);
+      x.data<float>()[0] = std::nanf("");  // in the window of output 0 for every spec
+      const Tensor w = random_f32(s.w, 41), b = random_f32({s.w[0]}, 42);
+      ir::Attributes attrs = {{"pads", s.pads}};
+      const std::vector<Tensor> conv = reference("Conv", {&x, &w, s.bias ? &b : nullptr}, attrs);
+      Tensor want = conv[0];
+      if (std::string(op) == "FusedConv") {
+        attrs.insert_or_assign("activation", std::string("Relu"));
+        want = reference("Relu", {&conv[0]})[0];
+      }
+      KernelResult got = run_cpu({op, {&x, &w, s.bias ? &b : nullptr}, attrs, {false, false, true}, {}, ""});
+      ASSERT_EQ(got.impl, "cpu.vec:conv_rows");
+      expect_close(got.outputs[0], want, 1e-5, 1e-5);
+      // The NaN reaches the outputs whose windows cover it, through Relu too.
+      EXPECT_TRUE(std::isnan(got.outputs[0].data<float>()[0]));
+    }
+  }
+  const Tensor x = random_f32({2, 3, 12, 12}, 43), w8 = random_f32({8, 3, 3, 3}, 44), w6 = random_f32({6, 3, 3, 3}, 45);
+  // 8 output channels, stride 2, a channels-last output, two groups: oneDNN's.
+  EXPECT_EQ(run_cpu({"Conv", {&x, &w8}, {}, {false, true}, {}, ""}).impl, "onednn:conv");
+  EXPECT_EQ(run_cpu({"Conv", {&x, &w6}, {{"strides", std::vector<int64_t>{2, 2}}}, {false, true}, {}, ""}).impl,
+            "onednn:conv");
+  EXPECT_EQ(run_cpu({"Conv", {&x, &w6}, {}, {false, true}, {"nhwc"}, "nhwc"}).impl, "onednn:conv");
 }
 
 TEST(CpuVec, OptimizerUpdates) {
