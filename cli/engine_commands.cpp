@@ -92,15 +92,8 @@ int run_passes(const PassesOptions& o) {
     so.training = &spec;
     dp.world_size = o.world_size;
     if (o.world_size > 1) so.data_parallel = &dp;
-    // The step's own inputs: labels for the loss (one class index per example of the first
-    // input's batch), the learning rate, the step, and the trained state.
-    const int64_t batch = g->inputs().empty() || shapes.begin()->second.empty() ? 1 : shapes.begin()->second[0];
-    shapes["labels"] = {batch};
-    shapes["lr"] = {};
-    shapes["step"] = {};
-    auto slots = autodiff::state_slots(*g, spec);
-    if (!slots) return rec.fail(slots.error().within(o.file));
-    for (const autodiff::StateSlot& s : *slots) shapes[s.name] = s.initial.shape();
+    // The step's own inputs: labels, the learning rate, the step, the trained state.
+    if (Status st = autodiff::add_step_input_shapes(*g, spec, shapes); !st) return rec.fail(st.error().within(o.file));
   }
   so.trace = rec.trace();
   backend::DeviceSet devices = backend::DeviceSet::standard(false);

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <mutex>
 
+#include "engine/autodiff/training_step.h"
+#include "engine/dist/communicator.h"
 #include "engine/ir/text.h"
 #include "insight/snapshot_query.h"
 
@@ -119,7 +121,7 @@ Expected<StepperShapes> PassStepperModel::input_shapes() const {
 }
 
 PassStepperModel::Result PassStepperModel::compile_graph(ir::Graph graph, const ops::OpRegistry& registry,
-                                                         Expected<StepperShapes> shapes) {
+                                                         Expected<StepperShapes> shapes, StepperMode mode) {
   Result r;
   try {
     if (!shapes) {
@@ -129,6 +131,18 @@ PassStepperModel::Result PassStepperModel::compile_graph(ir::Graph graph, const 
     CollectSnapshots sink;
     stages::SessionOptions options;
     options.snapshots = &sink;
+    autodiff::TrainingSpec spec;
+    spec.optimizer.momentum = 0.9;
+    dist::DataParallel dp;
+    if (mode.training) {
+      options.training = &spec;
+      dp.world_size = std::max(1, mode.world_size);
+      if (dp.world_size > 1) options.data_parallel = &dp;
+      if (Status st = autodiff::add_step_input_shapes(graph, spec, *shapes); !st) {
+        r.error = st.error().to_string();
+        return r;
+      }
+    }
     const backend::DeviceSet devices = backend::DeviceSet::standard(false);
     const int64_t start = observe::now_ns();
     auto c = stages::compile_all(std::move(graph), registry, *shapes, options, devices, false);
@@ -161,7 +175,9 @@ void PassStepperModel::apply(Result r) {
   run_ = -1;
   run_engine_version_.clear();
   message_ = r.ok ? QString() : qs(r.error);
-  source_ = tr("compiled '%1'").arg(qs(graph_.name()));
+  source_ = !mode_.training          ? tr("compiled '%1'").arg(qs(graph_.name()))
+            : mode_.world_size > 1 ? tr("compiled the training step of '%1' over %2 ranks").arg(qs(graph_.name())).arg(mode_.world_size)
+                                   : tr("compiled the training step of '%1'").arg(qs(graph_.name()));
   busy_.store(false);
   Q_EMIT finished(r.ok);
 }
@@ -174,8 +190,9 @@ bool PassStepperModel::compile() {
   QPointer<PassStepperModel> self(this);
   QObject* deliver_on = QCoreApplication::instance();
   if (!deliver_on) deliver_on = this;
-  worker_ = std::thread([self, deliver_on, &registry = registry_, graph = graph_, shapes = input_shapes()]() mutable {
-    Result r = compile_graph(std::move(graph), registry, std::move(shapes));
+  worker_ = std::thread([self, deliver_on, &registry = registry_, graph = graph_, shapes = input_shapes(),
+                         mode = mode_]() mutable {
+    Result r = compile_graph(std::move(graph), registry, std::move(shapes), mode);
     // Delivered on the application's (the model's) thread, where `self` is checked: dropped when
     // the model is gone.
     QMetaObject::invokeMethod(
@@ -198,7 +215,7 @@ Status PassStepperModel::compile_now() {
   if (busy_.load()) return make_error("a compilation is already running");
   busy_.store(true);
   Q_EMIT started();
-  Result r = compile_graph(graph_, registry_, input_shapes());
+  Result r = compile_graph(graph_, registry_, input_shapes(), mode_);
   const bool ok = r.ok;
   const std::string error = r.error;
   apply(std::move(r));

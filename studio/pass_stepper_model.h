@@ -15,6 +15,7 @@
 // Usage:
 //   PassStepperModel model(registry);        // the registry outlives the model
 //   model.set_graph(graph, {{"x", {1, 1, 28, 28}}});
+//   model.set_mode({/*training=*/true, /*world_size=*/4});  // optional: the training step
 //   model.compile();                         // ... finished(true)
 //   model.snapshots()[3].pass;               // "fuse-conv-relu"
 //   TRY(ir::Graph g, model.snapshot_graph(3));
@@ -40,6 +41,15 @@ namespace tessera::studio {
 
 // Graph input name -> concrete shape (stages::InputShapes).
 using StepperShapes = std::map<std::string, Shape>;
+
+// What to compile: the graph for inference, or its training step (forward, softmax cross-entropy
+// loss, gradients, SGD with momentum, as `tessera train` builds by default), and with more than
+// one rank the data-parallel step whose split stage inserts the gradient all-reduces (what
+// `tessera passes --train --world-size N` shows).
+struct StepperMode {
+  bool training = false;
+  int world_size = 1;
+};
 
 // Where the compiled graph's nodes run.
 struct StepperPlacement {
@@ -67,6 +77,8 @@ class PassStepperModel : public QObject {
   void set_symbolic_default(int64_t size) { symbolic_default_ = size; }
   int64_t symbolic_default() const { return symbolic_default_; }
   const ir::Graph& graph() const { return graph_; }
+  void set_mode(StepperMode mode) { mode_ = mode; }
+  StepperMode mode() const { return mode_; }
   // The concrete input shapes compile() will use.
   Expected<StepperShapes> input_shapes() const;
 
@@ -104,7 +116,8 @@ class PassStepperModel : public QObject {
 
  private:
   struct Result;
-  static Result compile_graph(ir::Graph graph, const ops::OpRegistry& registry, Expected<StepperShapes> shapes);
+  static Result compile_graph(ir::Graph graph, const ops::OpRegistry& registry, Expected<StepperShapes> shapes,
+                              StepperMode mode);
   void apply(Result result);
   void join();
 
@@ -112,6 +125,7 @@ class PassStepperModel : public QObject {
   ir::Graph graph_;
   StepperShapes shapes_;
   int64_t symbolic_default_ = 1;
+  StepperMode mode_;
   std::vector<observe::Snapshot> snapshots_;
   StepperPlacement placement_;
   std::vector<DeviceMemory> memory_;

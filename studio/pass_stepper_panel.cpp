@@ -12,6 +12,7 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QSlider>
+#include <QSpinBox>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -45,6 +46,8 @@ PassStepperPanel::PassStepperPanel(const ops::OpRegistry& registry, QWidget* par
       slider_(new QSlider(Qt::Horizontal, this)),
       overlay_(new QCheckBox(tr("Placement overlay"), this)),
       compile_button_(new QPushButton(tr("Compile"), this)),
+      training_(new QCheckBox(tr("Training step"), this)),
+      ranks_(new QSpinBox(this)),
       diff_(new GraphDiffView(this)),
       chart_(new MemoryPlanChart(this)) {
   table_->setHorizontalHeaderLabels({tr("#"), tr("stage"), tr("pass"), tr("ms"), tr("changed"), tr("nodes")});
@@ -60,7 +63,16 @@ PassStepperPanel::PassStepperPanel(const ops::OpRegistry& registry, QWidget* par
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
   auto* controls = new QHBoxLayout;
+  training_->setToolTip(
+      tr("Compile the training step (loss, gradients, SGD updates) instead of inference, as `tessera passes "
+         "--train` does"));
+  ranks_->setRange(1, 1024);
+  ranks_->setPrefix(tr("ranks "));
+  ranks_->setEnabled(false);
+  ranks_->setToolTip(tr("Data-parallel ranks: above 1 the split stage inserts the gradient all-reduce buckets"));
   controls->addWidget(compile_button_);
+  controls->addWidget(training_);
+  controls->addWidget(ranks_);
   controls->addWidget(overlay_);
   controls->addStretch(1);
   auto* left = new QWidget(this);
@@ -87,6 +99,16 @@ PassStepperPanel::PassStepperPanel(const ops::OpRegistry& registry, QWidget* par
   });
   connect(model_, &PassStepperModel::finished, this,
           [this](bool ok) { guarded(this, tr("Pass stepper"), [&] { on_finished(ok); }); });
+  auto mode_changed = [this] {
+    guarded(this, tr("Pass stepper"), [&] {
+      ranks_->setEnabled(training_->isChecked());
+      model_->set_mode({training_->isChecked(), ranks_->value()});
+      // Recompile what is shown (not a recorded run's snapshots) with the new mode.
+      if (model_->run() < 0 && !model_->snapshots().empty() && !model_->is_busy()) compile_button_->click();
+    });
+  };
+  connect(training_, &QCheckBox::toggled, this, mode_changed);
+  connect(ranks_, qOverload<int>(&QSpinBox::valueChanged), this, mode_changed);
   connect(compile_button_, &QPushButton::clicked, this, [this] {
     guarded(this, tr("Pass stepper"), [&] {
       if (source_) {

@@ -26,6 +26,7 @@ class QCheckBox;
 class QLabel;
 class QPushButton;
 class QSlider;
+class QSpinBox;
 class QTableWidget;
 
 namespace tessera::studio {
@@ -65,6 +66,10 @@ class PassStepperPanel : public QWidget {
   // The last problem shown ("" when none): a failed compilation, a snapshot that does not parse.
   const QString& error_text() const { return error_; }
   QPushButton* compile_button() const { return compile_button_; }
+  // "Training step" and its "ranks": what Compile compiles (StepperMode); changing either
+  // recompiles the graph when one was compiled.
+  QCheckBox* training_box() const { return training_; }
+  QSpinBox* ranks_box() const { return ranks_; }
 
  Q_SIGNALS:
   // A node of the shown (after) graph was double-clicked.
@@ -82,6 +87,8 @@ class PassStepperPanel : public QWidget {
   QSlider* slider_;
   QCheckBox* overlay_;
   QPushButton* compile_button_;
+  QCheckBox* training_;
+  QSpinBox* ranks_;
   std::function<const ir::Graph*()> source_;
   GraphDiffView* diff_;
   MemoryPlanChart* chart_;

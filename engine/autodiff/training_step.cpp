@@ -257,4 +257,20 @@ Expected<ir::Graph> build_training_step(const ir::Graph& forward, const Training
   return g;
 }
 
+Status add_step_input_shapes(const ir::Graph& forward, const TrainingSpec& spec,
+                             std::map<std::string, Shape>& shapes) {
+  int64_t batch = 1;
+  if (!forward.inputs().empty()) {
+    auto it = shapes.find(forward.value(forward.inputs()[0]).name);
+    if (it != shapes.end() && !it->second.empty()) batch = it->second[0];
+  }
+  if (spec.loss != LossKind::kGraphOutput) shapes["labels"] = {batch};
+  shapes["lr"] = {};
+  shapes["step"] = {};
+  shapes["rng_offset"] = {};
+  TRY(std::vector<StateSlot> slots, state_slots(forward, spec));
+  for (const StateSlot& s : slots) shapes[s.name] = s.initial.shape();
+  return Status::ok();
+}
+
 }  // namespace tessera::autodiff

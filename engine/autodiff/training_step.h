@@ -17,6 +17,7 @@
 //   TRY(ir::Graph step, build_training_step(typed_forward, spec, registry));
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,13 @@ const char* optimizer_name(OptimizerKind k);
 std::vector<std::string> trainable_params(const ir::Graph& forward, const TrainingSpec& spec);
 // Every state slot in order, with initial values taken from `forward`'s params.
 Expected<std::vector<StateSlot>> state_slots(const ir::Graph& forward, const TrainingSpec& spec);
+
+// Adds to `shapes` (the forward graph's data inputs, by name) the shapes of the step graph's own
+// inputs, for compiling a step without data (`tessera passes --train`, the studio's pass stepper):
+// "labels" (one class index per example of the first data input's batch; none for kGraphOutput),
+// "lr", "step", "rng_offset" and every state slot.
+Status add_step_input_shapes(const ir::Graph& forward, const TrainingSpec& spec,
+                             std::map<std::string, Shape>& shapes);
 
 // `forward` must be typed (ops::infer_types, shapes bound). Errors: no output to train from, a
 // loss output that is not a scalar, labels whose type does not fit the loss, a forward op on the

@@ -17,10 +17,13 @@
 #include <QLabel>
 #include <QSignalSpy>
 #include <QSlider>
+#include <QSpinBox>
+#include <QCheckBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QGraphicsView>
 #include <QTest>
+#include <algorithm>
 #include <string>
 
 #include "engine/ir/text.h"
@@ -195,6 +198,73 @@ class PassStepperTest : public QObject {
     QCOMPARE(d.links.size(), size_t{1});
     QCOMPARE(d.links[0].second, Ids({1, 2}));
     QCOMPARE(m.memory()[0].plan.arena_bytes, size_t{1280});  // `tessera passes samples/mlp.json`: the Flatten is a view
+  }
+
+  // The training step over 4 ranks, as `tessera passes samples/lenet.json --train --world-size 4`
+  // prints it: the split stage's snapshot adds one AllReduceStart / AllReduceWait pair for LeNet's
+  // one bucket of 246,824 bytes (61,706 weights); inference and one rank have none. The panel's
+  // "Training step" box and ranks recompile what is shown.
+  void training_step_shows_the_allreduce_buckets() {
+    auto allreduce_nodes = [](const PassStepperModel& m) {  // in the last snapshot
+      auto last = m.snapshot_graph(static_cast<int>(m.snapshots().size()) - 1);
+      if (!last) qFatal("last snapshot does not parse");
+      size_t n = 0;
+      for (NodeId id : last->node_ids()) n += last->node(id).op.rfind("AllReduce", 0) == 0;
+      return n;
+    };
+    PassStepperModel m(registry_);
+    m.set_graph(load(kLenet));
+    m.set_mode({true, 4});
+    QVERIFY2(m.compile_now().is_ok(), qPrintable(m.message()));
+    QVERIFY(m.source().contains("training step") && m.source().contains("4 ranks"));
+    const std::vector<std::string> names = stage_pass(m.snapshots());
+    const auto split = std::find(names.begin(), names.end(), "split");
+    QVERIFY(split != names.end() && split != names.begin());
+    const int at = static_cast<int>(split - names.begin());
+    GraphDiff d = diff_of(m, at);
+    auto after = m.snapshot_graph(at);
+    QVERIFY(static_cast<bool>(after));
+    int starts = 0, waits = 0;
+    for (NodeId id : d.added) {
+      const tessera::ir::Node& n = after->node(id);
+      if (n.op == "AllReduceStart") {
+        ++starts;
+        QCOMPARE(n.attr("bucket")->i(), int64_t{0});
+        QCOMPARE(n.attr("bytes")->i(), int64_t{246824});
+        QCOMPARE(n.attr("world_size")->i(), int64_t{4});
+      }
+      waits += n.op == "AllReduceWait";
+    }
+    QCOMPARE(starts, 1);
+    QCOMPARE(waits, 1);
+    QCOMPARE(d.summary(), std::string("+2 -0 ~") + std::to_string(d.changed.size()));
+    QCOMPARE(allreduce_nodes(m), size_t{2});  // still there after the optimiser
+
+    m.set_mode({true, 1});
+    QVERIFY(m.compile_now().is_ok());
+    QCOMPARE(allreduce_nodes(m), size_t{0});
+    m.set_mode({});
+    QVERIFY(m.compile_now().is_ok());
+    QCOMPARE(allreduce_nodes(m), size_t{0});
+    QCOMPARE(stage_pass(m.snapshots()).front(), std::string("prepare"));
+
+    // The panel: ticking the box and setting the ranks recompiles the shown graph.
+    PassStepperPanel panel(registry_);
+    panel.set_graph(load(kLenet), {});
+    QSignalSpy done(&panel.model(), &PassStepperModel::finished);
+    QVERIFY(panel.compile());
+    QVERIFY(done.wait(30000));
+    QVERIFY(!panel.ranks_box()->isEnabled());
+    panel.training_box()->setChecked(true);
+    QVERIFY(done.wait(30000));
+    QVERIFY(panel.ranks_box()->isEnabled());
+    QVERIFY(panel.model().mode().training);
+    if (panel.model().is_busy()) QVERIFY(done.wait(30000));
+    panel.ranks_box()->setValue(2);
+    QVERIFY(done.wait(30000));
+    QCOMPARE(panel.model().mode().world_size, 2);
+    QCOMPARE(allreduce_nodes(panel.model()), size_t{2});
+    QVERIFY2(panel.status_label()->text().contains("2 ranks"), qPrintable(panel.status_label()->text()));
   }
 
   void symbolic_dims_default_and_settable() {
