@@ -15,6 +15,7 @@
 #include <functional>
 
 #include "studio/graph_layout.h"
+#include "studio/inspector.h"
 
 namespace tessera::studio {
 namespace {
@@ -179,6 +180,19 @@ void GraphDiffView::overview() {
   }
   const double zoom = std::max(kReadable, port.width() / r.width());
   view_->setTransform(QTransform::fromScale(std::min(zoom, 1.0), std::min(zoom, 1.0)));
+  // Centred on the first node the step added, else changed, else removed: in a training step of
+  // 170 nodes the split stage's all-reduce buckets sit far from the top (which shows otherwise).
+  QRectF focus;
+  for (ir::NodeId id : diff_.added)
+    if (focus.isNull()) focus = node_rect(Side::kAfter, id);
+  for (ir::NodeId id : diff_.changed)
+    if (focus.isNull()) focus = node_rect(Side::kAfter, id);
+  for (ir::NodeId id : diff_.removed)
+    if (focus.isNull()) focus = node_rect(Side::kBefore, id);
+  if (!focus.isNull()) {
+    view_->centerOn(focus.center());
+    return;
+  }
   const double visible_height = port.height() / view_->transform().m11();
   view_->centerOn(r.center().x(), r.top() + visible_height / 2);
 }
@@ -316,6 +330,13 @@ double GraphDiffView::draw_graph(Side side, double left) {
                      ? QStringLiteral("%1 (%2)").arg(qs(before_.graph.node(f2).name), qs(before_.graph.node(f2).op))
                      : QString("#%1").arg(f2));
       tip += tr("\nfrom %1").arg(from.join(", "));
+    }
+    // The attributes (a gradient bucket's bytes, a node's layout), long values cut.
+    for (const auto& [key, value] : n.attrs) {
+      if (value.kind() == ir::AttrKind::kGraph || value.kind() == ir::AttrKind::kTensor) continue;
+      QString text = format_attribute(value);
+      if (text.size() > 60) text = text.left(57) + "...";
+      tip += QString("\n%1 = %2").arg(qs(key), text);
     }
     if (mark && !mark->tooltip.isEmpty()) tip += "\n" + mark->tooltip;
     auto* item = new DiffBoxItem(r, fill, qs(n.op), qs(n.name.empty() ? "#" + std::to_string(id) : n.name), mark, id,

@@ -69,7 +69,8 @@ class GraphDiffView : public QWidget {
   QLabel* legend() const { return legend_; }
   void fit();
   // Forgets the user's zoom and place (a new compilation) and shows the overview: both graphs
-  // whole when readable, else their tops at half size.
+  // whole when readable, else at half size around the first node added (else changed, else
+  // removed), or their tops when nothing changed.
   void reset_view();
   void overview();
   // Outlines node `id` of one side and centres the view on it (false: no such box); any earlier

@@ -265,6 +265,19 @@ class PassStepperTest : public QObject {
     QCOMPARE(panel.model().mode().world_size, 2);
     QCOMPARE(allreduce_nodes(panel.model()), size_t{2});
     QVERIFY2(panel.status_label()->text().contains("2 ranks"), qPrintable(panel.status_label()->text()));
+    // The split snapshot of this 170-node graph opens around its first added node (an all-reduce).
+    panel.resize(1280, 700);
+    panel.diff_view()->reset_view();
+    panel.select_snapshot(at);
+    GraphDiffView* v = panel.diff_view();
+    QVERIFY(!v->diff().added.empty());
+    const NodeId first = v->diff().added.front();
+    const QRectF shown = v->view()->mapToScene(v->view()->viewport()->rect()).boundingRect();
+    QVERIFY(shown.contains(v->node_rect(GraphDiffView::Side::kAfter, first).center()));
+    // Its tooltip gives the bucket and its bytes.
+    const QString tip = v->node_tooltip(GraphDiffView::Side::kAfter, first);
+    QVERIFY2(tip.contains("AllReduceStart") && tip.contains("bytes = 246824") && tip.contains("bucket = 0"),
+             qPrintable(tip));
   }
 
   void symbolic_dims_default_and_settable() {
