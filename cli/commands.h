@@ -114,7 +114,7 @@ struct TrainOptions {
   bool nesterov = false;
   std::string optimizer = "sgd", loss = "softmax-cross-entropy", output, schedule = "constant";
   uint64_t seed = 0;
-  int threads = 0, workers = 1;
+  int threads = 0, workers = -1;  // workers -1: auto (loader_workers in train_command.cpp)
   int inter_op = 1;  // steps run at once
   std::string checkpoint_dir, resume, save;
   bool json = false, no_eval = false;
