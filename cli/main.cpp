@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--output", train.output, "The graph value the loss is computed from (default: the first output)");
   train_cmd->add_option("--seed", train.seed, "Seed of the data order (default 0)")->check(kSeedRange);
   train_cmd->add_option("--threads,-t", train.threads, "Threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
-  train_cmd->add_option("--workers", train.workers, "Data loader threads (0: in the training thread; default: 1 when this machine has a core beyond the ranks' compute threads, else 0)")->check(CLI::Range(0, 64));
+  train_cmd->add_option("--workers", train.workers, "Data loader threads (0: in the training thread; default 1, or 0 for several ranks whose threads fill this machine's cores)")->check(CLI::Range(0, 64));
   train_cmd->add_option("--inter-op", train.inter_op, "Steps run at once, each with --threads (default 1: in order)")
       ->check(CLI::Range(1, 64));
   train_cmd->add_option("--checkpoint-dir", train.checkpoint_dir, "Write checkpoints there (each epoch, and every --checkpoint-every steps)");

@@ -26,13 +26,15 @@
 namespace tessera::cli {
 namespace {
 
-// The loader's threads when --workers is not given: one when this machine has a core beyond the
-// compute threads of the ranks it runs (OMPI_COMM_WORLD_LOCAL_SIZE under mpirun), else none, so
-// batches are built in the training thread between steps instead of a thread that takes a core
-// from the kernels: 2 ranks x 1 thread on 2 cores trained LeNet 1.76x as fast as 1 rank with a
-// loader thread each, 1.81x without (AMD EPYC, 2 cores).
+// The loader's threads when --workers is not given: one, so batches are built off the critical
+// path, except for several ranks whose compute threads fill this machine's cores
+// (OMPI_COMM_WORLD_LOCAL_SIZE under mpirun): then none, and each rank builds its rows between
+// steps instead of a thread taking a core from the kernels. 2 ranks x 1 thread on 2 cores trained
+// LeNet 1.76x as fast as 1 rank with a loader thread each, 1.81x without (AMD EPYC, 2 cores); one
+// rank with 2 threads was the same either way within the noise.
 int loader_workers(int requested, int threads, int world) {
   if (requested >= 0) return requested;
+  if (world <= 1) return 1;
   int local = world;
   if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local = std::max(1, std::atoi(v));
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
