@@ -9,7 +9,9 @@
 //   Conv / FusedConv (activation "" or Relu, no residual) with fewer than 8 output channels.
 //
 // (The same loop as ConvGradInput, a full correlation of dY with flipped weights, was slower than
-// oneDNN's for LeNet's conv2: it multiplies the zeros of dY's padding, twice the work.)
+// oneDNN's for LeNet's conv2: it multiplies the zeros of dY's padding, twice the work. A
+// ConvGradWeight along rows (25 accumulators per channel pair, one unaligned load per FMA) took
+// LeNet's conv1 from 0.236 to 0.214 ms only: split cache-line loads bound it; not kept.)
 //
 // Plain NCHW f32, 2-D, stride 1, no dilation, one group; AVX-512 only (elsewhere they decline and
 // oneDNN runs the node). The layout pass keeps convolutions with fewer than 8 output channels
@@ -74,6 +76,25 @@ __attribute__((target("avx512f"))) void conv_block(const RowConv& g, const float
   }
 }
 
+// Image n's planes zero-padded into `pad` (g.ic planes of ph rows of pw floats): row r holds input
+// row r - pad_t, column c input column c - pad_l, zeros elsewhere.
+void pad_image(const RowConv& g, const float* x, int64_t n, int64_t ph, int64_t pw, float* pad) {
+  const int64_t c_lo = std::max<int64_t>(0, g.pad_l), c_hi = std::min<int64_t>(pw, g.pad_l + g.iw);
+  for (int64_t i = 0; i < g.ic; ++i)
+    for (int64_t r = 0; r < ph; ++r) {
+      float* dst = pad + (i * ph + r) * pw;
+      const int64_t src_r = r - g.pad_t;
+      if (src_r < 0 || src_r >= g.ih || c_lo >= c_hi) {
+        std::fill(dst, dst + pw, 0.f);
+        continue;
+      }
+      std::fill(dst, dst + c_lo, 0.f);
+      std::memcpy(dst + c_lo, x + ((n * g.ic + i) * g.ih + src_r) * g.iw + (c_lo - g.pad_l),
+                  static_cast<size_t>(c_hi - c_lo) * sizeof(float));
+      std::fill(dst + c_hi, dst + pw, 0.f);
+    }
+}
+
 // Every image, split over the OpenMP team; each thread pads one image's planes at a time.
 // (No target attribute here: the OpenMP region is outlined without it; conv_block has it.)
 void conv_rows(const RowConv& g, const float* x, const float* w, const float* b, float* y) {
@@ -84,21 +105,7 @@ void conv_rows(const RowConv& g, const float* x, const float* w, const float* b,
     std::vector<float> pad(static_cast<size_t>(g.ic * ph * pw), 0.f);
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < g.n; ++n) {
-      // Rows r of the padded plane hold input row r - pad_t, columns c input column c - pad_l.
-      const int64_t c_lo = std::max<int64_t>(0, g.pad_l), c_hi = std::min<int64_t>(pw, g.pad_l + g.iw);
-      for (int64_t i = 0; i < g.ic; ++i)
-        for (int64_t r = 0; r < ph; ++r) {
-          float* dst = pad.data() + (i * ph + r) * pw;
-          const int64_t src_r = r - g.pad_t;
-          if (src_r < 0 || src_r >= g.ih || c_lo >= c_hi) {
-            std::fill(dst, dst + pw, 0.f);
-            continue;
-          }
-          std::fill(dst, dst + c_lo, 0.f);
-          std::memcpy(dst + c_lo, x + ((n * g.ic + i) * g.ih + src_r) * g.iw + (c_lo - g.pad_l),
-                      static_cast<size_t>(c_hi - c_lo) * sizeof(float));
-          std::fill(dst + c_hi, dst + pw, 0.f);
-        }
+      pad_image(g, x, n, ph, pw, pad.data());
       float* yn = y + n * g.oc * g.oh * g.ow;
       for (int64_t o0 = 0; o0 < g.oc; o0 += kOcBlock) {
         const int64_t no = std::min<int64_t>(kOcBlock, g.oc - o0);
