@@ -182,13 +182,14 @@ void GraphDiffView::overview() {
   view_->setTransform(QTransform::fromScale(std::min(zoom, 1.0), std::min(zoom, 1.0)));
   // Centred on the first node the step added, else changed, else removed: in a training step of
   // 170 nodes the split stage's all-reduce buckets sit far from the top (which shows otherwise).
-  QRectF focus;
-  for (ir::NodeId id : diff_.added)
-    if (focus.isNull()) focus = node_rect(Side::kAfter, id);
-  for (ir::NodeId id : diff_.changed)
-    if (focus.isNull()) focus = node_rect(Side::kAfter, id);
-  for (ir::NodeId id : diff_.removed)
-    if (focus.isNull()) focus = node_rect(Side::kBefore, id);
+  auto first_box = [this](const std::vector<ir::NodeId>& ids, Side side) {
+    for (ir::NodeId id : ids)
+      if (QRectF r = node_rect(side, id); !r.isNull()) return r;
+    return QRectF();
+  };
+  QRectF focus = first_box(diff_.added, Side::kAfter);
+  if (focus.isNull()) focus = first_box(diff_.changed, Side::kAfter);
+  if (focus.isNull()) focus = first_box(diff_.removed, Side::kBefore);
   if (!focus.isNull()) {
     view_->centerOn(focus.center());
     return;

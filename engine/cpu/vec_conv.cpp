@@ -132,15 +132,13 @@ Expected<WindowGeom> unit_window(const KernelInit& init, const Shape& w, const S
   return g;
 }
 
-bool f32_static(const ir::TensorType* t) { return t && t->dtype == DType::kF32 && t->is_static(); }
-
 constexpr int64_t kMaxChannels = 8;  // from 8 output channels on, oneDNN's kernels fill their vectors
 
 Expected<KernelPtr> make_conv_small(const KernelInit& init, bool fused) {
   const std::string impl = "cpu.vec:conv_rows";
   if (!have_avx512()) return pass_to_next("needs AVX-512");
-  if (!plain_static(init) || init.in_types.size() < 2 || !f32_static(init.in_types[0]) ||
-      !f32_static(init.in_types[1]) || init.out_types.size() != 1 || !f32_static(init.out_types[0]))
+  if (!plain_static(init) || init.in_types.size() < 2 || !is_static_f32(init.in_types[0]) ||
+      !is_static_f32(init.in_types[1]) || init.out_types.size() != 1 || !is_static_f32(init.out_types[0]))
     return pass_to_next("needs plain static f32");
   if (init.in_types.size() > 3 && init.in_types[3]) return pass_to_next("residual input");
   const ir::TensorType* bias = init.in_types.size() > 2 ? init.in_types[2] : nullptr;
@@ -151,11 +149,11 @@ Expected<KernelPtr> make_conv_small(const KernelInit& init, bool fused) {
   auto geom = unit_window(init, w, x, y);
   if (!geom) return pass_to_next(geom.error().message);
   if (w[0] >= kMaxChannels || y[3] < 8) return pass_to_next("8 or more output channels, or rows under 8");
-  if (bias && (!f32_static(bias) || bias->static_shape() != Shape{w[0]})) return pass_to_next("bias");
+  if (bias && (!is_static_f32(bias) || bias->static_shape() != Shape{w[0]})) return pass_to_next("bias");
+  if (x[1] != w[1]) return pass_to_next("channels");
   RowConv g;
   g.n = x[0], g.ic = x[1], g.ih = x[2], g.iw = x[3], g.oc = w[0], g.oh = y[2], g.ow = y[3];
   g.kh = w[2], g.kw = w[3], g.pad_t = geom->pad_l[0], g.pad_l = geom->pad_l[1], g.relu = act == "Relu";
-  if (x[1] != w[1]) return pass_to_next("channels");
   const bool has_bias = bias != nullptr;
   return make(impl, init, [g, has_bias](KernelRun& run) -> Status {
     conv_rows(g, static_cast<const float*>(run.inputs[0].data), static_cast<const float*>(run.inputs[1].data),

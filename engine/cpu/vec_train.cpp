@@ -789,13 +789,10 @@ Expected<KernelPtr> make_maxpool2x2(const KernelInit& init) {
   if (!plain_static(init) || init.in_types.size() != 1 || init.out_types.size() != 1 ||
       init.in_types[0]->dtype != DType::kF32 || init.in_types[0]->rank() != 4)
     return pass_to_next("needs plain static 2-D f32 and one output");
-  auto ints = [&](const char* k, std::vector<int64_t> d) {
-    const ir::Attribute* a = init.node.attr(k);
-    return a ? a->ints() : d;
-  };
-  if (ints("kernel_shape", {}) != std::vector<int64_t>{2, 2} || ints("strides", {1, 1}) != std::vector<int64_t>{2, 2} ||
-      ints("pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0} ||
-      ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1} || attr_string(init, "auto_pad", "NOTSET") != "NOTSET")
+  using Ints = std::vector<int64_t>;
+  if (attr_ints(init, "kernel_shape", {}) != Ints{2, 2} || attr_ints(init, "strides", {1, 1}) != Ints{2, 2} ||
+      attr_ints(init, "pads", {0, 0, 0, 0}) != Ints{0, 0, 0, 0} || attr_ints(init, "dilations", {1, 1}) != Ints{1, 1} ||
+      attr_string(init, "auto_pad", "NOTSET") != "NOTSET")
     return pass_to_next("2x2 windows with stride 2 only");
   const Shape x = init.in_types[0]->static_shape(), y = init.out_types[0]->static_shape();
   if (y.size() != 4 || y[2] != x[2] / 2 || y[3] != x[3] / 2) return pass_to_next("ceil_mode");
