@@ -274,6 +274,7 @@ def torch_worker(cfg):
     total = cfg.get("steps") or batches * cfg["epochs"]
     input_name = g["inputs"][0]["name"]
     graph_loss = cfg.get("loss") == "output"
+    ranks = cfg.get("ranks", 1)
     losses, ends = [], []
     step = 0
     for epoch in range(cfg.get("epochs", 1)):
@@ -289,13 +290,24 @@ def torch_worker(cfg):
             if images:
                 xb = xb.float().div_(255.0)
             opt.zero_grad()
-            if graph_loss:
-                loss = model({input_name: xb, "labels": yb})[0]
-            else:
-                loss = F.cross_entropy(model({input_name: xb})[0], yb)
-            loss.backward()
+            # With ranks > 1, DDP's arithmetic in one process: each rank's shard of the batch
+            # (contiguous, as `tessera train` under mpirun reads it) gives its gradient, the
+            # gradients are summed in rank order and divided by the ranks; the loss is their mean.
+            shard = -(-xb.shape[0] // ranks)
+            loss_sum = 0.0
+            for r in range(ranks):
+                xs, ys = xb[r * shard:(r + 1) * shard], yb[r * shard:(r + 1) * shard]
+                if graph_loss:
+                    loss = model({input_name: xs, "labels": ys})[0]
+                else:
+                    loss = F.cross_entropy(model({input_name: xs})[0], ys)
+                loss.backward()
+                loss_sum += loss.item()
+            if ranks > 1:
+                for q in params:
+                    q.grad.div_(ranks)
             opt.step()
-            losses.append(loss.item())
+            losses.append(loss_sum / ranks)
             ends.append(time.perf_counter())
             step += 1
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

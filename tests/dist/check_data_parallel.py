@@ -101,6 +101,15 @@ def main():
     assert all(np.array_equal(b[k], c[k]) for k in b), "two 2-rank runs differ"
     print("ok: two 2-rank runs give bitwise identical weights")
 
+    # 2a. --no-overlap: one blocking AllReduce per bucket instead of AllReduceStart/Wait, the same
+    #     packing and the same sum: the same bytes.
+    blocking, _ = train(t, 2, 32, ["--max-steps", "60", "--no-overlap", "--save", f"{tmp}/blocking.tsr", "--no-record"],
+                        ARGS.data)
+    d = params(f"{tmp}/blocking.tsr")
+    assert all(np.array_equal(b[k], d[k]) for k in b), "--no-overlap changes the weights"
+    assert blocking["comm_wait_s"] == 0 and blocking["train_loss"] == two["train_loss"], blocking
+    print("ok: --no-overlap gives the same weights, bitwise")
+
     # 2b. --deterministic: the gradients summed in rank order (MPI_Allgather), bitwise repeatable
     #     and the same losses as the default reduction to float rounding.
     d1, _ = train(t, 2, 32, ["--max-steps", "40", "--deterministic", "--save", f"{tmp}/d1.tsr", "--no-record"], ARGS.data)
