@@ -120,9 +120,12 @@ struct TrainOptions {
   bool json = false, no_eval = false;
   bool deterministic = false;  // under mpirun: gradients summed in rank order (bitwise repeatable)
   bool no_overlap = false;     // under mpirun: one blocking AllReduce per bucket
+  double bucket_mb = 25, first_bucket_mb = 1;  // gradient bucket caps in MiB (DDP's bucket_cap_mb)
   RecordOptions record;
 };
 int run_train(const TrainOptions& o);
+// MiB caps (--bucket-mb, --first-bucket-mb) as the split stage's bucket sizes in bytes.
+void set_bucket_caps(double bucket_mb, double first_bucket_mb, int64_t& bucket_bytes, int64_t& first_bucket_bytes);
 // The hyper-parameters of a training run as recorded (runs_command.cpp).
 std::map<std::string, std::string> train_hyperparams(const TrainOptions& o);
 
@@ -134,6 +137,7 @@ struct PassesOptions {
   bool print_ir = false;    // print the final IR
   bool train = false;       // compile the training step (softmax cross-entropy, SGD)
   int world_size = 1;       // with train: data parallel over this many ranks (the split's all-reduces)
+  double bucket_mb = 25, first_bucket_mb = 1;  // their bucket caps in MiB
   RecordOptions record;
 };
 int run_passes(const PassesOptions& o);

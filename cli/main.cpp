@@ -145,6 +145,14 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("--no-overlap", train.no_overlap,
                       "Under mpirun: one blocking all-reduce per gradient bucket instead of starting each as soon "
                       "as its gradients exist (for comparison)");
+  train_cmd->add_option("--bucket-mb", train.bucket_mb,
+                        "Under mpirun: gradients are all-reduced in buckets of up to this many MiB (default 25, "
+                        "PyTorch DDP's bucket_cap_mb)")
+      ->check(kFinite)->check(CLI::Range(1e-3, 1e6));
+  train_cmd->add_option("--first-bucket-mb", train.first_bucket_mb,
+                        "Under mpirun: the first bucket (the last layers' gradients, started first) closes at this "
+                        "many MiB (default 1)")
+      ->check(kFinite)->check(CLI::Range(1e-3, 1e6));
   train_cmd->add_flag("--json", train.json, "Print {test_accuracy, train_loss, images_per_s, epochs} as the last line");
 
   PassesOptions passes;
@@ -159,6 +167,10 @@ int main(int argc, char** argv) {
   passes_cmd->add_option("--world-size", passes.world_size,
                          "With --train: data parallel over N ranks (the split stage's gradient all-reduces)")
       ->check(CLI::Range(1, 65536));
+  passes_cmd->add_option("--bucket-mb", passes.bucket_mb, "With --world-size: gradient bucket cap in MiB (default 25)")
+      ->check(kFinite)->check(CLI::Range(1e-3, 1e6));
+  passes_cmd->add_option("--first-bucket-mb", passes.first_bucket_mb, "With --world-size: the first bucket's cap in MiB (default 1)")
+      ->check(kFinite)->check(CLI::Range(1e-3, 1e6));
 
   BenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand("bench", "Time a graph through the six stages on random or given inputs");

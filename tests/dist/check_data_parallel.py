@@ -110,6 +110,18 @@ def main():
     assert blocking["comm_wait_s"] == 0 and blocking["train_loss"] == two["train_loss"], blocking
     print("ok: --no-overlap gives the same weights, bitwise")
 
+    # 2b'. Bucket caps (--first-bucket-mb, --bucket-mb: DDP's bucket_cap_mb) change how gradients are
+    #      packed, not what is summed: the MLP's gradients in two buckets instead of one, same bytes.
+    split = [l for l in run([t, "passes", os.path.join(ROOT, "samples", "resnet18.json"), "--train", "--world-size", "4",
+                             "--dim", "N=8", "--bucket-mb", "5", "--first-bucket-mb", "0.5", "--no-record"]).stdout.splitlines()
+             if l.startswith("split")]
+    assert split and "10 gradient all-reduce bucket(s) of 44691240 bytes" in split[0], split
+    small, _ = train(t, 2, 32, ["--max-steps", "60", "--first-bucket-mb", "0.1", "--save", f"{tmp}/small.tsr", "--no-record"],
+                     ARGS.data)
+    e = params(f"{tmp}/small.tsr")
+    assert all(np.array_equal(b[k], e[k]) for k in b), "smaller buckets change the weights"
+    print("ok: bucket caps: ResNet-18 in 10 buckets of at most 5 MiB after a first of 0.5; the MLP in two, same weights")
+
     # 2b. --deterministic: the gradients summed in rank order (MPI_Allgather), bitwise repeatable
     #     and the same losses as the default reduction to float rounding.
     d1, _ = train(t, 2, 32, ["--max-steps", "40", "--deterministic", "--save", f"{tmp}/d1.tsr", "--no-record"], ARGS.data)
