@@ -261,6 +261,16 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
   for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) / 255.0f;
 }
 
+// A prefetch the optimiser keeps: GCC 12 deletes a loop of __builtin_prefetch calls as a loop
+// without side effects.
+inline void prefetch_line(const unsigned char* p) {
+#if defined(__x86_64__)
+  __asm__ volatile("prefetcht0 %0" : : "m"(*p));
+#else
+  __builtin_prefetch(p);
+#endif
+}
+
 class IdxSource final : public Source {
  public:
   IdxSource(std::string images_path, std::string labels_path, IdxArray images, IdxArray labels)
@@ -299,7 +309,17 @@ class IdxSource final : public Source {
     const size_t plane = static_cast<size_t>(h_ * w_);
     float* x = out[0].data<float>();
     int64_t* y = out[1].data<int64_t>();
+    // The rows are scattered over the whole file (a shuffled order): each is fetched from memory a
+    // few rows ahead of its conversion, so the misses overlap instead of stalling row after row.
+    constexpr int64_t kAhead = 4;
+    auto prefetch = [&](int64_t j) {
+      if (j >= count || indices[j] < 0 || indices[j] >= n_) return;
+      const unsigned char* row = pixels_.data() + static_cast<size_t>(indices[j]) * plane;
+      for (size_t at = 0; at < plane; at += 64) prefetch_line(row + at);
+    };
+    for (int64_t j = 0; j < kAhead; ++j) prefetch(j);
     for (int64_t j = 0; j < count; ++j) {
+      prefetch(j + kAhead);
       const int64_t index = indices[j];
       if (index < 0 || index >= n_)
         return make_error("example index " + std::to_string(index) + " out of range [0, " + std::to_string(n_) + ")", images_path_);

@@ -47,6 +47,18 @@ int64_t count_correct(const Tensor& scores, const Tensor& labels) {
   Tensor s = scores.contiguous();
   const int64_t n = s.shape()[0], c = s.shape()[1];
   int64_t hits = 0;
+  if (s.dtype() == DType::kF32 && labels.dtype() == DType::kI64 && labels.is_contiguous()) {
+    // The training step's case, every step: typed reads (Tensor::get converts through double).
+    const float* p = s.data<float>();
+    const int64_t* y = labels.data<int64_t>();
+    for (int64_t i = 0; i < n; ++i, p += c) {
+      int64_t best = 0;
+      for (int64_t j = 1; j < c; ++j)
+        if (p[j] > p[best]) best = j;
+      hits += best == y[i];
+    }
+    return hits;
+  }
   for (int64_t i = 0; i < n; ++i) {
     int64_t best = 0;
     double bv = s.get(i * c);
