@@ -60,6 +60,10 @@ void transpose(const T* in, T* out, const std::vector<int64_t>& out_dims,
     }
     T* dst = out + o * rows * cols;
     const int64_t i1 = std::min(rows, i0 + kTile);
+    if (sc == 1) {  // the last axis stays last (attention's [B, T, H, D] <-> [B, H, T, D]): whole rows
+      for (int64_t i = i0; i < i1; ++i) std::memcpy(dst + i * cols, in + base + i * sr, static_cast<size_t>(cols) * sizeof(T));
+      continue;
+    }
     for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
       const int64_t j1 = std::min(cols, j0 + kTile);
       for (int64_t i = i0; i < i1; ++i) {

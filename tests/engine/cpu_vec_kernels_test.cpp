@@ -50,6 +50,8 @@ TEST(CpuVec, Transpose) {
   check("Transpose", {&x}, {{"perm", Ints{1, 0, 2}}}, {false}, "cpu.vec:transpose");
   const Tensor big = random_f32({2, 3, 70, 66}, 4);
   check("Transpose", {&big}, {{"perm", Ints{0, 2, 3, 1}}}, {false}, "cpu.vec:transpose");
+  // Attention's heads: [B, T, H, D] -> [B, H, T, D] keeps the last axis (rows copied whole).
+  check("Transpose", {&big}, {{"perm", Ints{0, 2, 1, 3}}}, {false}, "cpu.vec:transpose");
   const Tensor ints = iota_i64({5, 7});
   check("Transpose", {&ints}, {}, {false}, "cpu.vec:transpose");
 }
