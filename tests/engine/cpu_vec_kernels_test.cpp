@@ -292,6 +292,22 @@ TEST(CpuVec, TrainingKernelsMatchTheReference) {
     check_update("SoftmaxCrossEntropyLossGrad", {&g, &seq, &seq_t}, {{"reduction", std::string(red)}, {"ignore_index", int64_t{-100}}},
                  1, "cpu.vec:softmax_cross_entropy_grad");
   }
+  // Enough positions to split the examples over the threads (a character LM's logits).
+  Tensor lm = random_f32({4, 60, 300}, 67, -4.f, 4.f), lm_t(DType::kI64, {4, 300});
+  for (int64_t i = 0; i < 1200; ++i) lm_t.data<int64_t>()[i] = (i * 11) % 60;
+  check_update("SoftmaxCrossEntropyLoss", {&lm, &lm_t}, {}, 1, "cpu.vec:softmax_cross_entropy");
+  check_update("SoftmaxCrossEntropyLossGrad", {&g, &lm, &lm_t}, {}, 1, "cpu.vec:softmax_cross_entropy_grad");
+  // An embedding's gradient: dY's rows added at their tokens' rows, repeated and negative indices.
+  const Tensor table = random_f32({10, 24}, 68), upd = random_f32({3, 5, 24}, 69);
+  Tensor rows_i(DType::kI64, {3, 5, 1});
+  for (int64_t i = 0; i < 15; ++i) rows_i.data<int64_t>()[i] = (i * 3) % 10 - (i == 4 ? 10 : 0);
+  check("ScatterND", {&table, &rows_i, &upd}, {{"reduction", std::string("add")}}, {false, false, false},
+        "cpu.vec:scatter_rows_add");
+  Tensor far = rows_i.clone();
+  far.data<int64_t>()[7] = 10;
+  KernelResult far_run = run_cpu({"ScatterND", {&table, &far, &upd}, {{"reduction", std::string("add")}}, {false, false, false}, {},
+                                  "", 1, "", true});
+  EXPECT_NE(far_run.error.find("index 10 is out of range for axis 0 of size 10"), std::string::npos) << far_run.error;
   // A target out of range is an error naming it, not a read past the row.
   Tensor bad_t = rows_t.clone();
   bad_t.data<int64_t>()[3] = 10;
