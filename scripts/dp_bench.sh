@@ -8,15 +8,8 @@
 #                            --repeats 3 --no-torch]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=1
-args=()
-for a in "$@"; do
-  case "$a" in
-    --no-build) build=0 ;;
-    -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) args+=("$a") ;;
-  esac
-done
+source scripts/bench_args.sh
+bench_args "$@"
 bash scripts/setup.sh
 [ "$build" -eq 0 ] || bash scripts/build.sh release >/dev/null
 exec /usr/bin/python3 tests/bench/dp_bench.py --tessera build/release/cli/tessera "${args[@]}"

@@ -8,16 +8,9 @@
 #                               --rounds 3 --runs 20 --no-ort]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=1
-args=()
 models=resnet18,resnet50,mobilenetv2
-for a in "$@"; do
-  case "$a" in
-    --no-build) build=0 ;;
-    -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) args+=("$a") ;;
-  esac
-done
+source scripts/bench_args.sh
+bench_args "$@"
 bash scripts/setup.sh
 bash scripts/npm.sh >/dev/null || echo "quant_bench: onnxruntime-node unavailable; the ORT columns show -"
 [ "$build" -eq 0 ] || bash scripts/build.sh release >/dev/null

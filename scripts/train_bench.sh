@@ -9,15 +9,8 @@
 #                               --onnx --threads 2 --seed 0 --repeats 1 --steps N --torch-noise --json-out F]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=1
-args=()
-for a in "$@"; do
-  case "$a" in
-    --no-build) build=0 ;;
-    -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) args+=("$a") ;;
-  esac
-done
+source scripts/bench_args.sh
+bench_args "$@"
 bash scripts/setup.sh
 missing=()
 for p in python3-torch python3-numpy libopenblas0-openmp; do
