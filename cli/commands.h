@@ -124,10 +124,11 @@ struct TrainOptions {
   RecordOptions record;
 };
 int run_train(const TrainOptions& o);
-// MiB caps (--bucket-mb, --first-bucket-mb) as the split stage's bucket sizes in bytes.
-void set_bucket_caps(double bucket_mb, double first_bucket_mb, int64_t& bucket_bytes, int64_t& first_bucket_bytes);
-// The hyper-parameters of a training run as recorded (runs_command.cpp).
-std::map<std::string, std::string> train_hyperparams(const TrainOptions& o);
+// MiB (--bucket-mb, --first-bucket-mb) in bytes, the split stage's bucket caps.
+inline int64_t mib_bytes(double mib) { return static_cast<int64_t>(mib * 1048576.0); }
+// The hyper-parameters of a training run as recorded (runs_command.cpp); over several ranks also
+// the world size and the gradient buckets.
+std::map<std::string, std::string> train_hyperparams(const TrainOptions& o, int world = 1);
 
 struct PassesOptions {
   std::string file;

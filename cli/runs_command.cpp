@@ -456,8 +456,8 @@ RunRecording start_recording(const RecordOptions& o, const std::string& kind, co
   return RunRecording();
 }
 
-std::map<std::string, std::string> train_hyperparams(const TrainOptions& o) {
-  return {{"epochs", std::to_string(o.epochs)},
+std::map<std::string, std::string> train_hyperparams(const TrainOptions& o, int world) {
+  std::map<std::string, std::string> h = {{"epochs", std::to_string(o.epochs)},
           {"batch", std::to_string(o.batch)},
           {"lr", number(o.lr)},
           {"schedule", o.schedule},
@@ -471,6 +471,14 @@ std::map<std::string, std::string> train_hyperparams(const TrainOptions& o) {
           {"max_steps", std::to_string(o.max_steps)},
           {"data", o.data},
           {"resume", o.resume.empty() ? "-" : o.resume}};
+  if (world > 1) {
+    h["world_size"] = std::to_string(world);
+    h["bucket_mb"] = number(o.bucket_mb);
+    h["first_bucket_mb"] = number(o.first_bucket_mb);
+    h["overlap"] = o.no_overlap ? "false" : "true";
+    h["deterministic"] = o.deterministic ? "true" : "false";
+  }
+  return h;
 }
 
 int run_runs(const RunsOptions& o) {

@@ -41,14 +41,6 @@ int loader_workers(int requested, int threads, int world) {
   return threads * local < cores ? 1 : 0;
 }
 
-}  // namespace
-
-void set_bucket_caps(double bucket_mb, double first_bucket_mb, int64_t& bucket_bytes, int64_t& first_bucket_bytes) {
-  bucket_bytes = static_cast<int64_t>(bucket_mb * 1048576.0);
-  first_bucket_bytes = static_cast<int64_t>(first_bucket_mb * 1048576.0);
-}
-
-namespace {
 
 namespace fs = std::filesystem;
 using SourcePtr = std::shared_ptr<const data::Source>;
@@ -147,7 +139,8 @@ int run_train(const TrainOptions& o_in) {
   cfg.max_steps = o.max_steps;
   cfg.comm = comm.get();
   cfg.data_parallel.overlap = !o.no_overlap;
-  set_bucket_caps(o.bucket_mb, o.first_bucket_mb, cfg.data_parallel.bucket_bytes, cfg.data_parallel.first_bucket_bytes);
+  cfg.data_parallel.bucket_bytes = mib_bytes(o.bucket_mb);
+  cfg.data_parallel.first_bucket_bytes = mib_bytes(o.first_bucket_mb);
 
   const int channels = formats::image_channels(*graph);
   auto train_src = formats::open_dataset_split(o.data, "train", channels);
@@ -171,20 +164,8 @@ int run_train(const TrainOptions& o_in) {
   std::unique_ptr<data::DataLoader> test_loader;
   if (*test_src) test_loader = std::make_unique<data::DataLoader>(*test_src, data::Transforms{}, to);
 
-  std::map<std::string, std::string> hyper = train_hyperparams(o);
-  if (world > 1) {
-    hyper["world_size"] = std::to_string(world);
-    auto mib = [](double v) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.6g", v);
-      return std::string(buf);
-    };
-    hyper["bucket_mb"] = mib(o.bucket_mb);
-    hyper["first_bucket_mb"] = mib(o.first_bucket_mb);
-    hyper["overlap"] = o.no_overlap ? "false" : "true";
-    hyper["deterministic"] = o.deterministic ? "true" : "false";
-  }
-  RunRecording rec = start_recording(o.record, "train", insight::run_name(graph->name(), o.file), o.seed, hyper);
+  RunRecording rec = start_recording(o.record, "train", insight::run_name(graph->name(), o.file), o.seed,
+                                     train_hyperparams(o, world));
   rec.log_graph(*graph);
   rec.log_dataset("train", **train_src, o.data);
   if (*test_src) rec.log_dataset("test", **test_src, o.test_data.empty() ? o.data : o.test_data);

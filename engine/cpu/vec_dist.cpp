@@ -69,12 +69,20 @@ void unpack(const Bucket& b, const float* f, KernelRun& run, int world) {
   }
 }
 
-Expected<KernelPtr> make_allreduce(const KernelInit& init) {
-  const std::string impl = "cpu.vec:allreduce";
-  std::optional<Bucket> b = bucket_of(init, 0);
+// A kernel over the bucket whose gradients are the node's inputs from `first` on: body(bucket,
+// communicator (null: one process), run).
+template <class Body>
+Expected<KernelPtr> bucket_kernel(const KernelInit& init, const std::string& impl, size_t first, Body body) {
+  std::optional<Bucket> b = bucket_of(init, first);
   if (!b) return decline(init, impl, "needs plain static f32 gradients");
-  return make(impl, init, [b = *b](KernelRun& run) -> Status {
+  return make(impl, init, [b = *b, body](KernelRun& run) -> Status {
     TRY(dist::Communicator * comm, communicator(b));
+    return body(b, comm, run);
+  });
+}
+
+Expected<KernelPtr> make_allreduce(const KernelInit& init) {
+  return bucket_kernel(init, "cpu.vec:allreduce", 0, [](const Bucket& b, dist::Communicator* comm, KernelRun& run) -> Status {
     float* f = pack(b, run, 0);
     if (comm) RETURN_IF_ERROR(comm->allreduce_sum(f, b.total));
     unpack(b, f, run, comm ? comm->size() : 1);
@@ -83,11 +91,7 @@ Expected<KernelPtr> make_allreduce(const KernelInit& init) {
 }
 
 Expected<KernelPtr> make_allreduce_start(const KernelInit& init) {
-  const std::string impl = "cpu.vec:allreduce_start";
-  std::optional<Bucket> b = bucket_of(init, 0);
-  if (!b) return decline(init, impl, "needs plain static f32 gradients");
-  return make(impl, init, [b = *b](KernelRun& run) -> Status {
-    TRY(dist::Communicator * comm, communicator(b));
+  return bucket_kernel(init, "cpu.vec:allreduce_start", 0, [](const Bucket& b, dist::Communicator* comm, KernelRun& run) -> Status {
     float* f = pack(b, run, 0);
     if (comm) RETURN_IF_ERROR(comm->start_allreduce(b.bucket, f, b.total));
     const int64_t token = b.bucket;
@@ -97,11 +101,7 @@ Expected<KernelPtr> make_allreduce_start(const KernelInit& init) {
 }
 
 Expected<KernelPtr> make_allreduce_wait(const KernelInit& init) {
-  const std::string impl = "cpu.vec:allreduce_wait";
-  std::optional<Bucket> b = bucket_of(init, 1);
-  if (!b) return decline(init, impl, "needs plain static f32 gradients");
-  return make(impl, init, [b = *b](KernelRun& run) -> Status {
-    TRY(dist::Communicator * comm, communicator(b));
+  return bucket_kernel(init, "cpu.vec:allreduce_wait", 1, [](const Bucket& b, dist::Communicator* comm, KernelRun& run) -> Status {
     if (comm) RETURN_IF_ERROR(comm->wait_allreduce(b.bucket));
     unpack(b, dist::bucket_buffer(b.bucket, b.total), run, comm ? comm->size() : 1);
     return Status::ok();

@@ -537,10 +537,16 @@ void for_loss_blocks(const float* x, const LossShape& ls, F&& f) {
   }
 }
 
-Status check_target(int64_t k, const LossShape& ls) {
-  if (k < 0 || k >= ls.c)
-    return make_error("target class " + std::to_string(k) + " is out of range for " + std::to_string(ls.c) + " classes");
-  return Status::ok();
+// The positions that count (not ignore_index), every target checked against the classes.
+Expected<int64_t> counted_targets(const int64_t* t, const LossShape& ls) {
+  int64_t count = 0;
+  for (int64_t p = 0; p < ls.n * ls.inner; ++p) {
+    if (ls.has_ignore && t[p] == ls.ignore) continue;
+    if (t[p] < 0 || t[p] >= ls.c)
+      return make_error("target class " + std::to_string(t[p]) + " is out of range for " + std::to_string(ls.c) + " classes");
+    ++count;
+  }
+  return count;
 }
 
 Expected<KernelPtr> make_softmax_ce(const KernelInit& init) {
@@ -552,22 +558,18 @@ Expected<KernelPtr> make_softmax_ce(const KernelInit& init) {
   return make(impl, init, [=](KernelRun& run) -> Status {
     const float* x = static_cast<const float*>(run.inputs[0].data);
     const int64_t* t = static_cast<const int64_t*>(run.inputs[1].data);
-    for (int64_t p = 0; p < s.n * s.inner; ++p)
-      if (!(s.has_ignore && t[p] == s.ignore)) RETURN_IF_ERROR(check_target(t[p], s));
+    TRY(const int64_t count, counted_targets(t, s));
     // Each example's sum on its own, added in example order: the same total on any thread count.
     std::vector<double> part(static_cast<size_t>(s.n), 0.0);
-    std::vector<int64_t> counted(static_cast<size_t>(s.n), 0);
     for_loss_blocks(x, s, [&](int64_t b, int64_t i0, int64_t w, const float* m, const float* sum) {
       for (int64_t i = 0; i < w; ++i) {
         const int64_t k = t[b * s.inner + i0 + i];
-        if (s.has_ignore && k == s.ignore) continue;
-        part[static_cast<size_t>(b)] += std::log(static_cast<double>(sum[i])) + m[i] - x[(b * s.c + k) * s.inner + i0 + i];
-        ++counted[static_cast<size_t>(b)];
+        if (!(s.has_ignore && k == s.ignore))
+          part[static_cast<size_t>(b)] += std::log(static_cast<double>(sum[i])) + m[i] - x[(b * s.c + k) * s.inner + i0 + i];
       }
     });
     double total = 0;
-    int64_t count = 0;
-    for (int64_t b = 0; b < s.n; ++b) total += part[static_cast<size_t>(b)], count += counted[static_cast<size_t>(b)];
+    for (double v : part) total += v;
     *static_cast<float*>(run.outputs[0].data) =
         static_cast<float>(s.mean ? (count ? total / static_cast<double>(count) : std::nan("")) : total);
     return Status::ok();
@@ -586,12 +588,7 @@ Expected<KernelPtr> make_softmax_ce_grad(const KernelInit& init) {
     const float* x = static_cast<const float*>(run.inputs[1].data);
     const int64_t* t = static_cast<const int64_t*>(run.inputs[2].data);
     float* dx = static_cast<float*>(run.outputs[0].data);
-    int64_t count = 0;
-    for (int64_t p = 0; p < s.n * s.inner; ++p) {
-      if (s.has_ignore && t[p] == s.ignore) continue;
-      RETURN_IF_ERROR(check_target(t[p], s));
-      ++count;
-    }
+    TRY(const int64_t count, counted_targets(t, s));
     const float scale = s.mean ? static_cast<float>(static_cast<double>(g) / static_cast<double>(count)) : g;
     for_loss_blocks(x, s, [&](int64_t b, int64_t i0, int64_t w, const float* m, const float* sum) {
       float gs[kLossBlock];
