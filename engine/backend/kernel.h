@@ -58,6 +58,11 @@ struct KernelRun {
   std::vector<Buffer> outputs;  // planned slots, output_bytes(i) long, in the node's out layout
   Buffer scratch;               // scratch_bytes() long (may overlap nothing else while running)
   int thread = 0;               // worker index running this kernel
+  // The inputs of a gradient bucket's collective (AllReduce, AllReduceStart, AllReduceWait after
+  // its token) lie in one buffer, each at the next 64-byte boundary after the previous, and nobody
+  // but the bucket's own steps reads them: the kernel may sum them in place (the compile stage's
+  // gradient buckets as views). Every other kernel's inputs are read-only.
+  bool bucket_view = false;
 };
 
 class Kernel {
@@ -76,8 +81,9 @@ class Kernel {
   virtual bool is_view() const { return false; }
   // Once, at load: prepack weights, create primitives. Errors are values (catch library throws).
   virtual Status load() { return Status::ok(); }
-  // Inputs may alias nothing the kernel writes. Must be safe to call from any one thread at a
-  // time (the scheduler never runs one node twice concurrently).
+  // Inputs may alias nothing the kernel writes, and are read-only (a bucket view aside:
+  // KernelRun::bucket_view). Must be safe to call from any one thread at a time (the scheduler
+  // never runs one node twice concurrently).
   virtual Status run(KernelRun& run) = 0;
 };
 

@@ -49,6 +49,9 @@ struct Step {
   bool nested = false;                       // the node has graph attributes (If, Loop, Scan)
   size_t scratch_offset = 0, scratch_bytes = 0;
   int scratch_request = -1;
+  // The node's gradient inputs are views into one bucket buffer it may sum in place
+  // (backend::KernelRun::bucket_view; AllReduce, AllReduceStart and its AllReduceWait).
+  bool bucket_view = false;
   std::vector<int> succs;                    // steps that wait for this one
   int num_preds = 0;
   double flops = 0;

@@ -176,6 +176,7 @@ Status Program::run_step(int index, RunState& state, int worker) {
   } else if (st.kind == Step::Kind::kKernel) {
     backend::KernelRun run;
     run.thread = worker;
+    run.bucket_view = st.bucket_view;
     for (ir::ValueId v : n.inputs) {
       if (v == ir::kNoValue) {
         run.inputs.push_back({});

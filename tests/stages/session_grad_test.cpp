@@ -7,6 +7,7 @@
 #include <random>
 
 #include "engine/autodiff/autodiff.h"
+#include "engine/dist/communicator.h"
 #include "engine/ops/infer.h"
 #include "engine/stages/session.h"
 
@@ -106,6 +107,83 @@ TEST(SessionGrad, UpdatesWriteOverDonatedInputsAfterTheirReaders) {
       for (size_t k = 0; k < 3; ++k)  // the fast update may contract to fused multiply-adds
         for (int64_t i = 0; i < (*want)[k].numel(); ++i)
           ASSERT_NEAR((*got)[k].get(i), (*want)[k].get(i), 1e-5 * (1 + std::fabs((*want)[k].get(i)))) << "output " << k << " element " << i;
+    }
+  }
+}
+
+// Gradient buckets as views (compile stage, PyTorch DDP's gradient_as_bucket_view): the gradients
+// of a bucket are placed one after another in one buffer, each at the next 64-byte boundary, and
+// the collectives sum them there. A gradient something else reads (here a graph output) keeps its
+// own buffer and its bucket is packed. One process: the means are the gradients, so the weights
+// after the step equal those of the step without data parallelism, bit for bit.
+TEST(SessionGrad, GradientBucketsAreViewsIntoOneBuffer) {
+  const ops::OpRegistry reg = ops::make_default_registry();
+  const std::vector<int64_t> sizes = {7, 300, 16, 1000, 33};  // floats; most are not whole 64-byte lines
+  for (bool overlap : {true, false}) {
+    for (bool output_a_gradient : {false, true}) {
+      for (int workers : {1, 2}) {
+        SCOPED_TRACE(std::string(overlap ? "overlap" : "blocking") + (output_a_gradient ? ", a gradient is an output" : "") +
+                     ", workers " + std::to_string(workers));
+        ir::Graph g("step");
+        const ir::ValueId lr = g.add_input("lr", ir::TensorType::of(DType::kF32, {}));
+        runtime::Feeds feeds{{"lr", Tensor::scalar<float>(0.1f)}};
+        std::vector<ir::ValueId> outs;
+        for (size_t i = 0; i < sizes.size(); ++i) {
+          const ir::TensorType t = ir::TensorType::of(DType::kF32, {sizes[i]});
+          const std::string k = std::to_string(i);
+          const ir::ValueId w = g.add_input("w" + k, t), x = g.add_input("x" + k, t), buf = g.add_input("buf" + k, t);
+          const ir::ValueId grad = g.node(g.add_node("Mul", {x, w}, 1, "grad" + k)).outputs[0];
+          const ir::NodeId u = g.add_node("SGDUpdate", {w, grad, lr, buf}, 2, "update" + k, {{"momentum", 0.9}});
+          outs.push_back(g.node(u).outputs[0]);
+          outs.push_back(g.node(u).outputs[1]);
+          if (output_a_gradient && i == 3) outs.push_back(grad);
+          feeds["w" + k] = random_tensor({sizes[i]}, static_cast<uint32_t>(10 + i));
+          feeds["x" + k] = random_tensor({sizes[i]}, static_cast<uint32_t>(20 + i));
+          feeds["buf" + k] = random_tensor({sizes[i]}, static_cast<uint32_t>(30 + i));
+        }
+        g.set_outputs(outs);
+        ASSERT_TRUE(ops::infer_types(g, reg).is_ok());
+        SessionOptions o;
+        o.inter_op_threads = workers;
+        Session plain(g, reg, o);
+        auto want = plain.run(feeds);
+        ASSERT_TRUE(want.has_value()) << want.error().to_string();
+
+        dist::DataParallel dp;
+        dp.world_size = 2;
+        dp.overlap = overlap;
+        dp.first_bucket_bytes = 200;  // one bucket of the last gradient, one of the four others
+        dp.bucket_bytes = 8192;
+        o.data_parallel = &dp;
+        Session split(g, reg, o);
+        auto got = split.run(feeds);
+        ASSERT_TRUE(got.has_value()) << got.error().to_string();
+        ASSERT_EQ(got->size(), want->size());
+        for (size_t k = 0; k < want->size(); ++k)
+          for (int64_t i = 0; i < (*want)[k].numel(); ++i)
+            ASSERT_EQ((*got)[k].data<float>()[i], (*want)[k].data<float>()[i]) << "output " << k << " element " << i;
+
+        const ExecutionPlan& plan = split.last_program()->plan();
+        int buckets = 0, views = 0;
+        for (const Step& st : plan.steps) {
+          const ir::Node& n = plan.graph.node(st.node);
+          if (n.op != (overlap ? "AllReduceStart" : "AllReduce")) continue;
+          ++buckets;
+          bool has_output_gradient = false;
+          for (ir::ValueId v : n.inputs)
+            has_output_gradient |= std::count(plan.graph.outputs().begin(), plan.graph.outputs().end(), v) > 0;
+          EXPECT_EQ(st.bucket_view, !has_output_gradient) << n.name;
+          if (!st.bucket_view) continue;
+          ++views;
+          size_t at = plan.slots[static_cast<size_t>(n.inputs[0])].offset;
+          for (ir::ValueId v : n.inputs) {
+            EXPECT_EQ(plan.slots[static_cast<size_t>(v)].offset, at) << n.name << " input %" << v;
+            at += (plan.slots[static_cast<size_t>(v)].bytes + 63) / 64 * 64;
+          }
+        }
+        EXPECT_EQ(buckets, 2);
+        EXPECT_EQ(views, output_a_gradient ? 1 : 2);
+      }
     }
   }
 }
