@@ -11,7 +11,8 @@ shard gives its gradient, summed in rank order and divided by the ranks; train_b
 Prints, per model: examples per second of each side (median and best of the repeats), the
 speed-ups (ratio of medians, of bests), the ceiling (N independent processes of the per-rank batch
 running at once without communication, against the 1-rank run: the most N trainers get from this
-machine, whatever the communication costs), the mean training loss of 1 and RANKS ranks for Tessera
+machine, whatever the communication costs; and "lockstep", N times the slowest of them: what N
+trainers that wait for each other at every step get when the cores are not equally fast), the mean training loss of 1 and RANKS ranks for Tessera
 and for PyTorch, and how far each framework's two runs drift apart (float rounding: the sum of
 RANKS shard gradients is rounded differently from the gradient of the whole batch).
 """
@@ -56,14 +57,14 @@ def independent_run(tessera, cfg, ranks):
            "--seed", "0", "--no-eval", "--no-record", "--json"]
     cmd += ["--max-steps", str(cfg["steps"])] if cfg.get("steps") else ["--epochs", str(cfg["epochs"])]
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for _ in range(ranks)]
-    total = 0.0
+    rates = []
     for p in procs:
         out, _ = p.communicate()
         lines = [l for l in out.splitlines() if l.startswith("{")]
         if p.returncode != 0 or not lines:
             sys.exit("dp_bench: %s failed" % " ".join(cmd))
-        total += json.loads(lines[-1])["images_per_s"]
-    return total
+        rates.append(json.loads(lines[-1])["images_per_s"])
+    return rates
 
 
 def torch_loss(cfg, ranks):
@@ -96,30 +97,33 @@ def main():
             many.append(tessera_run(args.tessera, cfg, args.ranks))
             alone.append(independent_run(args.tessera, cfg, args.ranks))
             print("  %s: 1 rank %.1f ex/s, %d ranks %.1f ex/s, %d independent processes %.1f ex/s" % (
-                name, one[-1]["images_per_s"], args.ranks, many[-1]["images_per_s"], args.ranks, alone[-1]), file=sys.stderr)
+                name, one[-1]["images_per_s"], args.ranks, many[-1]["images_per_s"], args.ranks, sum(alone[-1])), file=sys.stderr)
         s1 = [r["images_per_s"] for r in one]
         sn = [r["images_per_s"] for r in many]
         row = dict(model=name, one=statistics.median(s1), many=statistics.median(sn), one_best=max(s1), many_best=max(sn),
-                   pairs=[b / a for a, b in zip(s1, sn)], ceiling=statistics.median(b / a for a, b in zip(s1, alone)), loss_one=one[0]["train_loss"], loss_many=many[0]["train_loss"],
+                   pairs=[b / a for a, b in zip(s1, sn)], ceiling=statistics.median(sum(b) / a for a, b in zip(s1, alone)),
+                   lockstep=statistics.median(len(b) * min(b) / a for a, b in zip(s1, alone)), loss_one=one[0]["train_loss"], loss_many=many[0]["train_loss"],
                    comm_s=statistics.median(r.get("comm_s", 0) for r in many))
         if not args.no_torch:
             row["torch_one"], row["torch_many"] = torch_loss(cfg, 1), torch_loss(cfg, args.ranks)
         rows.append(row)
     print("%s, %d ranks x 1 thread against 1 rank x 1 thread, same global batch, %d alternated run(s) per side" %
           (train_bench.cpu_name(), args.ranks, args.repeats))
-    print("%-9s %10s %10s %7s %6s %15s %7s %12s %12s %9s %12s %12s %9s" % (
-        "model", "1 rank/s", "N ranks/s", "speedup", "best", "pairs", "ceiling", "loss 1", "loss N", "Δ", "torch 1", "torch N",
+    print("%-9s %10s %10s %7s %6s %15s %7s %8s %12s %12s %9s %12s %12s %9s" % (
+        "model", "1 rank/s", "N ranks/s", "speedup", "best", "pairs", "ceiling", "lockstep", "loss 1", "loss N", "Δ", "torch 1", "torch N",
         "torch Δ"))
     for r in rows:
         torch_cols = ("%12.6f %12.6f %9.1e" % (r["torch_one"], r["torch_many"], abs(r["torch_one"] - r["torch_many"]))
                       if "torch_one" in r else "")
-        print("%-9s %10.1f %10.1f %7.2f %6.2f %15s %7.2f %12.6f %12.6f %9.1e %s" % (
+        print("%-9s %10.1f %10.1f %7.2f %6.2f %15s %7.2f %8.2f %12.6f %12.6f %9.1e %s" % (
             r["model"], r["one"], r["many"], r["many"] / r["one"], r["many_best"] / r["one_best"],
-            "-".join("%.2f" % p for p in sorted(r["pairs"])), r["ceiling"], r["loss_one"], r["loss_many"],
+            "-".join("%.2f" % p for p in sorted(r["pairs"])), r["ceiling"], r["lockstep"], r["loss_one"], r["loss_many"],
             abs(r["loss_one"] - r["loss_many"]), torch_cols))
     print("(examples per second: medians, best: the ratio of each side's fastest run, pairs: the speed-up of each"
           " alternated pair; ceiling: N independent processes of the per-rank batch at once, no communication, over"
-          " the 1-rank run (median): what this machine gives N trainers; loss: the mean training loss over the run (one epoch of LeNet, %d ResNet-18 steps);"
+          " the 1-rank run (median): what this machine gives N trainers; lockstep: N times the slowest of those processes over"
+          " the 1-rank run: what it gives N trainers that wait for each other every step (the cores are not equally fast);"
+          " loss: the mean training loss over the run (one epoch of LeNet, %d ResNet-18 steps);"
           " Δ: |1 rank - N ranks|, the drift float rounding of the split gradient sum builds up)" %
           MODELS["resnet18"]["steps"])
 
