@@ -1,10 +1,10 @@
 // The data-parallel collectives of a training step (AllReduce, AllReduceStart, AllReduceWait,
 // runtime_ops.cpp) over the planned buffers: when the compile stage laid a bucket's gradients out
-// as views into one buffer (KernelRun::bucket_view) the sum runs in place there; otherwise the
-// gradients are packed straight from their slots into the bucket's persistent buffer
-// (dist::bucket_buffer). The means are written straight into the output slots. The reference kernels allocate a tensor per output and the runtime then copies
-// it into its slot: for ResNet-18's 44.7 MB of gradients that was a fresh allocation (page faults)
-// and two more passes over the bytes every step.
+// as views into one buffer (KernelRun::bucket_view) the sum runs in place there, and the outputs
+// (the sums) are that buffer too; otherwise the gradients are packed straight from their slots
+// into the bucket's persistent buffer (dist::bucket_buffer) and the sums copied straight into the
+// output slots. The optimizer updates take the mean (their grad_scale). The reference kernels
+// allocate a tensor per output, which the runtime then copies into its slot.
 #include <cstring>
 
 #include "engine/cpu/vec_internal.h"
@@ -12,10 +12,6 @@
 
 namespace tessera::cpu {
 namespace {
-
-TESSERA_VEC_CLONES void scale_copy(const float* src, float* dst, int64_t n, float scale) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * scale;
-}
 
 struct Bucket {
   int bucket = 0;
@@ -79,14 +75,15 @@ float* pack(const Bucket& b, const KernelRun& run, size_t first, int64_t* count)
   return f;
 }
 
-// Output i is gradient i's slice of the sum over `world` ranks, divided by `world`.
-void unpack(const Bucket& b, const KernelRun& run, size_t first, int world) {
+// Output i is gradient i's slice of the sum over the ranks (already in place when the compile stage
+// made the output that slice: a bucket view with its sums).
+void unpack(const Bucket& b, const KernelRun& run, size_t first) {
   const std::vector<int64_t>* places = nullptr;
   int64_t count = 0;
   const float* f = bucket_floats(b, run, first, &places, &count);
-  const float scale = 1.0f / static_cast<float>(world);
   for (size_t i = 0; i < b.counts.size(); ++i)
-    scale_copy(f + (*places)[i], static_cast<float*>(run.outputs[i].data), b.counts[i], scale);
+    if (run.outputs[i].data != f + (*places)[i])
+      std::memcpy(run.outputs[i].data, f + (*places)[i], static_cast<size_t>(b.counts[i]) * sizeof(float));
 }
 
 // A kernel over the bucket whose gradients are the node's inputs from `first` on: body(bucket,
@@ -106,7 +103,7 @@ Expected<KernelPtr> make_allreduce(const KernelInit& init) {
     int64_t count = 0;
     float* f = pack(b, run, 0, &count);
     if (comm) RETURN_IF_ERROR(comm->allreduce_sum(f, count));
-    unpack(b, run, 0, comm ? comm->size() : 1);
+    unpack(b, run, 0);
     return Status::ok();
   });
 }
@@ -125,7 +122,7 @@ Expected<KernelPtr> make_allreduce_start(const KernelInit& init) {
 Expected<KernelPtr> make_allreduce_wait(const KernelInit& init) {
   return bucket_kernel(init, "cpu.vec:allreduce_wait", 1, [](const Bucket& b, dist::Communicator* comm, KernelRun& run) -> Status {
     if (comm) RETURN_IF_ERROR(comm->wait_allreduce(b.bucket));
-    unpack(b, run, 1, comm ? comm->size() : 1);
+    unpack(b, run, 1);
     return Status::ok();
   });
 }

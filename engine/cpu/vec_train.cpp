@@ -141,17 +141,17 @@ bool same_f32_shape(const KernelInit& init, size_t a, size_t b) {
 
 // The update loops. The new parameter and buffers may be written over the old ones (the compile
 // stage's in-place outputs): element i is read before it is written, nothing else.
-TESSERA_VEC_CLONES void sgd_range(const float* p, const float* g, float* out, int64_t n, float lr, float wd) {
-  for (int64_t i = 0; i < n; ++i) out[i] = p[i] - lr * (g[i] + wd * p[i]);
+TESSERA_VEC_CLONES void sgd_range(const float* p, const float* g, float* out, int64_t n, float lr, float wd, float gs) {
+  for (int64_t i = 0; i < n; ++i) out[i] = p[i] - lr * (g[i] * gs + wd * p[i]);
 }
 
-// wd = 0 adds 0 * p (exact), nesterov = 0 multiplies d by 0 (exact for finite d): one branch-free
-// loop for every variant.
+// wd = 0 adds 0 * p (exact), nesterov = 0 multiplies d by 0 (exact for finite d), gs = 1 (the
+// gradient's scale, grad_scale) is exact: one branch-free loop for every variant.
 TESSERA_VEC_CLONES void sgd_momentum_range(const float* p, const float* g, const float* b, float* out, float* nb,
-                                           int64_t n, float lr, float wd, float momentum, bool nesterov) {
+                                           int64_t n, float lr, float wd, float gs, float momentum, bool nesterov) {
   const float keep_d = nesterov ? 1.f : 0.f, buf_w = nesterov ? momentum : 1.f;
   for (int64_t i = 0; i < n; ++i) {
-    const float d = g[i] + wd * p[i];
+    const float d = g[i] * gs + wd * p[i];
     const float buf = momentum * b[i] + d;
     nb[i] = buf;
     out[i] = p[i] - lr * (keep_d * d + buf_w * buf);
@@ -159,14 +159,14 @@ TESSERA_VEC_CLONES void sgd_momentum_range(const float* p, const float* g, const
 }
 
 struct AdamConstants {
-  float b1, b2, one_minus_b1, one_minus_b2, eps, wd, decay, step_size, sqrt_c2;
+  float b1, b2, one_minus_b1, one_minus_b2, eps, wd, decay, step_size, sqrt_c2, grad_scale;
   bool decoupled;
 };
 
 TESSERA_VEC_CLONES void adam_range(const float* p, const float* g, const float* m, const float* v, float* po, float* mo,
                                    float* vo, int64_t n, AdamConstants k) {
   for (int64_t i = 0; i < n; ++i) {
-    float param = p[i], d = g[i];
+    float param = p[i], d = g[i] * k.grad_scale;
     if (k.decoupled) param *= k.decay;
     else d += k.wd * param;
     const float mi = k.b1 * m[i] + k.one_minus_b1 * d;
@@ -617,6 +617,7 @@ Expected<KernelPtr> make_sgd(const KernelInit& init) {
     return decline(init, impl, "needs plain static f32");
   const float momentum = static_cast<float>(init.node.attr("momentum") ? init.node.attr("momentum")->f() : 0.0);
   const float wd = static_cast<float>(init.node.attr("weight_decay") ? init.node.attr("weight_decay")->f() : 0.0);
+  const float gs = static_cast<float>(init.node.attr("grad_scale") ? init.node.attr("grad_scale")->f() : 1.0);
   const bool nesterov = init.node.attr("nesterov") && init.node.attr("nesterov")->i() != 0;
   const bool has_buf = momentum != 0.f;
   if (has_buf && (init.in_types.size() < 4 || !same_f32_shape(init, 0, 3))) return decline(init, impl, "momentum buffer");
@@ -631,8 +632,8 @@ Expected<KernelPtr> make_sgd(const KernelInit& init) {
     const float* b = has_buf ? static_cast<const float*>(run.inputs[3].data) : nullptr;
     float* nb = has_buf ? static_cast<float*>(run.outputs[1].data) : nullptr;
     for_chunks(n, kParallelUpdate, [&](int64_t lo, int64_t hi) {
-      if (has_buf) sgd_momentum_range(p + lo, g + lo, b + lo, out + lo, nb + lo, hi - lo, lr, wd, momentum, nesterov);
-      else sgd_range(p + lo, g + lo, out + lo, hi - lo, lr, wd);
+      if (has_buf) sgd_momentum_range(p + lo, g + lo, b + lo, out + lo, nb + lo, hi - lo, lr, wd, gs, momentum, nesterov);
+      else sgd_range(p + lo, g + lo, out + lo, hi - lo, lr, wd, gs);
     });
     return Status::ok();
   });
@@ -644,7 +645,8 @@ Expected<KernelPtr> make_adam(const KernelInit& init) {
       !same_f32_shape(init, 0, 5) || !scalar_f32_input(init, 6))
     return decline(init, impl, "needs plain static f32");
   auto f = [&](const char* k, double d) { return init.node.attr(k) ? init.node.attr(k)->f() : d; };
-  const double b1 = f("beta1", 0.9), b2 = f("beta2", 0.999), eps = f("epsilon", 1e-8), wd = f("weight_decay", 0.0);
+  const double b1 = f("beta1", 0.9), b2 = f("beta2", 0.999), eps = f("epsilon", 1e-8), wd = f("weight_decay", 0.0),
+               gs = f("grad_scale", 1.0);
   const bool decoupled = init.node.attr("decoupled") && init.node.attr("decoupled")->i() != 0;
   const int64_t n = init.in_types[0]->static_numel();
   return make(impl, init, [=](KernelRun& run) -> Status {
@@ -662,6 +664,7 @@ Expected<KernelPtr> make_adam(const KernelInit& init) {
     k.decay = static_cast<float>(1.0 - lr * wd);
     k.step_size = static_cast<float>(lr / c1);
     k.sqrt_c2 = static_cast<float>(std::sqrt(c2));
+    k.grad_scale = static_cast<float>(gs);
     k.decoupled = decoupled;
     const float *p = static_cast<const float*>(run.inputs[0].data), *g = static_cast<const float*>(run.inputs[1].data),
                 *m = static_cast<const float*>(run.inputs[4].data), *v = static_cast<const float*>(run.inputs[5].data);

@@ -90,8 +90,9 @@ Expected<int> insert_gradient_allreduce(ir::Graph& g, const DataParallel& dp, in
       g.value(out).type = g.value(grads[k].value).type;
       std::string base = g.node(grads[k].update).name;  // "<weight>/update"
       if (base.size() > 7 && base.compare(base.size() - 7, 7, "/update") == 0) base.resize(base.size() - 7);
-      g.value(out).name = base + "/grad_mean";
+      g.value(out).name = base + "/grad_sum";
       g.node(grads[k].update).inputs[1] = out;
+      g.node(grads[k].update).attrs.insert_or_assign("grad_scale", ir::Attribute(1.0 / static_cast<double>(dp.world_size)));
     }
     if (bytes) *bytes += total;
     ++buckets;

@@ -40,30 +40,28 @@ void pack(const KernelContext& ctx, size_t first, float* f) {
   }
 }
 
-// The means: each input's slice of the summed buffer `f`, scaled by 1/world.
-Status unpack(KernelContext& ctx, size_t first, const float* f, int world) {
-  const float scale = 1.0f / static_cast<float>(world);
+// The sums: each input's slice of the summed buffer `f`.
+Status unpack(KernelContext& ctx, size_t first, const float* f) {
   int64_t at = 0;
   for (size_t i = first; i < ctx.inputs.size(); ++i) {
     TRY(Tensor out, Tensor::create_uninitialized(DType::kF32, ctx.in(i).shape()));
-    float* o = out.data<float>();
-    for (int64_t k = 0; k < out.numel(); ++k) o[k] = f[at + k] * scale;
+    std::memcpy(out.data<float>(), f + at, out.nbytes());
     at += out.numel();
     ctx.outputs.push_back(std::move(out));
   }
   return Status::ok();
 }
 
-// The mean over the ranks of each input: the inputs are packed into one flat buffer (a gradient
-// bucket), summed by the current communicator (engine/dist), and unpacked scaled by 1/world.
-// Without a communicator (one process) each output is its input.
+// The sum over the ranks of each input: the inputs are packed into one flat buffer (a gradient
+// bucket), summed by the current communicator (engine/dist), and unpacked (the optimizer update
+// takes the mean: its grad_scale). Without a communicator (one process) each output is its input.
 Status allreduce_kernel(KernelContext& ctx) {
   dist::Communicator* comm = dist::current();
   TRY(int64_t total, bucket_floats(ctx, 0, comm));
   TRY(Tensor flat, Tensor::create_uninitialized(DType::kF32, {total}));
   pack(ctx, 0, flat.data<float>());
   if (comm && comm->size() > 1) RETURN_IF_ERROR(comm->allreduce_sum(flat.data<float>(), total));
-  return unpack(ctx, 0, flat.data<float>(), comm ? comm->size() : 1);
+  return unpack(ctx, 0, flat.data<float>());
 }
 
 // AllReduceStart packs the bucket into its buffer (dist::bucket_buffer) and starts the sum; the
@@ -86,7 +84,7 @@ Status allreduce_wait_kernel(KernelContext& ctx) {
   TRY(int64_t total, bucket_floats(ctx, 1, comm));
   const int bucket = static_cast<int>(ctx.attrs().i("bucket"));
   if (comm && comm->size() > 1) RETURN_IF_ERROR(comm->wait_allreduce(bucket));
-  return unpack(ctx, 1, dist::bucket_buffer(bucket, total), comm ? comm->size() : 1);
+  return unpack(ctx, 1, dist::bucket_buffer(bucket, total));
 }
 
 }  // namespace
@@ -123,7 +121,7 @@ void register_runtime_ops(OpRegistry& registry) {
     d.flops = [](const InferContext&, const std::vector<TensorType>&) { return 0.0; };
   };
   // Output types: the f32 inputs from `first` on.
-  auto means_of = [](size_t first) {
+  auto sums_of = [](size_t first) {
     return [first](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
       std::vector<TensorType> out;
       for (size_t i = first; i < ctx.num_inputs(); ++i) {
@@ -137,12 +135,12 @@ void register_runtime_ops(OpRegistry& registry) {
   };
 
   OpDef allreduce("AllReduce", "runtime",
-                  "The mean over the ranks of data-parallel training of each input (a gradient bucket), "
-                  "blocking: the split stage's form without overlap. The inputs travel as one flat buffer. "
-                  "With one process, the identity.");
-  allreduce.input("X", "the bucket's gradients (f32)", false, true).output("Y", "their means over the ranks", false, true);
+                  "The sum over the ranks of data-parallel training of each input (a gradient bucket), "
+                  "blocking: the split stage's form without overlap. The inputs travel as one flat buffer; "
+                  "the optimizer updates take the mean (grad_scale 1/ranks). With one process, the identity.");
+  allreduce.input("X", "the bucket's gradients (f32)", false, true).output("Y", "their sums over the ranks", false, true);
   bucket_attrs(allreduce);
-  allreduce.infer = means_of(0);
+  allreduce.infer = sums_of(0);
   allreduce.reference = allreduce_kernel;
   registry.add(std::move(allreduce));
 
@@ -163,12 +161,13 @@ void register_runtime_ops(OpRegistry& registry) {
   registry.add(std::move(start));
 
   OpDef wait("AllReduceWait", "runtime",
-             "Waits for the bucket's sum started by AllReduceStart and gives each gradient's mean over "
-             "the ranks (the gradients after the token give the shapes).");
+             "Waits for the bucket's sum started by AllReduceStart and gives each gradient's sum over "
+             "the ranks (the gradients after the token give the shapes; the optimizer updates take the "
+             "mean: grad_scale 1/ranks).");
   wait.input("token", "AllReduceStart's token").input("X", "the bucket's gradients, as started", false, true);
-  wait.output("Y", "their means over the ranks", false, true);
+  wait.output("Y", "their sums over the ranks", false, true);
   bucket_attrs(wait);
-  wait.infer = means_of(1);
+  wait.infer = sums_of(1);
   wait.reference = allreduce_wait_kernel;
   registry.add(std::move(wait));
 }

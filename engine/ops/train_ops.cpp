@@ -102,7 +102,7 @@ bool skip_step(KernelContext& ctx, size_t loss_input, const std::vector<size_t>&
 Status sgd_kernel(KernelContext& ctx) {
   if (skip_step(ctx, 4, {0, 3})) return Status::ok();
   AttrReader a = ctx.attrs();
-  const double lr = scalar_of(ctx.in(2)), momentum = a.f("momentum"), wd = a.f("weight_decay");
+  const double lr = scalar_of(ctx.in(2)), momentum = a.f("momentum"), wd = a.f("weight_decay"), gs = a.f("grad_scale");
   const bool nesterov = a.i("nesterov") != 0, has_buf = momentum != 0.0;
   if (has_buf && !ctx.has_input(3)) return node_error(ctx.node, "momentum > 0 needs the momentum buffer input");
   Tensor p = ctx.in(0).contiguous(), g = ctx.in(1).contiguous();
@@ -113,9 +113,9 @@ Status sgd_kernel(KernelContext& ctx) {
     using T = decltype(tag);
     const T *pp = p.data<T>(), *gp = g.data<T>();
     T* out = np.data<T>();
-    const T tlr = static_cast<T>(lr), tm = static_cast<T>(momentum), twd = static_cast<T>(wd);
+    const T tlr = static_cast<T>(lr), tm = static_cast<T>(momentum), twd = static_cast<T>(wd), tgs = static_cast<T>(gs);
     for (int64_t i = 0; i < p.numel(); ++i) {
-      T d = gp[i];
+      T d = gp[i] * tgs;
       if (wd != 0.0) d += twd * pp[i];
       if (has_buf) {
         T buf = tm * b.data<T>()[i] + d;
@@ -135,7 +135,7 @@ Status adam_kernel(KernelContext& ctx) {
   if (skip_step(ctx, 6, {0, 4, 5})) return Status::ok();
   AttrReader a = ctx.attrs();
   const double lr = scalar_of(ctx.in(2)), step = scalar_of(ctx.in(3));
-  const double b1 = a.f("beta1"), b2 = a.f("beta2"), eps = a.f("epsilon"), wd = a.f("weight_decay");
+  const double b1 = a.f("beta1"), b2 = a.f("beta2"), eps = a.f("epsilon"), wd = a.f("weight_decay"), gs = a.f("grad_scale");
   const bool decoupled = a.i("decoupled") != 0;
   if (step < 1) return node_error(ctx.node, "step must be >= 1 (the first update is step 1), got " + std::to_string(step));
   Tensor p = ctx.in(0).contiguous(), g = ctx.in(1).contiguous(), m = ctx.in(4).contiguous(), v = ctx.in(5).contiguous();
@@ -145,9 +145,9 @@ Status adam_kernel(KernelContext& ctx) {
     using T = decltype(tag);
     const T *pp = p.data<T>(), *gp = g.data<T>(), *mp = m.data<T>(), *vp = v.data<T>();
     T *po = np.data<T>(), *mo = nm.data<T>(), *vo = nv.data<T>();
-    const T step_size = static_cast<T>(lr / c1), sc2 = static_cast<T>(std::sqrt(c2));
+    const T step_size = static_cast<T>(lr / c1), sc2 = static_cast<T>(std::sqrt(c2)), tgs = static_cast<T>(gs);
     for (int64_t i = 0; i < p.numel(); ++i) {
-      T param = pp[i], d = gp[i];
+      T param = pp[i], d = gp[i] * tgs;
       if (decoupled) param *= static_cast<T>(1.0 - lr * wd);
       else if (wd != 0.0) d += static_cast<T>(wd) * param;
       T mi = static_cast<T>(b1) * mp[i] + static_cast<T>(1.0 - b1) * d;
@@ -165,6 +165,10 @@ Status adam_kernel(KernelContext& ctx) {
 }
 
 }  // namespace
+
+constexpr const char* kGradScaleDoc =
+    "the gradient is multiplied by this first (data parallel: 1/ranks, so that the update takes the mean of the "
+    "ranks' summed gradients)";
 
 void register_train_ops(OpRegistry& registry) {
   OpDef sts("SumToShape", "training",
@@ -187,6 +191,7 @@ void register_train_ops(OpRegistry& registry) {
   sgd.attr("momentum", AttrKind::kFloat, Attribute(0.0), "momentum factor");
   sgd.attr("nesterov", AttrKind::kInt, Attribute(int64_t{0}), "1: Nesterov momentum");
   sgd.attr("weight_decay", AttrKind::kFloat, Attribute(0.0), "L2 penalty added to the gradient");
+  sgd.attr("grad_scale", AttrKind::kFloat, Attribute(1.0), kGradScaleDoc);
   sgd.allowed_types = kFloatTypes;
   sgd.infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
     TRY(std::vector<TensorType> t, infer_update(ctx, 1, 3));
@@ -210,6 +215,7 @@ void register_train_ops(OpRegistry& registry) {
   adam.attr("epsilon", AttrKind::kFloat, Attribute(1e-8), "added to the denominator");
   adam.attr("weight_decay", AttrKind::kFloat, Attribute(0.0), "weight decay (L2, or decoupled for AdamW)");
   adam.attr("decoupled", AttrKind::kInt, Attribute(int64_t{0}), "1: AdamW's decoupled weight decay");
+  adam.attr("grad_scale", AttrKind::kFloat, Attribute(1.0), kGradScaleDoc);
   adam.allowed_types = kFloatTypes;
   adam.infer = [](const InferContext& ctx) { return infer_update(ctx, 2, 4); };
   adam.reference = adam_kernel;

@@ -48,6 +48,7 @@ struct BucketGroup {
   std::vector<ir::ValueId> members;  // the buffers of the node's inputs, in order
   std::vector<size_t> within;        // each member's offset in the buffer
   std::vector<int> writers;          // the steps writing the members
+  int reducer = -1;                  // the step writing the sums (AllReduce or AllReduceWait)
   size_t bytes = 0;
   int request = -1;                  // the buffer's memory request (set while requesting)
 };
@@ -71,10 +72,13 @@ std::vector<BucketGroup> bucket_groups(const ir::Graph& g, ExecutionPlan& plan, 
     if ((n.op != "AllReduce" && n.op != "AllReduceStart") || plan.steps[s].kind != Step::Kind::kKernel || n.inputs.empty())
       continue;
     std::set<int> own = {static_cast<int>(s)};
+    BucketGroup bg;
+    bg.reducer = static_cast<int>(s);
     if (n.op == "AllReduceStart") {
       const std::vector<int>& waits = users[static_cast<size_t>(n.outputs[0])];
       if (waits.size() != 1 || plan.steps[static_cast<size_t>(waits[0])].kind != Step::Kind::kKernel) continue;
       own.insert(waits[0]);
+      bg.reducer = waits[0];
     }
     // Read by the bucket's steps, or by a view (whose own readers are checked with it).
     auto bucket_only = [&](ir::ValueId v) {
@@ -82,7 +86,6 @@ std::vector<BucketGroup> bucket_groups(const ir::Graph& g, ExecutionPlan& plan, 
         if (!own.count(u) && plan.steps[static_cast<size_t>(u)].kind != Step::Kind::kAlias) return false;
       return true;
     };
-    BucketGroup bg;
     const int device = plan.slots[static_cast<size_t>(n.inputs[0])].device;
     bool ok = devs[static_cast<size_t>(device)]->host_accessible();
     for (ir::ValueId v : n.inputs) {
@@ -407,6 +410,23 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
 
   // Gradient buckets as views into one buffer (PyTorch DDP's gradient_as_bucket_view).
   std::vector<BucketGroup> buckets = bucket_groups(g, plan, step_of, users, alias_root, graph_outputs, devs);
+  // The sums are views of the bucket too (the reducer leaves them where MPI put them): one buffer
+  // for a bucket's gradients and sums, unless a sum is a graph output or something views it.
+  int sums_in_place = 0;
+  const std::set<ir::ValueId> viewed(alias_root.begin(), alias_root.end());
+  for (const BucketGroup& bg : buckets) {
+    const std::vector<ir::ValueId>& sums = g.node(plan.steps[static_cast<size_t>(bg.reducer)].node).outputs;
+    bool ok = sums.size() == bg.members.size();
+    for (size_t i = 0; ok && i < sums.size(); ++i) {
+      const ValueSlot& so = plan.slots[static_cast<size_t>(sums[i])];
+      ok = so.kind == ValueSlot::Kind::kArena && so.layout.empty() &&
+           so.bytes == plan.slots[static_cast<size_t>(bg.members[i])].bytes && !graph_outputs.count(sums[i]) &&
+           !viewed.count(sums[i]) && alias_root[static_cast<size_t>(sums[i])] == ir::kNoValue;
+    }
+    if (!ok) continue;
+    for (size_t i = 0; i < sums.size(); ++i) alias_root[static_cast<size_t>(sums[i])] = bg.members[i];
+    ++sums_in_place;
+  }
   std::vector<int> bucket_of(static_cast<size_t>(g.value_capacity()), -1);
   std::vector<size_t> within(static_cast<size_t>(g.value_capacity()), 0);
   for (size_t b = 0; b < buckets.size(); ++b)
@@ -503,7 +523,7 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
     std::map<int, std::vector<int>> writers;
     for (const BucketGroup& bg : buckets)
       if (bg.request >= 0 && plan.slots[static_cast<size_t>(bg.members[0])].device == static_cast<int>(d))
-        writers[reqs[static_cast<size_t>(bg.request)].def_step] = bg.writers;
+        for (int w : bg.writers) writers[reqs[static_cast<size_t>(bg.request)].def_step].push_back(w);
     auto add_edge = [&](int from, int to) {
       if (from == to || edges.count({from, to}) || reaches(from, to)) return;
       edges.emplace(from, to);
@@ -539,7 +559,8 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
           << plan.peak_bytes() << " bytes, lifetime lower bound " << plan.lower_bound_bytes() << ", "
           << plan.memory_edges << " memory edges";
   if (!plan.donations.empty()) summary << ", " << plan.donations.size() << " outputs in place";
-  if (!buckets.empty()) summary << ", " << buckets.size() << " gradient buckets as views";
+  if (!buckets.empty())
+    summary << ", " << buckets.size() << " gradient buckets as views (" << sums_in_place << " with their sums in place)";
   ctx.finish_stage("compile", start, nodes, nullptr, summary.str());
   return plan;
 }

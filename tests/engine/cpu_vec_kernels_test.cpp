@@ -249,10 +249,13 @@ TEST(CpuVec, OptimizerUpdates) {
   check_update("SGDUpdate", {&p, &g, &lr, &buf}, {{"momentum", 0.9}, {"nesterov", int64_t{1}}, {"weight_decay", 0.01}}, 2,
                "cpu.vec:sgd");
   check_update("SGDUpdate", {&p, &g, &lr, nullptr}, {{"weight_decay", 0.1}}, 2, "cpu.vec:sgd");
+  check_update("SGDUpdate", {&p, &g, &lr, &buf}, {{"momentum", 0.9}, {"grad_scale", 1.0 / 3}}, 2, "cpu.vec:sgd");
+  check_update("SGDUpdate", {&p, &g, &lr, nullptr}, {{"grad_scale", 0.5}}, 2, "cpu.vec:sgd");
   const Tensor m = random_f32({37, 5}, 23), v = random_f32({37, 5}, 24, 0.f, 1.f);
   check_update("AdamUpdate", {&p, &g, &lr, &step, &m, &v}, {}, 3, "cpu.vec:adam");
   check_update("AdamUpdate", {&p, &g, &lr, &step, &m, &v}, {{"weight_decay", 0.01}, {"decoupled", int64_t{1}}}, 3, "cpu.vec:adam");
   check_update("AdamUpdate", {&p, &g, &lr, &step, &m, &v}, {{"weight_decay", 0.01}}, 3, "cpu.vec:adam");
+  check_update("AdamUpdate", {&p, &g, &lr, &step, &m, &v}, {{"grad_scale", 0.25}}, 3, "cpu.vec:adam");
   // Past the single-thread limit: chunks over the OpenMP team.
   const Tensor bp = random_f32({300, 200}, 25), bg = random_f32({300, 200}, 26), bb = random_f32({300, 200}, 27);
   check_update("SGDUpdate", {&bp, &bg, &lr, &bb}, {{"momentum", 0.9}}, 2, "cpu.vec:sgd");

@@ -32,6 +32,10 @@ TEST(SGDUpdate, MomentumNesterovAndWeightDecay) {
   // Weight decay 0.1 adds 0.1 p to the gradient.
   r = run("SGDUpdate", {p, g, lr}, {{"weight_decay", 0.1}}, 2);
   expect_values(r[0], {2}, {1.0 - 0.1 * 0.6, -2.0 - 0.1 * 0.05}, 1e-6);
+  // grad_scale (data parallel's 1/ranks) scales the gradient before the decay and the momentum:
+  // buf = 0.9 b + g / 4 + 0.1 p.
+  r = run("SGDUpdate", {p, g, lr, b}, {{"momentum", 0.9}, {"weight_decay", 0.1}, {"grad_scale", 0.25}}, 2);
+  expect_values(r[1], {2}, {0.9 + 0.125 + 0.1, 0.9 + 0.0625 - 0.2}, 1e-6);
 }
 
 TEST(AdamUpdate, BiasCorrectedAndDecoupled) {
@@ -48,6 +52,9 @@ TEST(AdamUpdate, BiasCorrectedAndDecoupled) {
   // Adam with L2: gradient 0.5 + 0.1 * 1 = 0.6; the first step is still lr * sign.
   r = run("AdamUpdate", {p, g, lr, step1, zero, zero}, {{"weight_decay", 0.1}}, 3);
   expect_values(r[1], {1}, {0.06}, 1e-7);
+  // grad_scale 1/2 halves the gradient first: m = 0.1 * (0.25 + 0.1).
+  r = run("AdamUpdate", {p, g, lr, step1, zero, zero}, {{"weight_decay", 0.1}, {"grad_scale", 0.5}}, 3);
+  expect_values(r[1], {1}, {0.035}, 1e-7);
   // Step 0 is refused.
   auto bad = runtime::run_single_op(registry(), "AdamUpdate", {p, g, lr, Tensor::scalar<float>(0.f), zero, zero}, {}, 3);
   ASSERT_FALSE(bad.has_value());

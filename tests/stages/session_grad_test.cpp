@@ -112,10 +112,12 @@ TEST(SessionGrad, UpdatesWriteOverDonatedInputsAfterTheirReaders) {
 }
 
 // Gradient buckets as views (compile stage, PyTorch DDP's gradient_as_bucket_view): the gradients
-// of a bucket are placed one after another in one buffer, each at the next 64-byte boundary, and
-// the collectives sum them there. A gradient something else reads (here a graph output) keeps its
-// own buffer and its bucket is packed. One process: the means are the gradients, so the weights
-// after the step equal those of the step without data parallelism, bit for bit.
+// of a bucket are placed one after another in one buffer, each at the next 64-byte boundary, the
+// collectives sum them there and the sums stay there for the updates. A gradient something else
+// reads (here a graph output) keeps its own buffer and its bucket is packed. One process: the sums
+// are the gradients and the updates take half of them (grad_scale 1/2 for 2 ranks), so the weights
+// equal those of the step without data parallelism whose updates scale the gradient by 1/2, bit for
+// bit.
 TEST(SessionGrad, GradientBucketsAreViewsIntoOneBuffer) {
   const ops::OpRegistry reg = ops::make_default_registry();
   const std::vector<int64_t> sizes = {7, 300, 16, 1000, 33};  // floats; most are not whole 64-byte lines
@@ -133,7 +135,7 @@ TEST(SessionGrad, GradientBucketsAreViewsIntoOneBuffer) {
           const std::string k = std::to_string(i);
           const ir::ValueId w = g.add_input("w" + k, t), x = g.add_input("x" + k, t), buf = g.add_input("buf" + k, t);
           const ir::ValueId grad = g.node(g.add_node("Mul", {x, w}, 1, "grad" + k)).outputs[0];
-          const ir::NodeId u = g.add_node("SGDUpdate", {w, grad, lr, buf}, 2, "update" + k, {{"momentum", 0.9}});
+          const ir::NodeId u = g.add_node("SGDUpdate", {w, grad, lr, buf}, 2, "update" + k, {{"momentum", 0.9}, {"weight_decay", 0.01}});
           outs.push_back(g.node(u).outputs[0]);
           outs.push_back(g.node(u).outputs[1]);
           if (output_a_gradient && i == 3) outs.push_back(grad);
@@ -145,7 +147,10 @@ TEST(SessionGrad, GradientBucketsAreViewsIntoOneBuffer) {
         ASSERT_TRUE(ops::infer_types(g, reg).is_ok());
         SessionOptions o;
         o.inter_op_threads = workers;
-        Session plain(g, reg, o);
+        ir::Graph halved = g;
+        for (ir::NodeId id : halved.node_ids())
+          if (halved.node(id).op == "SGDUpdate") halved.node(id).attrs.insert_or_assign("grad_scale", ir::Attribute(0.5));
+        Session plain(halved, reg, o);
         auto want = plain.run(feeds);
         ASSERT_TRUE(want.has_value()) << want.error().to_string();
 
@@ -180,6 +185,17 @@ TEST(SessionGrad, GradientBucketsAreViewsIntoOneBuffer) {
             EXPECT_EQ(plan.slots[static_cast<size_t>(v)].offset, at) << n.name << " input %" << v;
             at += (plan.slots[static_cast<size_t>(v)].bytes + 63) / 64 * 64;
           }
+          // The sums (the outputs of the blocking AllReduce, or of the wait after the start's token)
+          // share the gradients' places.
+          const ir::Node* reducer = &n;
+          for (const Step& other : plan.steps)
+            if (overlap && plan.graph.node(other.node).op == "AllReduceWait" && plan.graph.node(other.node).inputs[0] == n.outputs[0])
+              reducer = &plan.graph.node(other.node);
+          ASSERT_EQ(reducer->op, overlap ? "AllReduceWait" : "AllReduce");
+          ASSERT_EQ(reducer->outputs.size(), n.inputs.size());
+          for (size_t i = 0; i < n.inputs.size(); ++i)
+            EXPECT_EQ(plan.slots[static_cast<size_t>(reducer->outputs[i])].offset, plan.slots[static_cast<size_t>(n.inputs[i])].offset)
+                << reducer->name << " output " << i;
         }
         EXPECT_EQ(buckets, 2);
         EXPECT_EQ(views, output_a_gradient ? 1 : 2);
