@@ -89,8 +89,8 @@ Expected<std::pair<int64_t, int64_t>> span_extent(const Database& db, int64_t ru
 // Kernel time by op, most total time first.
 Expected<std::vector<OpStats>> op_stats(const Database& db, int64_t run);
 // Per rank of a data-parallel run (kernel spans on devices "rankN/..."): time in the all-reduce
-// kernels (AllReduce, AllReduceStart, AllReduceWait: packing, waiting, unpacking) and in the other
-// kernels. Empty for a one-process run. (The time MPI itself took, on its own thread, and how long
+// kernels (AllReduce, AllReduceStart, AllReduceWait: handing over, waiting; packing and copying
+// out for a bucket that is not a view) and in the other kernels. Empty for a one-process run. (The time MPI itself took, on its own thread, and how long
 // the steps waited for it are the run's metrics dist/comm_s/rankN and dist/wait_s/rankN.)
 struct RankStats {
   int rank = 0;
