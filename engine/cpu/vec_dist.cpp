@@ -44,12 +44,14 @@ std::optional<Bucket> bucket_of(const KernelInit& init, size_t first) {
 }
 
 // The communicator of this run, checked against the world size the graph was split for (null:
-// one process, the sum of one rank).
+// one process, the sum of one rank; the updates divide by the world size, so a graph split for
+// several ranks needs them).
 Expected<dist::Communicator*> communicator(const Bucket& b) {
   dist::Communicator* comm = dist::current();
-  if (comm && b.world_size != comm->size())
+  const int have = comm ? comm->size() : 1;
+  if (b.world_size != have)
     return make_error("the graph was split for " + std::to_string(b.world_size) + " ranks, this run has " +
-                      std::to_string(comm->size()));
+                      std::to_string(have) + (comm ? "" : " (no communicator: one process)"));
   return comm && comm->size() > 1 ? comm : nullptr;
 }
 

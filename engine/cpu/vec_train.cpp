@@ -141,8 +141,17 @@ bool same_f32_shape(const KernelInit& init, size_t a, size_t b) {
 
 // The update loops. The new parameter and buffers may be written over the old ones (the compile
 // stage's in-place outputs): element i is read before it is written, nothing else.
+//
+// The weight decay's product comes first, so that GCC's contraction fuses it with the sum:
+// d = fma(wd, p, g * gs), the rounding of an unscaled update of the gradient g * gs (data parallel:
+// the update of the sum with grad_scale 1/2 is bit for bit the update of the mean; with gs = 1 the
+// rounding of the update before grad_scale existed). Fusing g * gs instead would round wd * p
+// first (CpuVec.OptimizerUpdates checks the bits).
 TESSERA_VEC_CLONES void sgd_range(const float* p, const float* g, float* out, int64_t n, float lr, float wd, float gs) {
-  for (int64_t i = 0; i < n; ++i) out[i] = p[i] - lr * (g[i] * gs + wd * p[i]);
+  for (int64_t i = 0; i < n; ++i) {
+    const float l2 = wd * p[i];
+    out[i] = p[i] - lr * (g[i] * gs + l2);
+  }
 }
 
 // wd = 0 adds 0 * p (exact), nesterov = 0 multiplies d by 0 (exact for finite d), gs = 1 (the
@@ -151,7 +160,8 @@ TESSERA_VEC_CLONES void sgd_momentum_range(const float* p, const float* g, const
                                            int64_t n, float lr, float wd, float gs, float momentum, bool nesterov) {
   const float keep_d = nesterov ? 1.f : 0.f, buf_w = nesterov ? momentum : 1.f;
   for (int64_t i = 0; i < n; ++i) {
-    const float d = g[i] * gs + wd * p[i];
+    const float l2 = wd * p[i];
+    const float d = g[i] * gs + l2;
     const float buf = momentum * b[i] + d;
     nb[i] = buf;
     out[i] = p[i] - lr * (keep_d * d + buf_w * buf);
@@ -166,9 +176,9 @@ struct AdamConstants {
 TESSERA_VEC_CLONES void adam_range(const float* p, const float* g, const float* m, const float* v, float* po, float* mo,
                                    float* vo, int64_t n, AdamConstants k) {
   for (int64_t i = 0; i < n; ++i) {
-    float param = p[i], d = g[i] * k.grad_scale;
+    const float l2 = k.wd * p[i];  // (unused when decoupled)
+    float param = p[i], d = k.decoupled ? g[i] * k.grad_scale : g[i] * k.grad_scale + l2;
     if (k.decoupled) param *= k.decay;
-    else d += k.wd * param;
     const float mi = k.b1 * m[i] + k.one_minus_b1 * d;
     const float vi = k.b2 * v[i] + k.one_minus_b2 * d * d;
     mo[i] = mi;

@@ -92,7 +92,9 @@ Expected<int> insert_gradient_allreduce(ir::Graph& g, const DataParallel& dp, in
       if (base.size() > 7 && base.compare(base.size() - 7, 7, "/update") == 0) base.resize(base.size() - 7);
       g.value(out).name = base + "/grad_sum";
       g.node(grads[k].update).inputs[1] = out;
-      g.node(grads[k].update).attrs.insert_or_assign("grad_scale", ir::Attribute(1.0 / static_cast<double>(dp.world_size)));
+      const ir::Attribute* scale = g.node(grads[k].update).attr("grad_scale");
+      g.node(grads[k].update).attrs.insert_or_assign(
+          "grad_scale", ir::Attribute((scale ? scale->f() : 1.0) / static_cast<double>(dp.world_size)));
     }
     if (bytes) *bytes += total;
     ++buckets;

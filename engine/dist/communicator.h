@@ -45,6 +45,10 @@ class Communicator {
     (void)bucket;
     return Status::ok();
   }
+  // After a failed step: drops the started all-reduces not yet begun and blocks until the one
+  // running (if any) ends, so that nothing writes into the step's buffers (the buckets are views
+  // into its arena) once the caller lets them go.
+  virtual void quiesce() {}
   // Seconds spent inside collectives so far (for `tessera runs show`).
   virtual double comm_seconds() const = 0;
   // Seconds the caller spent blocked in wait_allreduce (the communication the step did not hide).

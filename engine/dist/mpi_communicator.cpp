@@ -32,6 +32,7 @@ struct MpiCommunicator::Async {
   std::deque<Job> queue;
   std::map<int, int64_t> started, finished;  // per bucket: jobs started, jobs finished
   bool stop = false;
+  bool busy = false;  // a job is being summed
   Status error;
 };
 
@@ -96,13 +97,17 @@ Expected<std::unique_ptr<MpiCommunicator>> MpiCommunicator::create() {
       std::unique_lock<std::mutex> lk(a->mu);
       while (true) {
         a->wake.wait(lk, [&] { return a->stop || !a->queue.empty(); });
-        if (a->queue.empty()) return;  // stop, and nothing left
+        if (a->stop) return;  // (the destructor; a finished step leaves nothing queued)
         Async::Job job = a->queue.front();
         a->queue.pop_front();
-        lk.unlock();
-        Status st = self->sum(a->comm, job.data, job.count);
-        lk.lock();
-        if (!st.is_ok() && a->error.is_ok()) a->error = st;
+        if (a->error.is_ok()) {  // after an error the buckets are only marked done
+          a->busy = true;
+          lk.unlock();
+          Status st = self->sum(a->comm, job.data, job.count);
+          lk.lock();
+          a->busy = false;
+          if (!st.is_ok() && a->error.is_ok()) a->error = st;
+        }
         ++a->finished[job.bucket];
         a->done.notify_all();
       }
@@ -155,6 +160,14 @@ Status MpiCommunicator::wait_allreduce(int bucket) {
   async_->done.wait(lk, [&] { return async_->finished[bucket] >= async_->started[bucket] || !async_->error.is_ok(); });
   wait_ns_ += observe::now_ns() - t0;
   return async_->error;
+}
+
+void MpiCommunicator::quiesce() {
+  if (!async_) return;
+  std::unique_lock<std::mutex> lk(async_->mu);
+  for (const Async::Job& job : async_->queue) ++async_->finished[job.bucket];
+  async_->queue.clear();
+  async_->done.wait(lk, [&] { return !async_->busy; });
 }
 
 Status MpiCommunicator::broadcast(void* data, int64_t bytes, int root) {

@@ -69,7 +69,8 @@ std::vector<BucketGroup> bucket_groups(const ir::Graph& g, ExecutionPlan& plan, 
   std::vector<BucketGroup> groups;
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const ir::Node& n = g.node(plan.steps[s].node);
-    if ((n.op != "AllReduce" && n.op != "AllReduceStart") || plan.steps[s].kind != Step::Kind::kKernel || n.inputs.empty())
+    if ((n.op != "AllReduce" && n.op != "AllReduceStart") || plan.steps[s].kind != Step::Kind::kKernel || n.inputs.empty() ||
+        n.inputs[0] == ir::kNoValue)
       continue;
     std::set<int> own = {static_cast<int>(s)};
     BucketGroup bg;
@@ -419,7 +420,7 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
     bool ok = sums.size() == bg.members.size();
     for (size_t i = 0; ok && i < sums.size(); ++i) {
       const ValueSlot& so = plan.slots[static_cast<size_t>(sums[i])];
-      ok = so.kind == ValueSlot::Kind::kArena && so.layout.empty() &&
+      ok = so.kind == ValueSlot::Kind::kArena && so.layout.empty() && so.device == plan.slots[static_cast<size_t>(bg.members[i])].device &&
            so.bytes == plan.slots[static_cast<size_t>(bg.members[i])].bytes && !graph_outputs.count(sums[i]) &&
            !viewed.count(sums[i]) && alias_root[static_cast<size_t>(sums[i])] == ir::kNoValue;
     }

@@ -377,6 +377,7 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
                                global_step_ % config_.trace_every == 0);
       auto ran = sessions_->step->run(feeds);
       if (!ran) {
+        if (config_.comm) config_.comm->quiesce();  // no all-reduce left writing into the step's buffers
         Error e = ran.error();
         e.message = "training step " + std::to_string(global_step_ + 1) + " (epoch " + std::to_string(epoch + 1) +
                     ", batch " + std::to_string(batch_in_epoch_ + 1) + "): " + e.message;

@@ -256,6 +256,32 @@ TEST(CpuVec, OptimizerUpdates) {
   check_update("AdamUpdate", {&p, &g, &lr, &step, &m, &v}, {{"weight_decay", 0.01}, {"decoupled", int64_t{1}}}, 3, "cpu.vec:adam");
   check_update("AdamUpdate", {&p, &g, &lr, &step, &m, &v}, {{"weight_decay", 0.01}}, 3, "cpu.vec:adam");
   check_update("AdamUpdate", {&p, &g, &lr, &step, &m, &v}, {{"grad_scale", 0.25}}, 3, "cpu.vec:adam");
+  // grad_scale is the data-parallel mean: the update of a summed gradient with grad_scale 1/2 is,
+  // bit for bit, the update of the halved gradient, with weight decay too (the scale's product is
+  // never fused with the decay's).
+  Tensor half = g.clone();
+  for (int64_t i = 0; i < half.numel(); ++i) half.data<float>()[i] *= 0.5f;
+  const std::vector<bool> inputs(6, false);
+  for (const ir::Attributes& attrs : std::vector<ir::Attributes>{
+           {{"momentum", 0.9}, {"weight_decay", 0.01}}, {{"weight_decay", 0.1}}, {{"momentum", 0.9}, {"nesterov", int64_t{1}}, {"weight_decay", 0.01}}}) {
+    ir::Attributes scaled = attrs;
+    scaled.insert_or_assign("grad_scale", 0.5);
+    const bool buffered = attrs.count("momentum") > 0;
+    const KernelResult a = run_cpu({"SGDUpdate", {&p, &g, &lr, buffered ? &buf : nullptr}, scaled, inputs, {}, "", 2});
+    const KernelResult b = run_cpu({"SGDUpdate", {&p, &half, &lr, buffered ? &buf : nullptr}, attrs, inputs, {}, "", 2});
+    ASSERT_EQ(a.impl, "cpu.vec:sgd");
+    for (size_t k = 0; k < (buffered ? 2u : 1u); ++k)
+      for (int64_t i = 0; i < p.numel(); ++i)
+        ASSERT_EQ(a.outputs[k].data<float>()[i], b.outputs[k].data<float>()[i]) << "output " << k << " element " << i;
+  }
+  {
+    const KernelResult a = run_cpu({"AdamUpdate", {&p, &g, &lr, &step, &m, &v}, {{"weight_decay", 0.01}, {"grad_scale", 0.5}}, inputs, {}, "", 3});
+    const KernelResult b = run_cpu({"AdamUpdate", {&p, &half, &lr, &step, &m, &v}, {{"weight_decay", 0.01}}, inputs, {}, "", 3});
+    ASSERT_EQ(a.impl, "cpu.vec:adam");
+    for (int k = 0; k < 3; ++k)
+      for (int64_t i = 0; i < p.numel(); ++i)
+        ASSERT_EQ(a.outputs[static_cast<size_t>(k)].data<float>()[i], b.outputs[static_cast<size_t>(k)].data<float>()[i]) << "output " << k << " element " << i;
+  }
   // Past the single-thread limit: chunks over the OpenMP team.
   const Tensor bp = random_f32({300, 200}, 25), bg = random_f32({300, 200}, 26), bb = random_f32({300, 200}, 27);
   check_update("SGDUpdate", {&bp, &bg, &lr, &bb}, {{"momentum", 0.9}}, 2, "cpu.vec:sgd");

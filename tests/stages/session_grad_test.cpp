@@ -111,13 +111,27 @@ TEST(SessionGrad, UpdatesWriteOverDonatedInputsAfterTheirReaders) {
   }
 }
 
+// A second rank that computed the same gradients: the sum over the two ranks is twice the data.
+class TwinRanks final : public dist::Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  std::string name() const override { return "twin"; }
+  Status allreduce_sum(float* data, int64_t count) override {
+    for (int64_t i = 0; i < count; ++i) data[i] *= 2.f;
+    return Status::ok();
+  }
+  Status broadcast(void*, int64_t, int) override { return Status::ok(); }
+  Status barrier() override { return Status::ok(); }
+  double comm_seconds() const override { return 0; }
+};
+
 // Gradient buckets as views (compile stage, PyTorch DDP's gradient_as_bucket_view): the gradients
 // of a bucket are placed one after another in one buffer, each at the next 64-byte boundary, the
 // collectives sum them there and the sums stay there for the updates. A gradient something else
-// reads (here a graph output) keeps its own buffer and its bucket is packed. One process: the sums
-// are the gradients and the updates take half of them (grad_scale 1/2 for 2 ranks), so the weights
-// equal those of the step without data parallelism whose updates scale the gradient by 1/2, bit for
-// bit.
+// reads (here a graph output) keeps its own buffer and its bucket is packed. Two ranks with the same
+// gradients: the sums are twice the gradients and the updates take half (grad_scale 1/2), so the
+// weights equal those of the step without data parallelism bit for bit, weight decay included.
 TEST(SessionGrad, GradientBucketsAreViewsIntoOneBuffer) {
   const ops::OpRegistry reg = ops::make_default_registry();
   const std::vector<int64_t> sizes = {7, 300, 16, 1000, 33};  // floats; most are not whole 64-byte lines
@@ -147,10 +161,7 @@ TEST(SessionGrad, GradientBucketsAreViewsIntoOneBuffer) {
         ASSERT_TRUE(ops::infer_types(g, reg).is_ok());
         SessionOptions o;
         o.inter_op_threads = workers;
-        ir::Graph halved = g;
-        for (ir::NodeId id : halved.node_ids())
-          if (halved.node(id).op == "SGDUpdate") halved.node(id).attrs.insert_or_assign("grad_scale", ir::Attribute(0.5));
-        Session plain(halved, reg, o);
+        Session plain(g, reg, o);
         auto want = plain.run(feeds);
         ASSERT_TRUE(want.has_value()) << want.error().to_string();
 
@@ -161,7 +172,13 @@ TEST(SessionGrad, GradientBucketsAreViewsIntoOneBuffer) {
         dp.bucket_bytes = 8192;
         o.data_parallel = &dp;
         Session split(g, reg, o);
+        auto alone = split.run(feeds);  // split for 2 ranks, run without a communicator: refused
+        ASSERT_FALSE(alone.has_value());
+        EXPECT_NE(alone.error().message.find("split for 2 ranks, this run has 1"), std::string::npos) << alone.error().to_string();
+        TwinRanks twin;
+        dist::set_current(&twin);
         auto got = split.run(feeds);
+        dist::set_current(nullptr);
         ASSERT_TRUE(got.has_value()) << got.error().to_string();
         ASSERT_EQ(got->size(), want->size());
         for (size_t k = 0; k < want->size(); ++k)
