@@ -65,6 +65,9 @@ struct KernelRun {
   bool bucket_view = false;
 };
 
+// The boundary each gradient of a bucket view starts at (KernelRun::bucket_view).
+inline constexpr size_t kBucketViewAlignment = 64;
+
 class Kernel {
  public:
   virtual ~Kernel() = default;

@@ -31,7 +31,7 @@ std::optional<Bucket> bucket_of(const KernelInit& init, size_t first) {
   const ir::Attribute* world = init.node.attr("world_size");
   b.bucket = bucket ? static_cast<int>(bucket->i()) : 0;
   b.world_size = world ? world->i() : 1;
-  constexpr int64_t kAlign = 64 / sizeof(float);
+  constexpr int64_t kAlign = backend::kBucketViewAlignment / sizeof(float);
   for (size_t i = first; i < init.in_types.size(); ++i) {
     if (!init.in_types[i] || init.in_types[i]->dtype != DType::kF32) return std::nullopt;
     b.counts.push_back(init.in_types[i]->static_numel());
@@ -44,48 +44,45 @@ std::optional<Bucket> bucket_of(const KernelInit& init, size_t first) {
 }
 
 // The communicator of this run, checked against the world size the graph was split for (null:
-// one process, the sum of one rank; the updates divide by the world size, so a graph split for
-// several ranks needs them).
+// one process, the sum of one rank).
 Expected<dist::Communicator*> communicator(const Bucket& b) {
   dist::Communicator* comm = dist::current();
-  const int have = comm ? comm->size() : 1;
-  if (b.world_size != have)
-    return make_error("the graph was split for " + std::to_string(b.world_size) + " ranks, this run has " +
-                      std::to_string(have) + (comm ? "" : " (no communicator: one process)"));
+  RETURN_IF_ERROR(dist::check_world_size(b.world_size, comm));
   return comm && comm->size() > 1 ? comm : nullptr;
 }
 
 // The bucket's floats to sum: the gradients' own buffer when the compile stage laid them out as
 // views into one (KernelRun::bucket_view, checked against the addresses), else the bucket's
-// packed buffer. Sets `places` to each gradient's place in it and `count` to its floats.
-float* bucket_floats(const Bucket& b, const KernelRun& run, size_t first, const std::vector<int64_t>** places,
-                     int64_t* count) {
+// packed buffer.
+struct Flat {
+  float* data;
+  const std::vector<int64_t>* places;  // each gradient's place in `data`
+  int64_t count;                       // floats to sum
+};
+
+Flat flat_of(const Bucket& b, const KernelRun& run, size_t first) {
   float* base = static_cast<float*>(run.inputs[first].data);
   bool view = run.bucket_view;
   for (size_t i = 0; view && i < b.counts.size(); ++i) view = run.inputs[first + i].data == base + b.view[i];
-  *places = view ? &b.view : &b.packed;
-  *count = view ? b.view_total : b.total;
-  return view ? base : dist::bucket_buffer(b.bucket, b.total);
+  if (view) return {base, &b.view, b.view_total};
+  return {dist::bucket_buffer(b.bucket, b.total), &b.packed, b.total};
 }
 
-float* pack(const Bucket& b, const KernelRun& run, size_t first, int64_t* count) {
-  const std::vector<int64_t>* places = nullptr;
-  float* f = bucket_floats(b, run, first, &places, count);
-  if (places == &b.packed)
+// The gradients into the packed buffer (nothing to do for a view).
+Flat pack(const Bucket& b, const KernelRun& run, size_t first) {
+  Flat f = flat_of(b, run, first);
+  if (f.places == &b.packed)
     for (size_t i = 0; i < b.counts.size(); ++i)
-      std::memcpy(f + b.packed[i], run.inputs[first + i].data, static_cast<size_t>(b.counts[i]) * sizeof(float));
+      std::memcpy(f.data + b.packed[i], run.inputs[first + i].data, static_cast<size_t>(b.counts[i]) * sizeof(float));
   return f;
 }
 
 // Output i is gradient i's slice of the sum over the ranks (already in place when the compile stage
 // made the output that slice: a bucket view with its sums).
-void unpack(const Bucket& b, const KernelRun& run, size_t first) {
-  const std::vector<int64_t>* places = nullptr;
-  int64_t count = 0;
-  const float* f = bucket_floats(b, run, first, &places, &count);
+void unpack(const Bucket& b, const Flat& f, KernelRun& run) {
   for (size_t i = 0; i < b.counts.size(); ++i)
-    if (run.outputs[i].data != f + (*places)[i])
-      std::memcpy(run.outputs[i].data, f + (*places)[i], static_cast<size_t>(b.counts[i]) * sizeof(float));
+    if (run.outputs[i].data != f.data + (*f.places)[i])
+      std::memcpy(run.outputs[i].data, f.data + (*f.places)[i], static_cast<size_t>(b.counts[i]) * sizeof(float));
 }
 
 // A kernel over the bucket whose gradients are the node's inputs from `first` on: body(bucket,
@@ -102,19 +99,17 @@ Expected<KernelPtr> bucket_kernel(const KernelInit& init, const std::string& imp
 
 Expected<KernelPtr> make_allreduce(const KernelInit& init) {
   return bucket_kernel(init, "cpu.vec:allreduce", 0, [](const Bucket& b, dist::Communicator* comm, KernelRun& run) -> Status {
-    int64_t count = 0;
-    float* f = pack(b, run, 0, &count);
-    if (comm) RETURN_IF_ERROR(comm->allreduce_sum(f, count));
-    unpack(b, run, 0);
+    const Flat f = pack(b, run, 0);
+    if (comm) RETURN_IF_ERROR(comm->allreduce_sum(f.data, f.count));
+    unpack(b, f, run);
     return Status::ok();
   });
 }
 
 Expected<KernelPtr> make_allreduce_start(const KernelInit& init) {
   return bucket_kernel(init, "cpu.vec:allreduce_start", 0, [](const Bucket& b, dist::Communicator* comm, KernelRun& run) -> Status {
-    int64_t count = 0;
-    float* f = pack(b, run, 0, &count);
-    if (comm) RETURN_IF_ERROR(comm->start_allreduce(b.bucket, f, count));
+    const Flat f = pack(b, run, 0);
+    if (comm) RETURN_IF_ERROR(comm->start_allreduce(b.bucket, f.data, f.count));
     const int64_t token = b.bucket;
     std::memcpy(run.outputs[0].data, &token, sizeof token);
     return Status::ok();
@@ -124,7 +119,7 @@ Expected<KernelPtr> make_allreduce_start(const KernelInit& init) {
 Expected<KernelPtr> make_allreduce_wait(const KernelInit& init) {
   return bucket_kernel(init, "cpu.vec:allreduce_wait", 1, [](const Bucket& b, dist::Communicator* comm, KernelRun& run) -> Status {
     if (comm) RETURN_IF_ERROR(comm->wait_allreduce(b.bucket));
-    unpack(b, run, 1);
+    unpack(b, flat_of(b, run, 1), run);
     return Status::ok();
   });
 }

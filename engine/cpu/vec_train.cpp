@@ -625,10 +625,10 @@ Expected<KernelPtr> make_sgd(const KernelInit& init) {
   const std::string impl = "cpu.vec:sgd";
   if (!plain_static(init) || !same_f32_shape(init, 0, 1) || init.in_types[2]->dtype != DType::kF32)
     return decline(init, impl, "needs plain static f32");
-  const float momentum = static_cast<float>(init.node.attr("momentum") ? init.node.attr("momentum")->f() : 0.0);
-  const float wd = static_cast<float>(init.node.attr("weight_decay") ? init.node.attr("weight_decay")->f() : 0.0);
-  const float gs = static_cast<float>(init.node.attr("grad_scale") ? init.node.attr("grad_scale")->f() : 1.0);
-  const bool nesterov = init.node.attr("nesterov") && init.node.attr("nesterov")->i() != 0;
+  const ops::AttrReader a = init.attrs();  // (the schema's defaults when unset)
+  const float momentum = static_cast<float>(a.f("momentum")), wd = static_cast<float>(a.f("weight_decay"));
+  const float gs = static_cast<float>(a.f("grad_scale"));
+  const bool nesterov = a.i("nesterov") != 0;
   const bool has_buf = momentum != 0.f;
   if (has_buf && (init.in_types.size() < 4 || !same_f32_shape(init, 0, 3))) return decline(init, impl, "momentum buffer");
   if (!scalar_f32_input(init, 4)) return decline(init, impl, "the loss input is not an f32 scalar");

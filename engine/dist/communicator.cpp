@@ -26,6 +26,13 @@ float* bucket_buffer(int bucket, int64_t count) {
 }
 void set_current(Communicator* comm) { g_current.store(comm); }
 
+Status check_world_size(int64_t split_for, const Communicator* comm) {
+  const int have = comm ? comm->size() : 1;
+  if (split_for == have) return Status::ok();
+  return make_error("the graph was split for " + std::to_string(split_for) + " ranks, this run has " + std::to_string(have) +
+                    (comm ? "" : " (no communicator: one process)"));
+}
+
 Expected<int> insert_gradient_allreduce(ir::Graph& g, const DataParallel& dp, int64_t* bytes) {
   if (dp.world_size <= 1) return 0;
   TRY(std::vector<ir::NodeId> order, g.topological_order());

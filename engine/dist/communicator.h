@@ -62,6 +62,9 @@ float* bucket_buffer(int bucket, int64_t count);
 // The communicator the collective ops' kernels use (null: one process; AllReduce copies).
 Communicator* current();
 void set_current(Communicator* comm);
+// The collective kernels' check that this run has the ranks the graph was split for (`comm` null:
+// one process). The updates divide the sums by the split's world size, so they must agree.
+Status check_world_size(int64_t split_for, const Communicator* comm);
 
 // Gradient buckets, PyTorch DDP's defaults: the first bucket closes at 1 MiB (so the first
 // all-reduce starts early), the others at 25 MiB. Gradients join buckets in the order the backward

@@ -25,10 +25,7 @@ Expected<int64_t> bucket_floats(const KernelContext& ctx, size_t first, dist::Co
       return make_error(ctx.node.op + " sums f32 tensors, input " + std::to_string(i) + " is " + std::string(dtype_name(ctx.in(i).dtype())));
     total += ctx.in(i).numel();
   }
-  const int64_t expect = ctx.attrs().i("world_size"), have = comm ? comm->size() : 1;
-  if (expect != have)
-    return make_error("the graph was split for " + std::to_string(expect) + " ranks, this run has " + std::to_string(have) +
-                      (comm ? "" : " (no communicator: one process)"));
+  RETURN_IF_ERROR(dist::check_world_size(ctx.attrs().i("world_size"), comm));
   return total;
 }
 

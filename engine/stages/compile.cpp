@@ -107,7 +107,7 @@ std::vector<BucketGroup> bucket_groups(const ir::Graph& g, ExecutionPlan& plan, 
       bg.members.push_back(root);
       bg.within.push_back(bg.bytes);
       bg.writers.push_back(step_of[val.producer]);
-      bg.bytes += (sl.bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+      bg.bytes += (sl.bytes + backend::kBucketViewAlignment - 1) / backend::kBucketViewAlignment * backend::kBucketViewAlignment;
       taken.insert(root);
     }
     if (!ok) {
