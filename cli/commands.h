@@ -110,6 +110,7 @@ int run_run(const RunOptions& o);
 struct TrainOptions {
   std::string file, data, test_data;
   int64_t epochs = 1, batch = 64, checkpoint_every = 0, max_steps = 0;
+  int64_t accumulate = 1;  // micro-batches of `batch` per optimizer step (gradient accumulation)
   double lr = 0.01, momentum = -1, weight_decay = -1;  // -1: the optimizer's default
   bool nesterov = false;
   std::string optimizer = "sgd", loss = "softmax-cross-entropy", output, schedule = "constant";
@@ -138,6 +139,7 @@ struct PassesOptions {
   bool print_ir = false;    // print the final IR
   bool train = false;       // compile the training step (softmax cross-entropy, SGD)
   int world_size = 1;       // with train: data parallel over this many ranks (the split's all-reduces)
+  int accumulate = 1;       // with train: the last micro-batch's step under gradient accumulation
   double bucket_mb = 25, first_bucket_mb = 1;  // their bucket caps in MiB
   RecordOptions record;
 };

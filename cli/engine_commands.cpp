@@ -87,6 +87,8 @@ int run_passes(const PassesOptions& o) {
   autodiff::TrainingSpec spec;
   dist::DataParallel dp;
   if (o.world_size > 1 && !o.train) return fail(make_error("--world-size needs --train (data parallel splits the training step)"));
+  if (o.accumulate > 1 && !o.train) return fail(make_error("--accumulate needs --train (gradient accumulation is part of the training step)"));
+  spec.accumulate = o.accumulate;
   stages::InputShapes shapes = shapes_of(*feeds);
   if (o.train) {
     so.training = &spec;

@@ -120,6 +120,10 @@ int main(int argc, char** argv) {
       train_cmd->add_option("--test-data", train.test_data, "Test split (default: the test split of --data, when it has one)");
   train_cmd->add_option("--epochs", train.epochs, "Epochs (default 1)")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   train_cmd->add_option("--batch", train.batch, "Batch size (default 64)")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  train_cmd->add_option("--accumulate", train.accumulate,
+                        "Gradient accumulation: each optimizer step sums the gradients of this many micro-batches of "
+                        "--batch examples (default 1); the step's batch is --batch x this (x the ranks under mpirun)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
   train_cmd->add_option("--lr", train.lr, "Learning rate (default 0.01)")->check(kFinite)->check(CLI::PositiveNumber);
   train_cmd->add_option("--schedule", train.schedule, "constant | step:SIZE:GAMMA | cosine[:ETA_MIN], optionally ,warmup:N");
   train_cmd->add_option("--optimizer", train.optimizer, "sgd | momentum | adam | adamw (default sgd)");
@@ -167,6 +171,10 @@ int main(int argc, char** argv) {
   passes_cmd->add_option("--world-size", passes.world_size,
                          "With --train: data parallel over N ranks (the split stage's gradient all-reduces)")
       ->check(CLI::Range(1, 65536));
+  passes_cmd->add_option("--accumulate", passes.accumulate,
+                         "With --train: the step that ends N micro-batches of gradient accumulation (each gradient added "
+                         "to its <weight>/grad_acc, the updates scaled by 1/N)")
+      ->check(CLI::Range(1, 1024));
   passes_cmd->add_option("--bucket-mb", passes.bucket_mb, "With --world-size: gradient bucket cap in MiB (default 25)")
       ->check(kFinite)->check(CLI::Range(1e-3, 1e6));
   passes_cmd->add_option("--first-bucket-mb", passes.first_bucket_mb, "With --world-size: the first bucket's cap in MiB (default 1)")

@@ -471,6 +471,7 @@ std::map<std::string, std::string> train_hyperparams(const TrainOptions& o, int 
           {"max_steps", std::to_string(o.max_steps)},
           {"data", o.data},
           {"resume", o.resume.empty() ? "-" : o.resume}};
+  if (o.accumulate > 1) h["accumulate"] = std::to_string(o.accumulate);
   if (world > 1) {
     h["world_size"] = std::to_string(world);
     h["bucket_mb"] = number(o.bucket_mb);

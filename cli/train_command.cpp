@@ -133,7 +133,9 @@ int run_train(const TrainOptions& o_in) {
   cfg.threads = o.threads > 0 ? o.threads : default_threads();
   cfg.inter_op_threads = o.inter_op;
   cfg.seed = o.seed;
-  cfg.batch_size = o.batch * world;  // checkpoints record the global batch: resumable on other rank counts
+  cfg.spec.accumulate = static_cast<int>(o.accumulate);
+  // Checkpoints record the global batch (micro-batches x ranks): resumable on other rank counts.
+  cfg.batch_size = o.batch * o.accumulate * world;
   cfg.checkpoint_dir = o.checkpoint_dir;
   cfg.checkpoint_every = o.checkpoint_every;
   cfg.max_steps = o.max_steps;
@@ -151,10 +153,19 @@ int run_train(const TrainOptions& o_in) {
   if (!test_src) return fail(test_src.error());
 
   data::LoaderOptions lo;
-  lo.batch_size = o.batch * world;  // the global batch: each rank trains on its slice
+  lo.batch_size = cfg.batch_size;  // the global batch: each rank trains on its slice, micro-batch by micro-batch
   lo.shuffle = true;
   lo.seed = o.seed;
   lo.workers = loader_workers(o.workers, cfg.threads, world);
+  // An epoch's last, partial batch must give every rank's every micro-batch an example; a tail
+  // smaller than that is left out of each epoch (as with drop_last), and said.
+  const int64_t parts = o.accumulate * world, tail = (*train_src)->size() % lo.batch_size;
+  if (tail > 0 && tail < parts) {
+    lo.drop_last = true;
+    if (rank == 0)
+      std::cerr << "note: the last " << tail << " example(s) of each epoch are left out: a batch of " << tail
+                << " cannot give each of " << parts << (world > 1 ? " micro-batches x ranks" : " micro-batches") << " an example\n";
+  }
   data::LoaderOptions to = lo;  // the test set: every rank evaluates all of it
   lo.shard = rank;              // each rank builds only its rows of the global batch
   lo.shards = world;
@@ -223,7 +234,8 @@ int run_train(const TrainOptions& o_in) {
   std::cerr << "training '" << graph->name() << "' (" << o.file << ") on " << (*train_src)->name() << ": "
             << (*train_src)->size() << " examples" << (test_loader ? ", test " + std::to_string((*test_src)->size()) : std::string())
             << "; " << o.optimizer << " lr " << o.lr << (cfg.spec.optimizer.momentum ? " momentum " + std::to_string(cfg.spec.optimizer.momentum).substr(0, 4) : "")
-            << ", batch " << o.batch << (world > 1 ? " per rank x " + std::to_string(world) + " ranks (MPI)" : std::string())
+            << ", batch " << o.batch << (o.accumulate > 1 ? " x " + std::to_string(o.accumulate) + " micro-batches" : std::string())
+            << (world > 1 ? " per rank x " + std::to_string(world) + " ranks (MPI)" : std::string())
             << ", " << cfg.threads << " thread(s), seed " << o.seed
             << (o.resume.empty() ? "" : ", resumed at step " + std::to_string(trainer.global_step())) << "\n";
   std::signal(SIGINT, on_sigint);

@@ -211,6 +211,39 @@ Expected<ir::Graph> build_training_step(const ir::Graph& forward, const Training
   RETURN_IF_ERROR(ops::infer_types(g, registry));
   if (!is_float(g.value(loss).type.dtype)) return make_error("the loss must be floating point");
   TRY(std::vector<ir::ValueId> grads, add_gradients(g, registry, {loss}, {}, weight_ids));
+  g.value(loss).name = "loss";
+  auto stat_outputs = [&] {
+    std::vector<ir::ValueId> outs;
+    for (ir::ValueId p : stats) {
+      auto it = stat_updates.find(p);
+      outs.push_back(it != stat_updates.end() ? it->second : p);
+    }
+    return outs;
+  };
+
+  // Gradient accumulation: each gradient plus the sum of the earlier micro-batches'.
+  if (spec.accumulate < 1) return make_error("accumulate must be at least 1, not " + std::to_string(spec.accumulate));
+  if (spec.accumulate > 1) {
+    for (size_t i = 0; i < weight_ids.size(); ++i) {
+      const ir::Value& w = g.value(weight_ids[i]);
+      const std::string name = w.name;
+      const ir::ValueId acc = g.add_input(name + "/grad_acc", w.type);
+      const ir::NodeId add = g.add_node("Add", {acc, grads[i]}, 1, name + "/grad_acc/add");
+      g.node(add).provenance.origin = "training";
+      grads[i] = g.node(add).outputs[0];
+      g.value(grads[i]).name = name + "/grad_acc_sum";
+    }
+    if (spec.accumulate_only) {
+      std::vector<ir::ValueId> outs{loss};
+      outs.insert(outs.end(), forward_outputs.begin(), forward_outputs.end());
+      const std::vector<ir::ValueId> st = stat_outputs();
+      outs.insert(outs.end(), st.begin(), st.end());
+      outs.insert(outs.end(), grads.begin(), grads.end());
+      g.set_outputs(outs);
+      RETURN_IF_ERROR(ops::infer_types(g, registry));
+      return g;
+    }
+  }
 
   // Optimizer updates.
   ir::ValueId lr = g.add_input("lr", ir::TensorType::of(DType::kF32, {}));
@@ -240,6 +273,7 @@ Expected<ir::Graph> build_training_step(const ir::Graph& forward, const Training
       new_buffers.push_back(g.node(upd).outputs[2]);
     }
     g.node(upd).provenance.origin = "training";
+    if (spec.accumulate > 1) g.node(upd).attrs.insert_or_assign("grad_scale", ir::Attribute(1.0 / spec.accumulate));
   }
   // Outputs: loss, forward outputs, new state in state_slots() order.
   std::vector<ir::ValueId> outs{loss};
@@ -247,11 +281,8 @@ Expected<ir::Graph> build_training_step(const ir::Graph& forward, const Training
   outs.insert(outs.end(), new_weights.begin(), new_weights.end());
   // Buffers: state_slots lists each weight's buffers weight by weight, which is the order above.
   outs.insert(outs.end(), new_buffers.begin(), new_buffers.end());
-  for (ir::ValueId p : stats) {
-    auto it = stat_updates.find(p);
-    outs.push_back(it != stat_updates.end() ? it->second : p);
-  }
-  g.value(loss).name = "loss";
+  const std::vector<ir::ValueId> st = stat_outputs();
+  outs.insert(outs.end(), st.begin(), st.end());
   g.set_outputs(outs);
   RETURN_IF_ERROR(ops::infer_types(g, registry));
   return g;
@@ -269,7 +300,10 @@ Status add_step_input_shapes(const ir::Graph& forward, const TrainingSpec& spec,
   shapes["step"] = {};
   shapes["rng_offset"] = {};
   TRY(std::vector<StateSlot> slots, state_slots(forward, spec));
-  for (const StateSlot& s : slots) shapes[s.name] = s.initial.shape();
+  for (const StateSlot& s : slots) {
+    shapes[s.name] = s.initial.shape();
+    if (spec.accumulate > 1 && s.is_weight) shapes[s.name + "/grad_acc"] = s.initial.shape();
+  }
   return Status::ok();
 }
 

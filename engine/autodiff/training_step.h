@@ -11,6 +11,7 @@
 //            BatchNormalization running statistics under their param names).
 //   outputs: "loss" (f32 scalar), the forward graph's outputs, then the new value of every state
 //            slot in state_slots() order.
+//   With TrainingSpec::accumulate > 1 also the inputs "<weight>/grad_acc" (see there).
 //
 //   TrainingSpec spec;  spec.optimizer.kind = OptimizerKind::kSgd;  spec.optimizer.momentum = 0.9;
 //   TRY(std::vector<StateSlot> slots, state_slots(forward, spec));        // initial values
@@ -44,6 +45,14 @@ struct TrainingSpec {
   std::string output;
   OptimizerSpec optimizer;
   std::vector<std::string> frozen;  // params not to train
+  // Gradient accumulation: one optimizer step over `accumulate` micro-batches (TrainConfig::
+  // accumulate). Above 1, each weight's gradient is first added to the input "<weight>/grad_acc"
+  // (the sum of the step's earlier micro-batches' gradients; zeros for the first). With
+  // accumulate_only the step ends there, without updates: its outputs are "loss", the forward
+  // outputs, the new running statistics and the new "<weight>/grad_acc" sums (trainable order).
+  // Otherwise the updates read the sums with grad_scale 1/accumulate: the mean over micro-batches.
+  int accumulate = 1;
+  bool accumulate_only = false;
 };
 
 struct StateSlot {
@@ -68,7 +77,7 @@ Expected<std::vector<StateSlot>> state_slots(const ir::Graph& forward, const Tra
 // Adds to `shapes` (the forward graph's data inputs, by name) the shapes of the step graph's own
 // inputs, for compiling a step without data (`tessera passes --train`, the studio's pass stepper):
 // "labels" (one class index per example of the first data input's batch; none for kGraphOutput),
-// "lr", "step", "rng_offset" and every state slot.
+// "lr", "step", "rng_offset", every state slot and, when accumulating, every "<weight>/grad_acc".
 Status add_step_input_shapes(const ir::Graph& forward, const TrainingSpec& spec,
                              std::map<std::string, Shape>& shapes);
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <map>
 #include <sys/stat.h>
 
 #include "engine/ir/hash.h"
@@ -36,6 +37,12 @@ class Trainer::SampledTrace : public observe::TraceSink {
 
 struct Trainer::Sessions {
   std::unique_ptr<stages::Session> step, eval;
+  // Gradient accumulation (TrainingSpec::accumulate > 1): the step without updates run on every
+  // micro-batch but the last, its spec (the session keeps a pointer), and the zero sums the first
+  // micro-batch starts from (inputs only: the step never writes over them).
+  std::unique_ptr<stages::Session> accumulate;
+  autodiff::TrainingSpec accumulate_spec;
+  std::vector<std::pair<std::string, Tensor>> zero_sums;
 };
 
 namespace {
@@ -131,6 +138,18 @@ Status Trainer::init() {
       RETURN_IF_ERROR(config_.comm->broadcast(s.initial.raw_data(), static_cast<int64_t>(s.initial.nbytes()), 0));
   }
   sessions_->step = std::make_unique<stages::Session>(forward_, registry_, so);
+  if (config_.spec.accumulate < 1)
+    return make_error("gradient accumulation needs at least 1 micro-batch per step, not " + std::to_string(config_.spec.accumulate));
+  if (config_.spec.accumulate > 1) {
+    sessions_->accumulate_spec = config_.spec;
+    sessions_->accumulate_spec.accumulate_only = true;
+    stages::SessionOptions ao = so;
+    ao.training = &sessions_->accumulate_spec;
+    ao.data_parallel = nullptr;  // no updates: nothing to all-reduce before the step's last micro-batch
+    sessions_->accumulate = std::make_unique<stages::Session>(forward_, registry_, ao);
+    for (const autodiff::StateSlot& s : state_)
+      if (s.is_weight) sessions_->zero_sums.emplace_back(s.name + "/grad_acc", Tensor(s.initial.dtype(), s.initial.shape()));
+  }
   stages::SessionOptions eo;
   eo.threads = config_.threads;
   eo.inter_op_threads = config_.inter_op_threads;
@@ -188,7 +207,7 @@ Status Trainer::resume(const std::string& path) {
     if (c.get(key) != mine)
       return refuse(std::string(key) + " is " + c.get(key) + " in the checkpoint and " + mine +
                     " in this run (resuming bit for bit needs the same; pass --" + (std::string(key) == "batch_size" ? "batch" : key) + " " + c.get(key) +
-                    (std::string(key) == "batch_size" ? ", the global batch: --batch times the number of ranks" : "") + ")");
+                    (std::string(key) == "batch_size" ? ", the global batch: --batch times --accumulate times the number of ranks" : "") + ")");
   for (const autodiff::StateSlot& s : state_) {
     const Tensor* t = c.find(s.name);
     if (!t) return refuse("it has no tensor '" + s.name + "'");
@@ -221,19 +240,68 @@ Status Trainer::resume(const std::string& path) {
   return Status::ok();
 }
 
-Status Trainer::shard(data::Batch& batch) const {
-  const int64_t w = world(), r = config_.comm->rank();
+Status Trainer::slice_rows(data::Batch& batch, int64_t part, int64_t parts, const char* what) {
   for (auto& [name, t] : batch) {
     if (t.rank() == 0) continue;
-    const int64_t rows = t.dim(0), lo = r * rows / w, hi = (r + 1) * rows / w;
+    const int64_t rows = t.dim(0), lo = part * rows / parts, hi = (part + 1) * rows / parts;
     if (hi <= lo)
-      return make_error("a batch of " + std::to_string(rows) + " examples cannot be split over " + std::to_string(w) +
-                        " ranks (use a batch size of at least one example per rank)");
+      return make_error("a batch of " + std::to_string(rows) + " examples cannot be split into " + std::to_string(parts) + " " +
+                        what + " (use a batch size of at least one example per " + std::string(what).substr(0, std::string(what).size() - 1) + ")");
     Shape shape = t.shape();
     shape[0] = hi - lo;
     const int64_t row = rows ? t.numel() / rows : 0;
     t = t.contiguous().view(shape, contiguous_strides(shape), lo * row);
   }
+  return Status::ok();
+}
+
+Status Trainer::run_step(const data::Batch& batch, runtime::Feeds& feeds, double& loss, int64_t& hits, int64_t& examples,
+                         std::vector<Tensor>& new_state) {
+  const bool classify = config_.spec.loss == autodiff::LossKind::kSoftmaxCrossEntropy;
+  const size_t n_forward = forward_.outputs().size();
+  size_t scores = 0;  // the forward output the loss is computed from
+  if (!config_.spec.output.empty())
+    for (size_t i = 0; i < n_forward; ++i)
+      if (forward_.value(forward_.outputs()[i]).name == config_.spec.output) scores = i;
+  const int64_t parts = config_.spec.accumulate;
+  float loss_sum = 0;  // f32 like the ranks' sum: K micro-batches report what K ranks do
+  hits = examples = 0;
+  for (const auto& [name, zero] : sessions_->zero_sums) feeds[name] = zero;
+  std::map<std::string, Tensor> stat_feeds;  // running statistics after the earlier micro-batches
+  for (int64_t part = 0; part < parts; ++part) {
+    data::Batch micro = batch;
+    if (parts > 1) RETURN_IF_ERROR(slice_rows(micro, part, parts, "micro-batches"));
+    add_batch(micro, config_.spec.loss != autodiff::LossKind::kGraphOutput, feeds);
+    const bool last = part + 1 == parts;
+    // The accumulating step reads no optimizer buffers, learning rate or step number.
+    for (const autodiff::StateSlot& s : state_)
+      if (auto it = stat_feeds.find(s.name); it != stat_feeds.end()) feeds[s.name] = it->second;
+      else if (last || forward_.find_value(s.name)) feeds[s.name] = s.initial;
+      else feeds.erase(s.name);
+    runtime::Feeds own;
+    if (!last) {
+      own = feeds;
+      own.erase("lr");
+      own.erase("step");
+    }
+    TRY(std::vector<Tensor> outs, last ? sessions_->step->run(feeds) : sessions_->accumulate->run(own));
+    const Tensor& labels = micro["labels"];
+    examples += labels.shape().empty() ? 1 : labels.shape()[0];
+    if (classify) hits += count_correct(outs[1 + scores], labels);
+    if (parts == 1) loss = outs[0].get(0);
+    else loss_sum += static_cast<float>(outs[0].get(0));
+    if (last) {
+      new_state.assign(std::make_move_iterator(outs.begin() + static_cast<std::ptrdiff_t>(1 + n_forward)),
+                       std::make_move_iterator(outs.end()));
+      break;
+    }
+    // Outputs of the accumulating step: loss, forward outputs, running statistics (the last
+    // state slots: the next micro-batch reads them), then the gradient sums in zero_sums' order.
+    const size_t sums = sessions_->zero_sums.size(), stats = outs.size() - 1 - n_forward - sums;
+    for (size_t i = 0; i < stats; ++i) stat_feeds[state_[state_.size() - stats + i].name] = std::move(outs[1 + n_forward + i]);
+    for (size_t i = 0; i < sums; ++i) feeds[sessions_->zero_sums[i].first] = std::move(outs[1 + n_forward + stats + i]);
+  }
+  if (parts > 1) loss = loss_sum / static_cast<float>(parts);
   return Status::ok();
 }
 
@@ -335,11 +403,6 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
                       ", step " + std::to_string(global_step_) + ") does not fit " + std::to_string(batches) +
                       " batches per epoch: the checkpoint comes from another dataset, or was edited");
   const bool classify = config_.spec.loss == autodiff::LossKind::kSoftmaxCrossEntropy;
-  const size_t n_forward_outputs = forward_.outputs().size();
-  size_t scores_index = 0;
-  if (!config_.spec.output.empty())
-    for (size_t i = 0; i < n_forward_outputs; ++i)
-      if (forward_.value(forward_.outputs()[i]).name == config_.spec.output) scores_index = i;
 
   TrainResult result;
   runtime::Feeds feeds;
@@ -365,9 +428,8 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
       TRY(bool more, train.next(batch));
       info.data_wait_s += static_cast<double>(observe::now_ns() - wait_start) * 1e-9;
       if (!more) break;
-      if (world() > 1 && train.options().shards != world()) RETURN_IF_ERROR(shard(batch));  // else the loader did
-      add_batch(batch, config_.spec.loss != autodiff::LossKind::kGraphOutput, feeds);
-      for (const autodiff::StateSlot& s : state_) feeds[s.name] = s.initial;
+      if (world() > 1 && train.options().shards != world())  // else the loader did
+        RETURN_IF_ERROR(slice_rows(batch, config_.comm->rank(), world(), "ranks"));
       const double lr = schedule.at(global_step_);
       feeds["lr"] = Tensor::scalar<float>(static_cast<float>(lr));
       feeds["step"] = Tensor::scalar<float>(static_cast<float>(global_step_ + 1));
@@ -375,19 +437,16 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
       if (sampled_trace_)
         sampled_trace_->set_on(config_.trace_every <= 0 || global_step_ < config_.trace_warm_steps ||
                                global_step_ % config_.trace_every == 0);
-      auto ran = sessions_->step->run(feeds);
-      if (!ran) {
+      double loss = 0;
+      int64_t h = 0, n = 0;
+      std::vector<Tensor> new_state;
+      if (Status st = run_step(batch, feeds, loss, h, n, new_state); !st.is_ok()) {
         if (config_.comm) config_.comm->quiesce();  // no all-reduce left writing into the step's buffers
-        Error e = ran.error();
+        Error e = st.error();
         e.message = "training step " + std::to_string(global_step_ + 1) + " (epoch " + std::to_string(epoch + 1) +
                     ", batch " + std::to_string(batch_in_epoch_ + 1) + "): " + e.message;
         return e;
       }
-      std::vector<Tensor> outs = std::move(*ran);
-      double loss = outs[0].get(0);
-      const Tensor& labels = batch["labels"];
-      int64_t n = labels.shape().empty() ? 1 : labels.shape()[0];
-      int64_t h = classify ? count_correct(outs[1 + scores_index], labels) : 0;
       if (world() > 1) {  // the global batch's loss and hits, the same on every rank
         float v[3] = {static_cast<float>(loss), static_cast<float>(h), static_cast<float>(n)};
         RETURN_IF_ERROR(config_.comm->allreduce_sum(v, 3));
@@ -396,7 +455,7 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
         n = static_cast<int64_t>(v[2]);
       }
       if (!std::isfinite(loss)) return diagnose_non_finite(feeds, global_step_ + 1, loss);
-      for (size_t i = 0; i < state_.size(); ++i) state_[i].initial = std::move(outs[1 + n_forward_outputs + i]);
+      for (size_t i = 0; i < state_.size(); ++i) state_[i].initial = std::move(new_state[i]);
       ++global_step_;
       ++batch_in_epoch_;
       ++steps_this_run;
@@ -466,6 +525,8 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
   for (const EpochInfo& e : result.epochs) result.data_wait_s += e.data_wait_s;
   for (const autodiff::StateSlot& st : state_) result.state_bytes += st.initial.nbytes();
   if (stages::Program* p = sessions_->step->last_program()) result.arena_bytes = p->plan().peak_bytes();
+  if (sessions_->accumulate)  // two programs, each with its arena
+    if (stages::Program* p = sessions_->accumulate->last_program()) result.arena_bytes += p->plan().peak_bytes();
   if (!result.epochs.empty()) {
     result.train_loss = result.epochs.back().train_loss;
     result.test_accuracy = result.epochs.back().test_accuracy;

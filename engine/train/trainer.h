@@ -58,6 +58,13 @@ struct TrainConfig {
   // the loss and accuracy reported are the global batch's, and rank 0 alone writes checkpoints.
   dist::Communicator* comm = nullptr;
   dist::DataParallel data_parallel;  // bucket sizes (world_size is taken from comm)
+  // Gradient accumulation: spec.accumulate > 1 splits each batch (this rank's rows) into that many
+  // micro-batches, rows [k*n/K, (k+1)*n/K) like the ranks' shards; all but the last run a step
+  // without updates that sums their gradients (TrainingSpec::accumulate_only), the last adds its
+  // own and updates with their mean. Bit for bit, K micro-batches of B on one rank train as K
+  // ranks of B each (2 ranks: the same sums in the same order); the loss reported is the mean of
+  // the micro-batches' losses, BatchNormalization's running statistics move once per micro-batch.
+
   observe::MetricsSink* metrics = nullptr;  // loss, accuracy, lr by step; test metrics, examples/s and the share waiting for data by epoch
 };
 
@@ -118,8 +125,15 @@ class Trainer {
  private:
   Status init();
   int world() const { return config_.comm ? config_.comm->size() : 1; }
-  // This rank's rows of a global batch (views, no copy).
-  Status shard(data::Batch& batch) const;
+  // Rows [part*n/parts, (part+1)*n/parts) of every batched field (views, no copy): this rank's
+  // rows of a global batch, or a micro-batch. `what` names the parts in the error.
+  static Status slice_rows(data::Batch& batch, int64_t part, int64_t parts, const char* what);
+  // One optimizer step over `batch`: its micro-batches through the accumulating step, the last
+  // through the updating one. Gives the new state (in state_ order, committed by the caller once
+  // the loss is finite), the loss (mean of the micro-batches', f32 like the ranks' sum) and the
+  // hits and examples of this rank.
+  Status run_step(const data::Batch& batch, runtime::Feeds& feeds, double& loss, int64_t& hits, int64_t& examples,
+                  std::vector<Tensor>& new_state);
   Status save_checkpoint(const std::string& name, TrainResult& result, const TrainCallbacks& cb);
   void add_batch(const data::Batch& batch, bool with_labels, runtime::Feeds& feeds) const;
   Error diagnose_non_finite(const runtime::Feeds& feeds, int64_t step, double loss);

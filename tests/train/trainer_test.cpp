@@ -52,7 +52,7 @@ ir::Graph mlp(int hidden = 16) {
 }
 
 // 3 classes: the label is the argmax of three fixed projections of x.
-std::shared_ptr<const data::Source> dataset(int64_t n, uint64_t seed) {
+std::pair<Tensor, Tensor> separable(int64_t n, uint64_t seed) {
   Tensor x = randn({n, 8}, seed, 1.0);
   Tensor labels(DType::kI64, {n});
   Tensor proj = randn({8, 3}, 99, 1.0);
@@ -66,6 +66,11 @@ std::shared_ptr<const data::Source> dataset(int64_t n, uint64_t seed) {
     }
     labels.data<int64_t>()[i] = best;
   }
+  return {x, labels};
+}
+
+std::shared_ptr<const data::Source> dataset(int64_t n, uint64_t seed) {
+  auto [x, labels] = separable(n, seed);
   auto src = data::TensorSource::create({{"x", x}, {"labels", labels}}, "synthetic");
   EXPECT_TRUE(src.has_value());
   return *src;
@@ -205,6 +210,69 @@ TEST(Trainer, DeterministicAndResumesBitForBit) {
   Trainer d(mlp(), reg(), dc);
   ASSERT_TRUE(d.fit(d_loader, nullptr).has_value());
   EXPECT_FALSE(same_bytes(a.state()[0].initial, d.state()[0].initial));
+}
+
+// Gradient accumulation: a batch of 64 whose two halves are the same 32 examples, in 2
+// micro-batches, is bit for bit a step on those 32 (g + g = 2g and the mean's 1/2 are exact),
+// with SGD momentum and with AdamW's weight decay; and the accumulating step really sums: other
+// halves give other weights. A batch smaller than its micro-batches is refused.
+TEST(Trainer, GradientAccumulationSumsTheMicroBatches) {
+  auto [ux, ul] = separable(256, 5);  // 8 batches of 32
+  Tensor dx(DType::kF32, {512, 8}), dl(DType::kI64, {512}), ox = randn({512, 8}, 21, 1.0);
+  for (int64_t b = 0; b < 8; ++b)
+    for (int64_t half = 0; half < 2; ++half)
+      for (int64_t r = 0; r < 32; ++r) {
+        const int64_t from = b * 32 + r, to = b * 64 + half * 32 + r;
+        std::memcpy(dx.data<float>() + to * 8, ux.data<float>() + from * 8, 8 * sizeof(float));
+        dl.data<int64_t>()[to] = ul.data<int64_t>()[from];
+      }
+  auto doubled = data::TensorSource::create({{"x", dx}, {"labels", dl}}, "doubled");
+  auto other = data::TensorSource::create({{"x", ox}, {"labels", dl}}, "other halves");
+  auto single = data::TensorSource::create({{"x", ux}, {"labels", ul}}, "single");
+  ASSERT_TRUE(doubled.has_value() && other.has_value() && single.has_value());
+  for (autodiff::OptimizerKind opt : {autodiff::OptimizerKind::kSgd, autodiff::OptimizerKind::kAdamW}) {
+    SCOPED_TRACE(autodiff::optimizer_name(opt));
+    auto fit = [&](std::shared_ptr<const data::Source> src, int64_t batch, int accumulate, Trainer*& out,
+                   std::vector<double>& losses) {
+      data::LoaderOptions o = loader_options(7);
+      o.shuffle = false;
+      o.batch_size = batch;
+      data::DataLoader loader(src, {}, o);
+      TrainConfig c = config(2);
+      c.spec.optimizer.kind = opt;
+      c.spec.optimizer.momentum = opt == autodiff::OptimizerKind::kSgd ? 0.9 : 0.0;
+      c.spec.optimizer.weight_decay = opt == autodiff::OptimizerKind::kAdamW ? 0.01 : 0.0;
+      c.lr = 0.01;
+      c.spec.accumulate = accumulate;
+      out = new Trainer(mlp(), reg(), c);
+      TrainCallbacks cb;
+      cb.on_step = [&](const StepInfo& s) { losses.push_back(s.loss); };
+      auto r = out->fit(loader, nullptr, cb);
+      ASSERT_TRUE(r.has_value()) << r.error().to_string();
+      EXPECT_EQ(r->steps, 16);
+    };
+    Trainer *a = nullptr, *b = nullptr, *c = nullptr;
+    std::vector<double> la, lb, lc;
+    fit(*single, 32, 1, a, la);
+    fit(*doubled, 64, 2, b, lb);
+    fit(*other, 64, 2, c, lc);
+    std::unique_ptr<Trainer> own_a(a), own_b(b), own_c(c);
+    ASSERT_TRUE(a && b && c);
+    EXPECT_EQ(la, lb);
+    for (size_t i = 0; i < a->state().size(); ++i)
+      EXPECT_TRUE(same_bytes(a->state()[i].initial, b->state()[i].initial)) << a->state()[i].name;
+    EXPECT_FALSE(same_bytes(a->state()[0].initial, c->state()[0].initial));
+  }
+  // 33 examples in batches of 32 with 2 micro-batches: the last batch of 1 cannot be split.
+  auto small = dataset(33, 5);
+  data::LoaderOptions o = loader_options(7);
+  data::DataLoader loader(small, {}, o);
+  TrainConfig cfg = config(1);
+  cfg.spec.accumulate = 2;
+  Trainer t(mlp(), reg(), cfg);
+  auto r = t.fit(loader, nullptr);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("cannot be split into 2 micro-batches"), std::string::npos) << r.error().message;
 }
 
 TEST(Trainer, RefusesACheckpointOfAnotherGraphOrRun) {
