@@ -15,7 +15,9 @@ machine, whatever the communication costs; and "lockstep", N times the slowest o
 trainers that wait for each other at every step get when the cores are not equally fast), the mean training loss of 1 and RANKS ranks for Tessera
 and for PyTorch, and how far each framework's two runs drift apart (float rounding: the sum of
 RANKS shard gradients is rounded differently from the gradient of the whole batch), beside the
-drift of the single process run with 2 threads instead of 1 (the run's own float noise floor).
+drift of the single process run with 2 threads instead of 1 (the run's own float noise floor), and
+the loss of one process accumulating RANKS micro-batches of the per-rank batch (`--accumulate`),
+which does the ranks' arithmetic and must give their loss exactly.
 """
 import argparse
 import json
@@ -36,9 +38,9 @@ MODELS = {
 }
 
 
-def tessera_run(tessera, cfg, ranks, threads=1):
+def tessera_run(tessera, cfg, ranks, threads=1, accumulate=1):
     cmd = [tessera, "train", os.path.join(ROOT, cfg["graph"]), "--data", cfg["data"], "--batch",
-           str(cfg["batch"] // ranks), "--lr", str(cfg["lr"]), "--momentum", str(cfg["momentum"]), "--threads", str(threads),
+           str(cfg["batch"] // ranks // accumulate), "--accumulate", str(accumulate), "--lr", str(cfg["lr"]), "--momentum", str(cfg["momentum"]), "--threads", str(threads),
            "--seed", "0", "--no-eval", "--no-record", "--json"]
     cmd += ["--max-steps", str(cfg["steps"])] if cfg.get("steps") else ["--epochs", str(cfg["epochs"])]
     if ranks > 1:
@@ -108,31 +110,36 @@ def main():
         # The run's own float noise floor: the same single process with 2 threads (oneDNN then splits
         # its sums differently) against 1 thread.
         row["loss_threads"] = tessera_run(args.tessera, cfg, 1, threads=2)["train_loss"]
+        # One process accumulating N micro-batches of the per-rank batch: the same arithmetic as N
+        # ranks (their gradients summed, then the mean in the update), so it must agree exactly.
+        row["loss_accumulate"] = tessera_run(args.tessera, cfg, 1, accumulate=args.ranks)["train_loss"]
         if not args.no_torch:
             row["torch_one"], row["torch_many"] = torch_loss(cfg, 1), torch_loss(cfg, args.ranks)
             row["torch_threads"] = torch_loss(cfg, 1, threads=2)
         rows.append(row)
     print("%s, %d ranks x 1 thread against 1 rank x 1 thread, same global batch, %d alternated run(s) per side" %
           (train_bench.cpu_name(), args.ranks, args.repeats))
-    print("%-9s %10s %10s %7s %6s %15s %7s %8s %12s %12s %9s %9s %12s %12s %9s %9s" % (
+    print("%-9s %10s %10s %7s %6s %15s %7s %8s %12s %12s %9s %9s %9s %12s %12s %9s %9s" % (
         "model", "1 rank/s", "N ranks/s", "speedup", "best", "pairs", "ceiling", "lockstep", "loss 1", "loss N", "Δ",
-        "threads Δ", "torch 1", "torch N",
+        "threads Δ", "accum Δ", "torch 1", "torch N",
         "torch Δ", "torch thr Δ"))
     for r in rows:
         torch_cols = ("%12.6f %12.6f %9.1e %9.1e" % (r["torch_one"], r["torch_many"], abs(r["torch_one"] - r["torch_many"]),
                                                      abs(r["torch_one"] - r["torch_threads"]))
                       if "torch_one" in r else "")
-        print("%-9s %10.1f %10.1f %7.2f %6.2f %15s %7.2f %8.2f %12.6f %12.6f %9.1e %9.1e %s" % (
+        print("%-9s %10.1f %10.1f %7.2f %6.2f %15s %7.2f %8.2f %12.6f %12.6f %9.1e %9.1e %9.1e %s" % (
             r["model"], r["one"], r["many"], r["many"] / r["one"], r["many_best"] / r["one_best"],
             "-".join("%.2f" % p for p in sorted(r["pairs"])), r["ceiling"], r["lockstep"], r["loss_one"], r["loss_many"],
-            abs(r["loss_one"] - r["loss_many"]), abs(r["loss_one"] - r["loss_threads"]), torch_cols))
+            abs(r["loss_one"] - r["loss_many"]), abs(r["loss_one"] - r["loss_threads"]),
+            abs(r["loss_accumulate"] - r["loss_many"]), torch_cols))
     print("(examples per second: medians, best: the ratio of each side's fastest run, pairs: the speed-up of each"
           " alternated pair; ceiling: N independent processes of the per-rank batch at once, no communication, over"
           " the 1-rank run (median): what this machine gives N trainers; lockstep: N times the slowest of those processes over"
           " the 1-rank run: what it gives N trainers that wait for each other every step (the cores are not equally fast);"
           " loss: the mean training loss over the run (one epoch of LeNet, %d ResNet-18 steps);"
           " Δ: |1 rank - N ranks|, the drift float rounding of the split gradient sum builds up; threads Δ: |1 thread - 2 threads|"
-          " of the single process, the same run's drift from its kernels splitting their sums differently)" %
+          " of the single process, the same run's drift from its kernels splitting their sums differently;"
+          " accum Δ: |N ranks - 1 rank accumulating N micro-batches of the per-rank batch|, 0 when the split is exact)" %
           MODELS["resnet18"]["steps"])
 
 
