@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "engine/autodiff/grad_tensor_internal.h"
+#include "engine/ops/helpers.h"
 #include "engine/runtime/interpreter.h"
 
 namespace tessera::autodiff {
@@ -254,7 +255,7 @@ Status pad_grad(GradientContext& g) {
     ValueId neg;
     if (const Tensor* p = g.constant(g.input(1))) {
       std::vector<int64_t> v;
-      for (int64_t i = 0; i < p->numel(); ++i) v.push_back(-static_cast<int64_t>(p->get(i)));
+      for (int64_t x : ops::to_int64s(*p)) v.push_back(-x);
       neg = g.ints(v);
     } else {
       neg = g.emit("Neg", {g.input(1)});

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "engine/autodiff/grad_tensor_internal.h"
+#include "engine/ops/helpers.h"
 
 namespace tessera::autodiff {
 
@@ -13,9 +14,9 @@ namespace tensor_grad {
 Expected<std::vector<int64_t>> const_ints(GradientContext& g, ValueId v, const std::string& what) {
   const Tensor* t = g.constant(v);
   if (!t) return g.fail(what + " must be known when the graph is built");
-  std::vector<int64_t> out;
-  for (int64_t i = 0; i < t->numel(); ++i) out.push_back(static_cast<int64_t>(t->get(i)));
-  return out;
+  // Exactly (a double loses INT64_MAX, ONNX's "to the end" in Slice's ends: through a double it
+  // became INT64_MIN, an empty slice, and a gradient of zeros).
+  return ops::to_int64s(*t);
 }
 
 Expected<Shape> static_shape(GradientContext& g, ValueId v, const std::string& what) {
@@ -186,7 +187,7 @@ Expected<std::vector<int64_t>> reduced_axes(GradientContext& g) {
   if (g.has_input(1)) {
     const Tensor* t = g.constant(g.input(1));
     if (!t) return g.fail("the axes must be known when the graph is built");
-    for (int64_t i = 0; i < t->numel(); ++i) axes.push_back(static_cast<int64_t>(t->get(i)));
+    axes = ops::to_int64s(*t);
   } else if (const ir::Attribute* a = g.node().attr("axes")) {
     axes = a->ints();
   }

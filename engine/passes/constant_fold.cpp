@@ -3,7 +3,8 @@
 // Algorithm: visit nodes in topological order. A node folds when
 //   - it is Shape and its input's type is static: the result comes from the type alone, or
 //   - every present operand is a compile-time constant (a param or a Constant node's value), it
-//     has at least one operand (or is a Constant node, which becomes a param), no graph attribute, is not random (Dropout with training_mode,
+//     has at least one operand (or is a Constant node, which becomes a param), none of them one of
+//     PassContext::variables (weights about to be trained), no graph attribute, is not random (Dropout with training_mode,
 //     Random*) and is not a placement op (Copy, Reorder: they exist for devices and layouts);
 // and its inferred result size does not exceed the limit. The node's reference kernel computes
 // the outputs, each becomes a new param (named after the value it replaces), and the node is
@@ -57,7 +58,7 @@ class ConstantFoldPass : public Pass {
       if (n.op == "Shape" && n.inputs.size() == 1 && g.value(n.inputs[0]).type.is_static()) {
         results.push_back(shape_of(n, g.value(n.inputs[0]).type));
       } else {
-        if (!foldable(g, n)) continue;
+        if (!foldable(g, n, ctx.variables)) continue;
         bool too_big = false;
         for (ir::ValueId v : n.outputs) too_big |= static_bytes(g.value(v).type) > limit_;
         if (too_big) {
@@ -102,7 +103,7 @@ class ConstantFoldPass : public Pass {
   }
 
  private:
-  static bool foldable(const ir::Graph& g, const ir::Node& n) {
+  static bool foldable(const ir::Graph& g, const ir::Node& n, const std::set<ir::ValueId>& variables) {
     if (n.op == "Copy" || n.op == "Reorder") return false;
     if (is_impure(n) || has_graph_attribute(n)) return false;
     if (feeds_qdq_pattern(g, n)) return false;  // qdq-fuse's, not a float weight to precompute
@@ -112,7 +113,7 @@ class ConstantFoldPass : public Pass {
     bool any = false;
     for (ir::ValueId v : n.inputs) {
       if (v == ir::kNoValue) continue;
-      if (!ops::constant_value(g, v)) return false;
+      if (!ops::constant_value(g, v) || variables.count(v)) return false;
       any = true;
     }
     return any;

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,6 +35,9 @@ namespace tessera::passes {
 struct PassContext {
   const ops::OpRegistry& registry;
   std::vector<std::string> diagnostics;  // human-readable notes ("cse: merged #7 into #3")
+  // Params that constant-fold must treat as unknown (the weights of a training step not built yet:
+  // folding through them would cut them off from their gradients).
+  std::set<ir::ValueId> variables;
 };
 
 // One graph rewrite. Contract: run() returns true iff it changed the graph (the verifier's hash

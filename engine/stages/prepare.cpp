@@ -1,6 +1,8 @@
 // Stage 1, prepare (see prepare.h).
 #include "engine/stages/prepare.h"
 
+#include <set>
+
 #include "engine/autodiff/training_step.h"
 #include "engine/ir/hash.h"
 #include "engine/ir/text.h"
@@ -108,13 +110,13 @@ Status bind_shapes(ir::Graph& g, const InputShapes& shapes) {
 std::string PreparedGraph::print() const { return ir::print_graph(graph); }
 
 Expected<bool> run_pipeline(ir::Graph& graph, const std::string& pipeline, const std::string& stage,
-                            StageContext& ctx) {
+                            StageContext& ctx, std::set<ir::ValueId> variables) {
   passes::PassRegistry reg = passes::default_pass_registry();
   reg.add("layout", [] { return std::make_unique<LayoutPass>(); });
   TRY(passes::PassManager pm, passes::PassManager::parse(pipeline, reg));
   pm.add_instrumentation(std::make_unique<passes::VerifierInstrumentation>(ctx.registry));
   pm.add_instrumentation(std::make_unique<StageInstrumentation>(ctx, stage));
-  passes::PassContext pctx{ctx.registry, {}};
+  passes::PassContext pctx{ctx.registry, {}, std::move(variables)};
   return pm.run(graph, pctx);
 }
 
@@ -134,11 +136,24 @@ Expected<PreparedGraph> prepare(ir::Graph graph, const InputShapes& shapes, Stag
   }
   RETURN_IF_ERROR(ops::infer_types(graph, ctx.registry));
   if (ctx.training) {
-    // Autodiff runs before constant folding: folding would turn weight-only subgraphs (a
-    // transposed weight) into new constants and cut them off from training.
+    // Autodiff runs before constant folding proper: folding would turn weight-only subgraphs (a
+    // transposed weight) into new constants and cut them off from training. What does not depend
+    // on a trained weight folds first (shape chains into a Reshape's target, a Slice's bounds), so
+    // that the gradient rules see static shapes and known starts (ViT's attention Slices, Swin-T's
+    // pooling after shape-computed Reshapes); the float constants it makes are not weights.
+    const std::vector<std::string> trained = autodiff::trainable_params(graph, *ctx.training);
+    std::set<ir::ValueId> variables;
+    for (const std::string& name : trained) variables.insert(*graph.find_value(name));
+    TRY(bool shapes_folded, run_pipeline(graph, "constant-fold", "prepare", ctx, std::move(variables)));
+    autodiff::TrainingSpec spec = *ctx.training;
+    if (shapes_folded) {
+      const std::set<std::string> was(trained.begin(), trained.end());
+      for (const std::string& name : autodiff::trainable_params(graph, spec))
+        if (!was.count(name)) spec.frozen.push_back(name);
+    }
     int64_t t0 = observe::now_ns();
     int nodes = graph.num_nodes();
-    TRY(graph, autodiff::build_training_step(graph, *ctx.training, ctx.registry));
+    TRY(graph, autodiff::build_training_step(graph, spec, ctx.registry));
     int64_t t1 = observe::now_ns();
     ctx.passes.push_back({"prepare", "autodiff", t1 - t0, true, nodes, graph.num_nodes()});
     record_snapshot(ctx, "prepare", "autodiff", graph, t1 - t0, nodes);

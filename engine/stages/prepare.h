@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "engine/stages/stage.h"
@@ -27,8 +28,8 @@ Expected<PreparedGraph> prepare(ir::Graph graph, const InputShapes& shapes, Stag
 
 // Runs a pass pipeline over `graph` for `stage`, recording PassReports, trace spans and a snapshot
 // after every pass that changed the graph. Returns whether anything changed. (Shared by prepare and
-// optimise.)
+// optimise.) `variables`: params constant-fold must not fold through (PassContext::variables).
 Expected<bool> run_pipeline(ir::Graph& graph, const std::string& pipeline, const std::string& stage,
-                            StageContext& ctx);
+                            StageContext& ctx, std::set<ir::ValueId> variables = {});
 
 }  // namespace tessera::stages
