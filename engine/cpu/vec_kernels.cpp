@@ -1,6 +1,6 @@
 // Vectorised C++ kernels (plain loops the compiler vectorises at -O3, OpenMP across rows): the
-// memcpy ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity), Transpose (tiled), Slice (as a
-// strided transpose), Gather on axis 0
+// memcpy ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity), Transpose (tiled), Slice and
+// Expand (as strided transposes: stepped strides, zero strides), Gather on axis 0
 // (embedding rows), Where, Cast f32 <-> i64, Erf, and Pow with a scalar constant exponent.
 // Plain layouts only; anything else declines.
 #include <omp.h>
@@ -75,6 +75,17 @@ void transpose(const T* in, T* out, const std::vector<int64_t>& out_dims,
   }
 }
 
+// The transpose loop for elements of `size` bytes (the values are only moved, never read as numbers).
+void strided_copy(const void* in, void* out, int size, const std::vector<int64_t>& out_dims,
+                  const std::vector<int64_t>& in_strides) {
+  switch (size) {
+    case 1: transpose(static_cast<const uint8_t*>(in), static_cast<uint8_t*>(out), out_dims, in_strides); break;
+    case 2: transpose(static_cast<const uint16_t*>(in), static_cast<uint16_t*>(out), out_dims, in_strides); break;
+    case 4: transpose(static_cast<const uint32_t*>(in), static_cast<uint32_t*>(out), out_dims, in_strides); break;
+    default: transpose(static_cast<const uint64_t*>(in), static_cast<uint64_t*>(out), out_dims, in_strides);
+  }
+}
+
 // NCHW <-> NHWC Transposes of a channels-last buffer are byte copies: perm [0, 2, 3, 1] of an
 // "nhwc" input to a plain output, perm [0, 3, 1, 2] of a plain input to an "nhwc" output
 // (ConvNeXt's LayerNorm sandwich). The compile stage makes them views (no copy at all).
@@ -109,25 +120,7 @@ Expected<KernelPtr> make_transpose(const KernelInit& init) {
   }
   const int size = dtype_size(xt.dtype);
   return make(impl, init, [=](KernelRun& run) -> Status {
-    const void* in = run.inputs[0].data;
-    void* out = run.outputs[0].data;
-    switch (size) {
-      case 1:
-        transpose(static_cast<const uint8_t*>(in), static_cast<uint8_t*>(out), out_dims,
-                  in_strides);
-        break;
-      case 2:
-        transpose(static_cast<const uint16_t*>(in), static_cast<uint16_t*>(out), out_dims,
-                  in_strides);
-        break;
-      case 4:
-        transpose(static_cast<const uint32_t*>(in), static_cast<uint32_t*>(out), out_dims,
-                  in_strides);
-        break;
-      default:
-        transpose(static_cast<const uint64_t*>(in), static_cast<uint64_t*>(out), out_dims,
-                  in_strides);
-    }
+    strided_copy(run.inputs[0].data, run.outputs[0].data, size, out_dims, in_strides);
     return Status::ok();
   });
 }
@@ -183,14 +176,36 @@ Expected<KernelPtr> make_slice(const KernelInit& init) {
   const int size = dtype_size(init.in_types[0]->dtype);
   return make(impl, init, [=](KernelRun& run) -> Status {
     if (count == 0) return Status::ok();
-    const char* in = static_cast<const char*>(run.inputs[0].data) + offset * size;
-    void* out = run.outputs[0].data;
-    switch (size) {
-      case 1: transpose(reinterpret_cast<const uint8_t*>(in), static_cast<uint8_t*>(out), out_dims, in_strides); break;
-      case 2: transpose(reinterpret_cast<const uint16_t*>(in), static_cast<uint16_t*>(out), out_dims, in_strides); break;
-      case 4: transpose(reinterpret_cast<const uint32_t*>(in), static_cast<uint32_t*>(out), out_dims, in_strides); break;
-      default: transpose(reinterpret_cast<const uint64_t*>(in), static_cast<uint64_t*>(out), out_dims, in_strides);
-    }
+    strided_copy(static_cast<const char*>(run.inputs[0].data) + offset * size, run.outputs[0].data, size, out_dims, in_strides);
+    return Status::ok();
+  });
+}
+
+// ---- Expand -----------------------------------------------------------------------------------
+
+// A broadcast is a strided view too: every broadcast axis has stride 0 (the transpose loop fills
+// rows from one element, or copies whole rows when the last axis is not broadcast). The output
+// shape comes from inference, so the shape input need not be constant.
+Expected<KernelPtr> make_expand(const KernelInit& init) {
+  const std::string impl = "cpu.vec:expand";
+  if (!plain_static(init) || init.in_types.empty() || !init.in_types[0] || init.out_types.size() != 1)
+    return decline(init, impl, "needs plain static types");
+  const Shape x = init.in_types[0]->static_shape(), y = init.out_types[0]->static_shape();
+  if (x.size() > y.size()) return decline(init, impl, "output rank below the input's");
+  const std::vector<int64_t> xs = contiguous_strides(x);
+  const size_t lead = y.size() - x.size();
+  std::vector<int64_t> out_dims{1}, in_strides{0};  // a leading 1 keeps rank >= 2
+  int64_t count = 1;
+  for (size_t d = 0; d < y.size(); ++d) {
+    const int64_t in_dim = d < lead ? 1 : x[d - lead];
+    if (in_dim != y[d] && in_dim != 1) return decline(init, impl, "shapes do not broadcast");
+    out_dims.push_back(y[d]);
+    in_strides.push_back(in_dim == 1 ? 0 : xs[d - lead]);
+    count *= y[d];
+  }
+  const int size = dtype_size(init.in_types[0]->dtype);
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    if (count > 0) strided_copy(run.inputs[0].data, run.outputs[0].data, size, out_dims, in_strides);
     return Status::ok();
   });
 }
@@ -731,6 +746,7 @@ void register_vec_kernels(KernelRegistry& registry) {
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
     registry.add(op, "cpu.vec:copy", kVecPriority, make_copy);
   registry.add("Transpose", "cpu.vec:transpose", kVecPriority, make_transpose);
+  registry.add("Expand", "cpu.vec:expand", kVecPriority, make_expand);
   registry.add("Slice", "cpu.vec:slice", kVecPriority, make_slice);
   registry.add("Gather", "cpu.vec:gather", kVecPriority, make_gather);
   registry.add("Where", "cpu.vec:where", kVecPriority, make_where);

@@ -1,4 +1,4 @@
-// The vectorised CPU kernels against the reference kernels: copies, Transpose, Gather, Where,
+// The vectorised CPU kernels against the reference kernels: copies, Transpose, Slice, Expand, Gather, Where,
 // Cast, Erf, Pow; blocked layouts are refused with an error.
 #include <cmath>
 
@@ -74,6 +74,22 @@ TEST(CpuVec, Slice) {
   const Tensor ints = iota_i64({6, 5});
   Tensor s5 = Tensor::from_vector<int32_t>({1}, {1}), e5 = Tensor::from_vector<int32_t>({1}, {-1});
   check("Slice", {&ints, &s5, &e5}, {}, {false, true, true}, "cpu.vec:slice");
+}
+
+TEST(CpuVec, Expand) {
+  // Swin-T's LayerNorm gradient: a per-row mean [1, 56, 56, 1] broadcast over the channels.
+  const Tensor mean = random_f32({1, 56, 56, 1}, 8);
+  Tensor to = i64({4}, {1, 56, 56, 96});
+  check("Expand", {&mean, &to}, {}, {false, true}, "cpu.vec:expand");
+  // A bias row over new leading axes (whole rows copied), a middle axis, and ones kept as ones.
+  const Tensor row = random_f32({1, 45}, 9), mid = random_f32({3, 1, 5}, 10);
+  Tensor to2 = i64({3}, {2, 7, 45}), to3 = i64({3}, {3, 4, 5}), to4 = i64({2}, {1, 1});
+  check("Expand", {&row, &to2}, {}, {false, true}, "cpu.vec:expand");
+  check("Expand", {&mid, &to3}, {}, {false, true}, "cpu.vec:expand");
+  check("Expand", {&mid, &to4}, {}, {false, true}, "cpu.vec:expand");  // the shape may be smaller than X's
+  const Tensor ints = iota_i64({1, 3});
+  Tensor to5 = i64({2}, {4, 3});
+  check("Expand", {&ints, &to5}, {}, {false, true}, "cpu.vec:expand");
 }
 
 TEST(CpuVec, GatherRows) {
