@@ -1,5 +1,5 @@
 // Vectorised C++ kernels (plain loops the compiler vectorises at -O3, OpenMP across rows): the
-// memcpy ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity), Transpose (tiled), Slice and
+// memcpy ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity), Transpose (tiled), Slice, Split and
 // Expand (as strided transposes: stepped strides, zero strides), Gather on axis 0
 // (embedding rows), Where, Cast f32 <-> i64, Erf, and Pow with a scalar constant exponent.
 // Plain layouts only; anything else declines.
@@ -206,6 +206,50 @@ Expected<KernelPtr> make_expand(const KernelInit& init) {
   const int size = dtype_size(init.in_types[0]->dtype);
   return make(impl, init, [=](KernelRun& run) -> Status {
     if (count > 0) strided_copy(run.inputs[0].data, run.outputs[0].data, size, out_dims, in_strides);
+    return Status::ok();
+  });
+}
+
+// ---- Split ------------------------------------------------------------------------------------
+
+// Each piece is a slice along the axis: the transpose loop from the piece's first index (Concat's
+// gradient: DenseNet-121's training step has 58). Piece sizes come from the inferred outputs.
+Expected<KernelPtr> make_split(const KernelInit& init) {
+  const std::string impl = "cpu.vec:split";
+  if (!plain_static(init) || init.in_types.empty() || !init.in_types[0] || init.out_types.empty())
+    return decline(init, impl, "needs plain static types");
+  const Shape x = init.in_types[0]->static_shape();
+  const int rank = static_cast<int>(x.size());
+  int64_t axis = init.node.attr("axis") ? init.node.attr("axis")->i() : 0;
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return decline(init, impl, "axis");
+  const std::vector<int64_t> xs = contiguous_strides(x);
+  struct Piece {
+    std::vector<int64_t> out_dims, in_strides;
+    int64_t offset = 0, count = 1;
+  };
+  std::vector<Piece> pieces;
+  int64_t at = 0;
+  for (const ir::TensorType* t : init.out_types) {
+    if (!t) return decline(init, impl, "an output without a type");
+    const Shape y = t->static_shape();
+    if (static_cast<int>(y.size()) != rank) return decline(init, impl, "output rank");
+    Piece p{{1}, {0}, at * xs[static_cast<size_t>(axis)], 1};  // a leading 1 keeps rank >= 2
+    for (int d = 0; d < rank; ++d) {
+      p.out_dims.push_back(y[static_cast<size_t>(d)]);
+      p.in_strides.push_back(xs[static_cast<size_t>(d)]);
+      p.count *= y[static_cast<size_t>(d)];
+    }
+    at += y[static_cast<size_t>(axis)];
+    pieces.push_back(std::move(p));
+  }
+  if (at > x[static_cast<size_t>(axis)]) return decline(init, impl, "pieces larger than the input");
+  const int size = dtype_size(init.in_types[0]->dtype);
+  return make(impl, init, [=](KernelRun& run) -> Status {
+    const char* in = static_cast<const char*>(run.inputs[0].data);
+    for (size_t k = 0; k < pieces.size(); ++k)
+      if (pieces[k].count > 0)
+        strided_copy(in + pieces[k].offset * size, run.outputs[k].data, size, pieces[k].out_dims, pieces[k].in_strides);
     return Status::ok();
   });
 }
@@ -747,6 +791,7 @@ void register_vec_kernels(KernelRegistry& registry) {
     registry.add(op, "cpu.vec:copy", kVecPriority, make_copy);
   registry.add("Transpose", "cpu.vec:transpose", kVecPriority, make_transpose);
   registry.add("Expand", "cpu.vec:expand", kVecPriority, make_expand);
+  registry.add("Split", "cpu.vec:split", kVecPriority, make_split);
   registry.add("Slice", "cpu.vec:slice", kVecPriority, make_slice);
   registry.add("Gather", "cpu.vec:gather", kVecPriority, make_gather);
   registry.add("Where", "cpu.vec:where", kVecPriority, make_where);

@@ -92,6 +92,24 @@ TEST(CpuVec, Expand) {
   check("Expand", {&ints, &to5}, {}, {false, true}, "cpu.vec:expand");
 }
 
+TEST(CpuVec, Split) {
+  auto check_split = [](const std::vector<const Tensor*>& in, const ir::Attributes& attrs, int pieces) {
+    KernelResult got = run_cpu({"Split", in, attrs, std::vector<bool>(in.size(), true), {}, "", pieces});
+    ASSERT_EQ(got.impl, "cpu.vec:split");
+    const std::vector<Tensor> want = reference("Split", in, attrs, pieces);
+    ASSERT_EQ(got.outputs.size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) EXPECT_TRUE(got.outputs[k].equals(want[k])) << "piece " << k;
+  };
+  // DenseNet's Concat gradient: channels of a [N, C, H, W] gradient in unequal pieces.
+  const Tensor x = random_f32({2, 48, 7, 5}, 11);
+  Tensor sizes = i64({3}, {16, 8, 24});
+  check_split({&x, &sizes}, {{"axis", int64_t{1}}}, 3);
+  // Equal pieces of the last axis (no sizes), a negative axis, i64 data on axis 0.
+  check_split({&x}, {{"axis", int64_t{-1}}}, 5);
+  const Tensor ints = iota_i64({6, 4});
+  check_split({&ints}, {}, 2);
+}
+
 TEST(CpuVec, GatherRows) {
   const Tensor table = random_f32({10, 6}, 5);
   const Tensor idx = i64({2, 3}, {0, 9, -1, 4, 4, -10});
