@@ -74,7 +74,7 @@ class PyTrainer {
             const py::object& momentum, bool nesterov, const py::object& weight_decay, const std::string& schedule,
             int64_t epochs, int64_t batch_size, uint64_t seed, int threads, const std::string& checkpoint_dir,
             int64_t checkpoint_every, int64_t max_steps, const std::string& output, bool record,
-            const std::string& db, const std::string& name)
+            const std::string& db, const std::string& name, int64_t accumulate)
       : record_(record), db_(db), name_(name) {
     if (py::isinstance<GraphHandle>(source)) {
       graph_ = source.cast<const GraphHandle&>().graph;
@@ -90,6 +90,7 @@ class PyTrainer {
     }
     if (epochs < 1) throw py::value_error("epochs must be at least 1");
     if (batch_size < 1) throw py::value_error("batch_size must be at least 1");
+    if (accumulate < 1 || accumulate > 1024) throw py::value_error("accumulate must be in [1, 1024]");
     if (!(lr > 0)) throw py::value_error("lr must be positive");
     Expected<autodiff::LossKind> l = autodiff::parse_loss(loss);
     if (!l) raise(l.error().within("loss"));
@@ -109,7 +110,8 @@ class PyTrainer {
     cfg_.schedule = schedule;
     cfg_.threads = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     cfg_.seed = seed;
-    cfg_.batch_size = batch_size;
+    cfg_.spec.accumulate = static_cast<int>(accumulate);
+    cfg_.batch_size = batch_size * accumulate;  // a step's batch: accumulate micro-batches of batch_size
     cfg_.checkpoint_dir = checkpoint_dir;
     cfg_.checkpoint_every = checkpoint_every;
     cfg_.max_steps = max_steps;
@@ -118,6 +120,7 @@ class PyTrainer {
               {"weight_decay", py::str(py::float_(cfg_.spec.optimizer.weight_decay))}, {"schedule", schedule},
               {"epochs", std::to_string(epochs)}, {"batch", std::to_string(batch_size)},
               {"threads", std::to_string(cfg_.threads)}, {"file", file_}};
+    if (accumulate > 1) hyper_["accumulate"] = std::to_string(accumulate);
     if (record_) {
       cfg_.trace = &sinks_;
       cfg_.metrics = &sinks_;
@@ -174,6 +177,9 @@ class PyTrainer {
     lo.shuffle = true;
     lo.seed = cfg_.seed;
     lo.workers = workers;
+    // A last batch too small to give every micro-batch an example is left out (tessera train's rule).
+    const int64_t tail = train_src->size() % lo.batch_size;
+    lo.drop_last = tail > 0 && tail < cfg_.spec.accumulate;
     data::DataLoader train_loader(train_src, {}, lo);
     data::LoaderOptions to = lo;
     to.shuffle = false;
@@ -335,18 +341,19 @@ void bind_train(py::module_& m) {
 
 loss: softmax-cross-entropy | mse | bce-with-logits | output (the graph's output is the loss);
 optimizer: sgd | momentum | adam | adamw; schedule: constant | step:SIZE:GAMMA | cosine[:MIN] [,warmup:N].
+accumulate=K: gradient accumulation, each step sums the gradients of K micro-batches of batch_size.
 Each fit() is recorded in insight as a run (record=False to skip; db: the database, default
 tessera.insight.default_database()). Callbacks get dicts of Python numbers; an exception in one stops
 training after the current step and is raised by fit(); so is Ctrl+C (the run is marked stopped).)doc")
       .def(py::init<const py::handle&, const std::string&, const std::string&, double, const py::object&, bool,
                     const py::object&, const std::string&, int64_t, int64_t, uint64_t, int, const std::string&, int64_t,
-                    int64_t, const std::string&, bool, const std::string&, const std::string&>(),
+                    int64_t, const std::string&, bool, const std::string&, const std::string&, int64_t>(),
            py::arg("graph"), py::arg("loss") = "softmax-cross-entropy", py::arg("optimizer") = "sgd",
            py::arg("lr") = 0.01, py::arg("momentum") = py::none(), py::arg("nesterov") = false,
            py::arg("weight_decay") = py::none(), py::arg("schedule") = "constant", py::arg("epochs") = 1,
            py::arg("batch_size") = 64, py::arg("seed") = 0, py::arg("threads") = 0, py::arg("checkpoint_dir") = "",
            py::arg("checkpoint_every") = 0, py::arg("max_steps") = 0, py::arg("output") = "", py::arg("record") = true,
-           py::arg("db") = "", py::arg("name") = "")
+           py::arg("db") = "", py::arg("name") = "", py::arg("accumulate") = 1)
       .def("fit", &PyTrainer::fit, py::arg("data") = py::none(), py::arg("x") = py::none(), py::arg("y") = py::none(),
            py::arg("test") = py::none(), py::arg("on_step") = py::none(), py::arg("on_epoch") = py::none(),
            py::arg("on_checkpoint") = py::none(), py::arg("workers") = 1,

@@ -69,6 +69,27 @@ def test_callback_errors_stop_training_and_fail_the_run(fashion, db):
     assert run["status"] == "failed" and "from the callback" in run["error"]
 
 
+def test_gradient_accumulation_sums_micro_batches(fashion):
+    """accumulate=2 with batches of 32: one step per 64 examples. On copies of one example every
+    batch is the same whatever the shuffle, and two equal micro-batch gradients, summed and halved,
+    are the one batch's gradient bit for bit: the same losses and weights as batches of 32."""
+    x, y, _, _ = fashion
+    kw = dict(optimizer="momentum", lr=0.02, epochs=1, seed=3, threads=1, record=False, batch_size=32)
+    a = tessera.Trainer(ROOT / "samples" / "lenet.json", **kw)
+    b = tessera.Trainer(ROOT / "samples" / "lenet.json", accumulate=2, **kw)
+    la, lb = [], []
+    ra = a.fit(x=np.repeat(x[:1], 160, axis=0), y=np.repeat(y[:1], 160), test=False, on_step=lambda s: la.append(s["loss"]))
+    rb = b.fit(x=np.repeat(x[:1], 320, axis=0), y=np.repeat(y[:1], 320), test=False, on_step=lambda s: lb.append(s["loss"]))
+    assert ra["steps"] == rb["steps"] == 5 and la == lb and la[-1] < la[0]
+    wa, wb = a.graph().params, b.graph().params
+    assert all(np.array_equal(wa[k], wb[k]) for k in wa)
+    # The same 320 examples without accumulation: twice the steps (a step is 32 examples, not 64).
+    c = tessera.Trainer(ROOT / "samples" / "lenet.json", **kw)
+    assert c.fit(x=np.repeat(x[:1], 320, axis=0), y=np.repeat(y[:1], 320), test=False)["steps"] == 10
+    with pytest.raises(ValueError, match="accumulate"):
+        tessera.Trainer(ROOT / "samples" / "lenet.json", accumulate=0)
+
+
 def test_bad_training_input():
     with pytest.raises(tessera.Error, match="optimizer"):
         tessera.Trainer(ROOT / "samples" / "mlp.json", optimizer="adagrad")
