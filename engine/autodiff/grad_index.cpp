@@ -186,8 +186,12 @@ std::pair<int64_t, int64_t> slice_range(int64_t dim, int64_t start, int64_t end,
   return {start, start > end ? 1 + (start - end - 1) / back : 0};
 }
 
-// dX: axes with step 1 are padded back with zeros (one Pad for all of them); other steps scatter
-// dY's slots to start + j * step along their axis.
+// dX: axes with step 1 are padded back with zeros (one Pad for all of them). A step s > 1
+// interleaves s - 1 zeros after each slot of dY (Unsqueeze a new axis after it, Pad that axis to
+// s, Reshape: slot j lands at j * s), and the same final Pad moves it to the start and to the
+// axis's size (cropping the zeros past the end): element-wise kernels instead of a scatter (Swin-T's
+// patch merging: 18 reference ScatterElements a training step). Negative steps scatter dY's slots
+// to start + j * step.
 Status slice_grad(GradientContext& g) {
   if (!g.wants(0)) return Status::ok();
   TRY(Shape xs, static_shape(g, g.input(0), "Slice"));
@@ -218,6 +222,19 @@ Status slice_grad(GradientContext& g) {
       pads[static_cast<size_t>(a)] = start;
       pads[static_cast<size_t>(r + a)] = dim - start - len;
       padded |= start != 0 || dim - start - len != 0;
+      continue;
+    }
+    if (steps[i] > 1) {
+      const int64_t step = steps[i];
+      std::vector<int64_t> spread(2 * static_cast<size_t>(r + 1), 0);
+      spread[static_cast<size_t>(r + 1 + a + 1)] = step - 1;
+      cur = g.emit("Unsqueeze", {cur, g.ints({a + 1})});
+      cur = g.emit("Pad", {cur, g.ints(spread)});
+      shape[static_cast<size_t>(a)] = len * step;
+      cur = g.emit("Reshape", {cur, g.ints(shape)});
+      pads[static_cast<size_t>(a)] = start;
+      pads[static_cast<size_t>(r + a)] = dim - start - len * step;  // negative: crops the zeros past the end
+      padded = true;  // `shape` stays cur's shape: len * step on this axis until the final Pad
       continue;
     }
     std::vector<int64_t> at;
