@@ -121,6 +121,7 @@ struct TrainOptions {
   bool json = false, no_eval = false;
   bool deterministic = false;  // under mpirun: gradients summed in rank order (bitwise repeatable)
   bool no_overlap = false;     // under mpirun: one blocking AllReduce per bucket
+  bool sync_bn = false;        // under mpirun: batch norms use every rank's rows (SyncBatchNorm)
   double bucket_mb = 25, first_bucket_mb = 1;  // gradient bucket caps in MiB (DDP's bucket_cap_mb)
   RecordOptions record;
 };
@@ -140,6 +141,7 @@ struct PassesOptions {
   bool train = false;       // compile the training step (softmax cross-entropy, SGD)
   int world_size = 1;       // with train: data parallel over this many ranks (the split's all-reduces)
   int accumulate = 1;       // with train: the last micro-batch's step under gradient accumulation
+  bool sync_bn = false;     // with world_size: batch norms synchronised over the ranks
   double bucket_mb = 25, first_bucket_mb = 1;  // their bucket caps in MiB
   RecordOptions record;
 };

@@ -95,6 +95,7 @@ int run_passes(const PassesOptions& o) {
     dp.world_size = o.world_size;
     dp.bucket_bytes = mib_bytes(o.bucket_mb);
     dp.first_bucket_bytes = mib_bytes(o.first_bucket_mb);
+    dp.sync_batchnorm = o.sync_bn;
     if (o.world_size > 1) so.data_parallel = &dp;
     // The step's own inputs: labels, the learning rate, the step, the trained state.
     if (Status st = autodiff::add_step_input_shapes(*g, spec, shapes); !st) return rec.fail(st.error().within(o.file));

@@ -146,6 +146,9 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("--deterministic", train.deterministic,
                       "Under mpirun: sum gradients over the ranks in rank order, so runs with the same seed and "
                       "number of ranks give bitwise identical weights");
+  train_cmd->add_flag("--sync-bn", train.sync_bn,
+                      "Under mpirun: batch norms normalise with the statistics of every rank's rows "
+                      "(PyTorch's SyncBatchNorm), so a network with batch norm trains as one process with the global batch");
   train_cmd->add_flag("--no-overlap", train.no_overlap,
                       "Under mpirun: one blocking all-reduce per gradient bucket instead of starting each as soon "
                       "as its gradients exist (for comparison)");
@@ -171,6 +174,7 @@ int main(int argc, char** argv) {
   passes_cmd->add_option("--world-size", passes.world_size,
                          "With --train: data parallel over N ranks (the split stage's gradient all-reduces)")
       ->check(CLI::Range(1, 65536));
+  passes_cmd->add_flag("--sync-bn", passes.sync_bn, "With --world-size: batch norms synchronised over the ranks");
   passes_cmd->add_option("--accumulate", passes.accumulate,
                          "With --train: the step that ends N micro-batches of gradient accumulation (each gradient added "
                          "to its <weight>/grad_acc, the updates scaled by 1/N)")

@@ -478,6 +478,7 @@ std::map<std::string, std::string> train_hyperparams(const TrainOptions& o, int 
     h["first_bucket_mb"] = number(o.first_bucket_mb);
     h["overlap"] = o.no_overlap ? "false" : "true";
     h["deterministic"] = o.deterministic ? "true" : "false";
+    if (o.sync_bn) h["sync_bn"] = "true";
   }
   return h;
 }

@@ -143,6 +143,9 @@ int run_train(const TrainOptions& o_in) {
   cfg.data_parallel.overlap = !o.no_overlap;
   cfg.data_parallel.bucket_bytes = mib_bytes(o.bucket_mb);
   cfg.data_parallel.first_bucket_bytes = mib_bytes(o.first_bucket_mb);
+  cfg.data_parallel.sync_batchnorm = o.sync_bn;
+  if (o.sync_bn && o.inter_op > 1)
+    return fail(make_error("--sync-bn needs --inter-op 1: its all-reduces must run in the same order on every rank"));
 
   const int channels = formats::image_channels(*graph);
   auto train_src = formats::open_dataset_split(o.data, "train", channels);

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "engine/cpu/vec_internal.h"
+#include "engine/dist/communicator.h"
 
 namespace tessera::cpu {
 namespace {
@@ -308,6 +309,73 @@ void channel_moments(const float* x, const float* dy, const ChannelShape& s, int
   var = sq / count;
 }
 
+// SyncBatchNorm (sync_ranks > 1, data parallel): the moments of every rank's rows. Per channel
+// this rank's sum is all-reduced with its row count (blocking, from the step's thread: every rank
+// runs its batch norms in the same order, each collective on its own), giving the mean; then the
+// squared deviations from it (and, for the gradient, the sums of dY and dY (X - mean)), giving the
+// variance. The all-reduced sums are f32 (added in double within the rank). The gradient keeps
+// this rank's own sums for dScale and dB: the split stage's all-reduce adds the ranks' up.
+struct SyncedMoments {
+  std::vector<double> mean, var, sdy, sdyxc, local_sdy, local_sdyxc;
+  double count = 0;
+};
+
+Status synced_moments(const float* x, const float* dy, const ChannelShape& s, int64_t ranks, SyncedMoments& m) {
+  dist::Communicator* comm = dist::current();
+  RETURN_IF_ERROR(dist::check_world_size(ranks, comm));
+  const int64_t c = s.c;
+  std::vector<float> sums(static_cast<size_t>(c) + 1);
+#pragma omp parallel for schedule(static) if (s.n * s.c * s.inner > (1 << 14))
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double sum = 0;
+    for (int64_t i = 0; i < s.n; ++i) sum += run_sum(x + (i * s.c + ch) * s.inner, s.inner);
+    sums[static_cast<size_t>(ch)] = static_cast<float>(sum);
+  }
+  sums[static_cast<size_t>(c)] = static_cast<float>(s.n * s.inner);
+  RETURN_IF_ERROR(comm->allreduce_sum(sums.data(), c + 1));
+  m.count = sums[static_cast<size_t>(c)];
+  m.mean.resize(static_cast<size_t>(c));
+  for (int64_t ch = 0; ch < c; ++ch) m.mean[static_cast<size_t>(ch)] = sums[static_cast<size_t>(ch)] / m.count;
+  const int64_t parts = dy ? 3 : 1;
+  std::vector<float> moments(static_cast<size_t>(parts * c));
+  m.local_sdy.assign(static_cast<size_t>(c), 0.0);
+  m.local_sdyxc.assign(static_cast<size_t>(c), 0.0);
+#pragma omp parallel for schedule(static) if (s.n * s.c * s.inner > (1 << 14))
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double sq = 0, sdy = 0, sdyxc = 0;
+    for (int64_t i = 0; i < s.n; ++i) {
+      float r[3];
+      const int64_t at = (i * s.c + ch) * s.inner;
+      run_moments(x + at, dy ? dy + at : nullptr, s.inner, static_cast<float>(m.mean[static_cast<size_t>(ch)]), r);
+      sq += r[0], sdy += r[1], sdyxc += r[2];
+    }
+    moments[static_cast<size_t>(ch)] = static_cast<float>(sq);
+    if (dy) {
+      moments[static_cast<size_t>(c + ch)] = static_cast<float>(sdy);
+      moments[static_cast<size_t>(2 * c + ch)] = static_cast<float>(sdyxc);
+      m.local_sdy[static_cast<size_t>(ch)] = sdy;
+      m.local_sdyxc[static_cast<size_t>(ch)] = sdyxc;
+    }
+  }
+  RETURN_IF_ERROR(comm->allreduce_sum(moments.data(), parts * c));
+  m.var.resize(static_cast<size_t>(c));
+  m.sdy.assign(static_cast<size_t>(c), 0.0);
+  m.sdyxc.assign(static_cast<size_t>(c), 0.0);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    m.var[static_cast<size_t>(ch)] = moments[static_cast<size_t>(ch)] / m.count;
+    if (dy) {
+      m.sdy[static_cast<size_t>(ch)] = moments[static_cast<size_t>(c + ch)];
+      m.sdyxc[static_cast<size_t>(ch)] = moments[static_cast<size_t>(2 * c + ch)];
+    }
+  }
+  return Status::ok();
+}
+
+int64_t sync_ranks(const KernelInit& init) {
+  const ir::Attribute* a = init.node.attr("sync_ranks");
+  return a ? a->i() : 0;
+}
+
 Expected<KernelPtr> make_batchnorm_training(const KernelInit& init) {
   const std::string impl = "cpu.vec:batchnorm_training";
   const ir::Attribute* tm = init.node.attr("training_mode");
@@ -322,6 +390,7 @@ Expected<KernelPtr> make_batchnorm_training(const KernelInit& init) {
   const double eps = init.node.attr("epsilon") ? init.node.attr("epsilon")->f() : 1e-5;
   const double momentum = init.node.attr("momentum") ? init.node.attr("momentum")->f() : 0.9;
   const size_t nout = init.out_types.size();
+  const int64_t ranks = sync_ranks(init);
   return make(impl, init, [=](KernelRun& run) -> Status {
     const float* x = static_cast<const float*>(run.inputs[0].data);
     const float* scale = static_cast<const float*>(run.inputs[1].data);
@@ -331,10 +400,13 @@ Expected<KernelPtr> make_batchnorm_training(const KernelInit& init) {
     float* y = static_cast<float*>(run.outputs[0].data);
     float* nrm = nout > 1 ? static_cast<float*>(run.outputs[1].data) : nullptr;
     float* nrv = nout > 2 ? static_cast<float*>(run.outputs[2].data) : nullptr;
+    SyncedMoments synced;
+    if (ranks > 1) RETURN_IF_ERROR(synced_moments(x, nullptr, s, ranks, synced));
 #pragma omp parallel for schedule(static) if (s.n * s.c * s.inner > (1 << 14))
     for (int64_t ch = 0; ch < s.c; ++ch) {
       double mean, var, unused1, unused2;
-      channel_moments(x, nullptr, s, ch, mean, var, unused1, unused2);
+      if (ranks > 1) mean = synced.mean[static_cast<size_t>(ch)], var = synced.var[static_cast<size_t>(ch)];
+      else channel_moments(x, nullptr, s, ch, mean, var, unused1, unused2);
       const double a = scale[ch] / std::sqrt(var + eps), b = bias[ch] - mean * a;
       for (int64_t i = 0; i < s.n; ++i) {
         const int64_t at = (i * s.c + ch) * s.inner;
@@ -355,6 +427,7 @@ Expected<KernelPtr> make_batchnorm_grad(const KernelInit& init) {
       init.in_types[2]->dtype != DType::kF32 || init.in_types[2]->static_shape() != Shape{s.c})
     return decline(init, impl, "needs plain static f32 [N, C, ...] and scale [C]");
   const double eps = init.node.attr("epsilon") ? init.node.attr("epsilon")->f() : 1e-5;
+  const int64_t ranks = sync_ranks(init);
   return make(impl, init, [=](KernelRun& run) -> Status {
     const float* dy = static_cast<const float*>(run.inputs[0].data);
     const float* x = static_cast<const float*>(run.inputs[1].data);
@@ -362,14 +435,22 @@ Expected<KernelPtr> make_batchnorm_grad(const KernelInit& init) {
     float* dx = static_cast<float*>(run.outputs[0].data);
     float* dscale = static_cast<float*>(run.outputs[1].data);
     float* dbias = static_cast<float*>(run.outputs[2].data);
-    const double count = static_cast<double>(s.n * s.inner);
+    SyncedMoments synced;
+    if (ranks > 1) RETURN_IF_ERROR(synced_moments(x, dy, s, ranks, synced));
+    const double count = ranks > 1 ? synced.count : static_cast<double>(s.n * s.inner);
 #pragma omp parallel for schedule(static) if (s.n * s.c * s.inner > (1 << 14))
     for (int64_t ch = 0; ch < s.c; ++ch) {
       double mean, var, sdy, sdyxc;
-      channel_moments(x, dy, s, ch, mean, var, sdy, sdyxc);
+      if (ranks > 1) {
+        const size_t k = static_cast<size_t>(ch);
+        mean = synced.mean[k], var = synced.var[k], sdy = synced.sdy[k], sdyxc = synced.sdyxc[k];
+      } else {
+        channel_moments(x, dy, s, ch, mean, var, sdy, sdyxc);
+      }
       const double inv = 1.0 / std::sqrt(var + eps);
-      dbias[ch] = static_cast<float>(sdy);
-      dscale[ch] = static_cast<float>(sdyxc * inv);
+      // dScale and dB from this rank's rows (the gradient all-reduce sums the ranks'); dX from all.
+      dbias[ch] = static_cast<float>(ranks > 1 ? synced.local_sdy[static_cast<size_t>(ch)] : sdy);
+      dscale[ch] = static_cast<float>((ranks > 1 ? synced.local_sdyxc[static_cast<size_t>(ch)] : sdyxc) * inv);
       const float k = static_cast<float>(scale[ch] * inv), sdy_m = static_cast<float>(sdy / count),
                   t = static_cast<float>(inv * inv * sdyxc / count);
       for (int64_t i = 0; i < s.n; ++i) {

@@ -110,4 +110,18 @@ Expected<int> insert_gradient_allreduce(ir::Graph& g, const DataParallel& dp, in
   return buckets;
 }
 
+int mark_sync_batchnorm(ir::Graph& g, const DataParallel& dp) {
+  if (!dp.sync_batchnorm || dp.world_size <= 1) return 0;
+  int forward = 0;
+  for (ir::NodeId id : g.node_ids()) {
+    ir::Node& n = g.node(id);
+    const ir::Attribute* tm = n.attr("training_mode");
+    const bool training_bn = n.op == "BatchNormalization" && tm && tm->i() != 0;
+    if (!training_bn && n.op != "BatchNormalizationGrad") continue;
+    n.attrs.insert_or_assign("sync_ranks", ir::Attribute(int64_t{dp.world_size}));
+    forward += training_bn;
+  }
+  return forward;
+}
+
 }  // namespace tessera::dist

@@ -77,11 +77,19 @@ struct DataParallel {
   bool overlap = true;
   int64_t first_bucket_bytes = int64_t{1} << 20;
   int64_t bucket_bytes = int64_t{25} << 20;
+  // SyncBatchNorm (PyTorch's torch.nn.SyncBatchNorm): batch norms in training mode normalise with
+  // the moments of every rank's rows (mark_sync_batchnorm), so a network with batch norm trains on
+  // N ranks as on one process with the global batch. Two blocking all-reduces of [C] per batch norm
+  // forward and two backward; every rank must run them in the same order (one step at a time).
+  bool sync_batchnorm = false;
 };
 
 // Inserts the all-reduce nodes of a training step (SGDUpdate/AdamUpdate nodes made by
 // autodiff::build_training_step) and rewires each update to read its gradient's mean. Returns the
 // number of buckets and adds their bytes to `bytes`. A graph without updates is left alone.
 Expected<int> insert_gradient_allreduce(ir::Graph& graph, const DataParallel& dp, int64_t* bytes);
+// Sets sync_ranks = dp.world_size on every BatchNormalization in training mode and every
+// BatchNormalizationGrad (DataParallel::sync_batchnorm); returns how many batch norms.
+int mark_sync_batchnorm(ir::Graph& graph, const DataParallel& dp);
 
 }  // namespace tessera::dist

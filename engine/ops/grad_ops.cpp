@@ -538,6 +538,8 @@ void register_relu_grad(OpRegistry& registry) {
 // recomputing the moments from X: dBias = sum(dY), dScale = sum(dY * xhat),
 // dX = scale * inv * (dY - dBias / M - xhat * dScale / M), xhat = (X - mean) * inv, M the count.
 Status batchnorm_grad_kernel(KernelContext& ctx) {
+  if (ctx.attrs().i("sync_ranks") > 1)
+    return node_error(ctx.node, "moments synchronised over ranks (sync_ranks) need the cpu.vec kernel: plain static f32 [N, C, ...]");
   const Tensor dy = widen(ctx.in(0)).contiguous(), x = widen(ctx.in(1)).contiguous();
   const std::vector<double> scale = ctx.in(2).to_doubles();
   const double eps = ctx.attrs().f("epsilon");
@@ -583,6 +585,7 @@ void register_batchnorm_grad(OpRegistry& registry) {
   def.input("dY", "gradient of Y [N, C, ...]").input("X", "the forward input").input("scale", "the forward scale [C]");
   def.output("dX", "shape of X").output("dScale", "[C]").output("dB", "[C]");
   def.attr("epsilon", AttrKind::kFloat, Attribute(1e-5), "as the forward op");
+  def.attr("sync_ranks", AttrKind::kInt, Attribute(0), "as the forward op: moments over every rank's rows (cpu.vec kernel)");
   def.allowed_types = kFloatTypes;
   def.infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
     if (ctx.inputs[0]->dtype != ctx.inputs[1]->dtype)

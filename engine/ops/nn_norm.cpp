@@ -68,6 +68,8 @@ Expected<std::vector<TensorType>> infer_batchnorm(const InferContext& ctx) {
 Status batchnorm_kernel(KernelContext& ctx) {
   const AttrReader attrs = ctx.attrs();
   const bool training = attrs.i("training_mode") != 0;
+  if (training && attrs.i("sync_ranks") > 1)
+    return node_error(ctx.node, "statistics synchronised over ranks (sync_ranks) need the cpu.vec kernel: plain static f32 [N, C, ...]");
   const DType dt = ctx.in(0).dtype();
   const Tensor x = widen(ctx.in(0)).contiguous();
   std::vector<std::vector<Dim>> pdims;
@@ -374,7 +376,10 @@ void register_batchnorm(OpRegistry& registry) {
       .attr("momentum", AttrKind::kFloat, Attribute(0.9),
             "running statistics update factor (training)")
       .attr("training_mode", AttrKind::kInt, Attribute(0),
-            "1: normalise with batch statistics and update the running ones");
+            "1: normalise with batch statistics and update the running ones")
+      .attr("sync_ranks", AttrKind::kInt, Attribute(0),
+            "Tessera's data parallel (SyncBatchNorm): above 1, the batch statistics are those of every "
+            "rank's rows, all-reduced over this many ranks (the split stage sets it; cpu.vec kernels)");
   def.allowed_types = kFloatTypes;
   def.infer = infer_batchnorm;
   def.reference = batchnorm_kernel;

@@ -86,10 +86,11 @@ Expected<PlacedGraph> split(PreparedGraph prepared, const backend::DeviceSet& de
     return make_error("unknown device '" + preferred + "' (devices: " + names + ")");
   }
   // Data parallel: one AllReduce per gradient bucket before the updates (placed like any node).
-  int buckets = 0;
+  int buckets = 0, synced_bn = 0;
   int64_t bucket_bytes = 0;
   if (ctx.data_parallel) {
     TRY(buckets, dist::insert_gradient_allreduce(g, *ctx.data_parallel, &bucket_bytes));
+    synced_bn = dist::mark_sync_batchnorm(g, *ctx.data_parallel);
   }
   placed.device_of.assign(static_cast<size_t>(g.node_capacity()), "");
   TRY(std::vector<ir::NodeId> order, g.topological_order());
@@ -168,6 +169,7 @@ Expected<PlacedGraph> split(PreparedGraph prepared, const backend::DeviceSet& de
   if (buckets > 0)
     summary << "; " << buckets << " gradient all-reduce bucket(s) of " << bucket_bytes << " bytes over "
             << ctx.data_parallel->world_size << " ranks";
+  if (synced_bn > 0) summary << "; " << synced_bn << " batch norms synchronised over the ranks";
   ctx.finish_stage("split", start, before, &g, summary.str());
   return placed;
 }
