@@ -623,11 +623,11 @@ Expected<KernelPtr> make_pad(const KernelInit& init) {
   });
 }
 
-// Add Sub Mul Div Max Min on f32 with numpy broadcasting, both operands included: dims are
+// Add Sub Mul Div Max Min (and Equal, to bool) on f32 with numpy broadcasting, both operands included: dims are
 // right-aligned and runs of dims with the same broadcast pattern collapsed, so the inner loop is
 // one contiguous (or scalar) stretch per operand; the outer loop runs in parallel.
-template <class F>
-Status broadcast_binary(const float* a, const float* b, float* y, const std::vector<int64_t>& dims,
+template <class Out, class F>
+Status broadcast_binary(const float* a, const float* b, Out* y, const std::vector<int64_t>& dims,
                         const std::vector<int64_t>& sa, const std::vector<int64_t>& sb, F f) {
   const size_t r = dims.size();
   const int64_t inner = dims[r - 1], ia = sa[r - 1], ib = sb[r - 1];
@@ -644,7 +644,7 @@ Status broadcast_binary(const float* a, const float* b, float* y, const std::vec
     }
     const float* pa = a + oa;
     const float* pb = b + ob;
-    float* py = y + o * inner;
+    Out* py = y + o * inner;
     if (ia && ib) {
 #pragma omp simd
       for (int64_t i = 0; i < inner; ++i) py[i] = f(pa[i], pb[i]);
@@ -657,7 +657,7 @@ Status broadcast_binary(const float* a, const float* b, float* y, const std::vec
 #pragma omp simd
       for (int64_t i = 0; i < inner; ++i) py[i] = f(va, pb[i]);
     } else {
-      const float v = f(*pa, *pb);
+      const Out v = f(*pa, *pb);
       std::fill(py, py + inner, v);
     }
   }
@@ -667,8 +667,12 @@ Status broadcast_binary(const float* a, const float* b, float* y, const std::vec
 Expected<KernelPtr> make_binary(const KernelInit& init) {
   const std::string impl = "cpu.vec:binary";
   const std::string& op = init.node.op;
+  // Comparisons of f32 give bool (one byte): Clip's gradient compares X with Y (MobileNetV2's
+  // ReLU6, 35 reference Equals a training step).
+  const bool compare = op == "Equal";  // Less and Greater against a scalar: cpu.vec:less/greater
   if (!plain_static(init) || init.in_types.size() != 2 || !is_static_f32(init.in_types[0]) ||
-      !is_static_f32(init.in_types[1]) || init.out_types.size() != 1 || !is_static_f32(init.out_types[0]))
+      !is_static_f32(init.in_types[1]) || init.out_types.size() != 1 || !init.out_types[0] ||
+      !init.out_types[0]->is_static() || init.out_types[0]->dtype != (compare ? DType::kBool : DType::kF32))
     return decline(init, impl, "needs plain static f32 operands");
   const Shape y = init.out_types[0]->static_shape();
   const size_t rank = std::max<size_t>(1, y.size());
@@ -711,6 +715,13 @@ Expected<KernelPtr> make_binary(const KernelInit& init) {
                               static_cast<float*>(run.outputs[0].data), dims, sa, sb, f);
     });
   };
+  auto comparison = [=](auto f) {
+    return make(impl, init, [=](KernelRun& run) -> Status {
+      return broadcast_binary(static_cast<const float*>(run.inputs[0].data), static_cast<const float*>(run.inputs[1].data),
+                              static_cast<uint8_t*>(run.outputs[0].data), dims, sa, sb, f);
+    });
+  };
+  if (op == "Equal") return comparison([](float x, float z) -> uint8_t { return x == z; });
   if (op == "Add") return kernel([](float x, float z) { return x + z; });
   if (op == "Sub") return kernel([](float x, float z) { return x - z; });
   if (op == "Mul") return kernel([](float x, float z) { return x * z; });
@@ -802,7 +813,7 @@ void register_vec_kernels(KernelRegistry& registry) {
   registry.add("Resize", "cpu.vec:resize", kVecPriority, make_resize);
   registry.add("Pad", "cpu.vec:pad", kVecPriority, make_pad);
   registry.add("Concat", "cpu.vec:concat_nhwc", kOneDnnPriority + 10, make_concat_nhwc);
-  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"})
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min", "Equal"})
     registry.add(op, "cpu.vec:binary", kVecPriority, make_binary);
   register_vec_train(registry);
   register_vec_dist(registry);

@@ -496,6 +496,23 @@ TEST(CpuVec, BinaryBroadcasting) {
     }
 }
 
+TEST(CpuVec, EqualBroadcasting) {
+  // Clip's gradient: Equal(X, Clip(X)) is true where X passed unchanged; and a scalar bound.
+  const Tensor x = random_f32({3, 5, 7}, 20);
+  Tensor clipped = x.clone();
+  for (int64_t i = 0; i < clipped.numel(); ++i)
+    clipped.data<float>()[i] = std::clamp(clipped.data<float>()[i], -0.5f, 0.5f);
+  const Tensor zero = Tensor::scalar<float>(0.f), row = random_f32({7}, 21);
+  for (const char* op : {"Equal"})
+    for (const Tensor* other : std::vector<const Tensor*>{&clipped, &zero, &row}) {
+      SCOPED_TRACE(std::string(op) + " " + shape_to_string(other->shape()));
+      KernelResult got = run_cpu({op, {&x, other}, {}, {false, false}, {}, "", 1, "cpu.vec:binary"});
+      ASSERT_EQ(got.impl, "cpu.vec:binary");
+      const Tensor want = reference(op, {&x, other})[0];
+      EXPECT_TRUE(got.outputs[0].equals(want)) << got.outputs[0].summary() << " vs " << want.summary();
+    }
+}
+
 TEST(CpuVec, ConcatChannelsLast) {
   const Tensor a = random_f32({2, 3, 4, 5}, 17), b = random_f32({2, 5, 4, 5}, 18), c = random_f32({2, 1, 4, 5}, 19);
   KernelResult got = run_cpu({"Concat", {&a, &b, &c}, {{"axis", int64_t{1}}}, {false, false, false}, {"nhwc", "nhwc", "nhwc"}, "nhwc"});
