@@ -88,6 +88,7 @@ int run_passes(const PassesOptions& o) {
   dist::DataParallel dp;
   if (o.world_size > 1 && !o.train) return fail(make_error("--world-size needs --train (data parallel splits the training step)"));
   if (o.accumulate > 1 && !o.train) return fail(make_error("--accumulate needs --train (gradient accumulation is part of the training step)"));
+  if (o.sync_bn && o.world_size <= 1) return fail(make_error("--sync-bn needs --world-size above 1 (it synchronises batch norms over ranks)"));
   spec.accumulate = o.accumulate;
   stages::InputShapes shapes = shapes_of(*feeds);
   if (o.train) {

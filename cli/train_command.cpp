@@ -144,6 +144,8 @@ int run_train(const TrainOptions& o_in) {
   cfg.data_parallel.bucket_bytes = mib_bytes(o.bucket_mb);
   cfg.data_parallel.first_bucket_bytes = mib_bytes(o.first_bucket_mb);
   cfg.data_parallel.sync_batchnorm = o.sync_bn;
+  if (o.sync_bn && world == 1)
+    std::cerr << "note: --sync-bn has no effect on one process: it synchronises batch norms over mpirun's ranks\n";
   if (o.sync_bn && o.inter_op > 1)
     return fail(make_error("--sync-bn needs --inter-op 1: its all-reduces must run in the same order on every rank"));
 

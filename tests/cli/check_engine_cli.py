@@ -61,6 +61,15 @@ with tempfile.TemporaryDirectory() as tmp:
         check("FusedConv" in text, "the fuse snapshot holds FusedConv nodes")
     rc, out, err = run("passes", lenet, "--pipeline", "dce,nonsense")
     check(rc == 1 and "nonsense" in err, "an unknown pass is named (%s)" % err.strip())
+    # Data-parallel and accumulation flags that cannot apply are refused, naming the flag.
+    rc, out, err = run("passes", lenet, "--sync-bn", "--no-record")
+    check(rc == 1 and "--sync-bn needs --world-size" in err, "--sync-bn without ranks is refused (%s)" % err.strip())
+    rc, out, err = run("passes", lenet, "--accumulate", "2", "--no-record")
+    check(rc == 1 and "--accumulate needs --train" in err, "--accumulate without --train is refused (%s)" % err.strip())
+    rc, out, err = run("passes", os.path.join(root, "samples", "resnet18.json"), "--train", "--world-size", "2", "--sync-bn",
+                       "--accumulate", "2", "--dim", "N=4", "--no-record")
+    split = [l for l in out.splitlines() if l.startswith("split")]
+    check(rc == 0 and split and "20 batch norms synchronised" in split[0], "passes shows the synchronised batch norms (%s)" % (split or err))
 
     # Bad input.
     bad = os.path.join(tmp, "truncated.onnx")
