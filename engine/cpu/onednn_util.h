@@ -42,6 +42,7 @@ void register_onednn_eltwise(KernelRegistry& registry,
                              const ContextPtr& ctx);  // onednn_eltwise.cpp
 void register_vec_kernels(KernelRegistry& registry);  // vec_kernels.cpp
 void register_vec_train(KernelRegistry& registry);    // vec_train.cpp
+void register_vec_norm(KernelRegistry& registry);     // vec_norm.cpp
 void register_vec_conv(KernelRegistry& registry);     // vec_conv.cpp
 void register_vec_dist(KernelRegistry& registry);     // vec_dist.cpp
 

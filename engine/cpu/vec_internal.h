@@ -1,4 +1,4 @@
-// Shared by the vectorised kernel files (vec_kernels.cpp, vec_train.cpp): a Kernel from a
+// Shared by the vectorised kernel files (vec_kernels.cpp, vec_train.cpp, vec_norm.cpp): a Kernel from a
 // lambda, and the plain-layout check. Internal to engine/cpu.
 #pragma once
 
@@ -103,6 +103,14 @@ void for_chunks(int64_t n, int64_t serial_max, F&& f) {
 inline Expected<KernelPtr> pass_to_next(const std::string& why) {
   backend::set_decline_reason(why);
   return KernelPtr();
+}
+
+constexpr int64_t kParallelUpdate = 1 << 15;  // elements up to which an update stays on one thread
+
+// Inputs a and b present, f32, of the same static shape.
+inline bool same_f32_shape(const KernelInit& init, size_t a, size_t b) {
+  return init.in_types[a] && init.in_types[b] && init.in_types[a]->dtype == DType::kF32 &&
+         init.in_types[b]->dtype == DType::kF32 && init.in_types[a]->static_shape() == init.in_types[b]->static_shape();
 }
 
 // Plain layouts, static types on every present input and output.

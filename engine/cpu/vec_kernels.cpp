@@ -816,6 +816,7 @@ void register_vec_kernels(KernelRegistry& registry) {
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min", "Equal"})
     registry.add(op, "cpu.vec:binary", kVecPriority, make_binary);
   register_vec_train(registry);
+  register_vec_norm(registry);
   register_vec_dist(registry);
   register_vec_conv(registry);
 }
