@@ -164,8 +164,8 @@ int run_train(const TrainOptions& o_in) {
   lo.workers = loader_workers(o.workers, cfg.threads, world);
   // An epoch's last, partial batch must give every rank's every micro-batch an example; a tail
   // smaller than that is left out of each epoch (as with drop_last), and said.
-  const int64_t parts = o.accumulate * world, tail = (*train_src)->size() % lo.batch_size;
-  if (tail > 0 && tail < parts) {
+  const int64_t parts = o.accumulate * world;
+  if (const int64_t tail = train::unsplittable_tail((*train_src)->size(), lo.batch_size, parts)) {
     lo.drop_last = true;
     if (rank == 0)
       std::cerr << "note: the last " << tail << " example(s) of each epoch are left out: a batch of " << tail

@@ -246,7 +246,7 @@ Status Trainer::slice_rows(data::Batch& batch, int64_t part, int64_t parts, cons
     const int64_t rows = t.dim(0), lo = part * rows / parts, hi = (part + 1) * rows / parts;
     if (hi <= lo)
       return make_error("a batch of " + std::to_string(rows) + " examples cannot be split into " + std::to_string(parts) + " " +
-                        what + " (use a batch size of at least one example per " + std::string(what).substr(0, std::string(what).size() - 1) + ")");
+                        what + " (each needs at least one example: use a larger batch size)");
     Shape shape = t.shape();
     shape[0] = hi - lo;
     const int64_t row = rows ? t.numel() / rows : 0;
@@ -273,16 +273,20 @@ Status Trainer::run_step(const data::Batch& batch, runtime::Feeds& feeds, double
     if (parts > 1) RETURN_IF_ERROR(slice_rows(micro, part, parts, "micro-batches"));
     add_batch(micro, config_.spec.loss != autodiff::LossKind::kGraphOutput, feeds);
     const bool last = part + 1 == parts;
-    // The accumulating step reads no optimizer buffers, learning rate or step number.
-    for (const autodiff::StateSlot& s : state_)
-      if (auto it = stat_feeds.find(s.name); it != stat_feeds.end()) feeds[s.name] = it->second;
-      else if (last || forward_.find_value(s.name)) feeds[s.name] = s.initial;
-      else feeds.erase(s.name);
+    // The state as the earlier micro-batches left it (their running statistics moved).
+    for (const autodiff::StateSlot& s : state_) {
+      auto it = stat_feeds.find(s.name);
+      feeds[s.name] = it != stat_feeds.end() ? it->second : s.initial;
+    }
+    // The accumulating step reads no optimizer buffers (state that is not a forward param),
+    // learning rate or step number.
     runtime::Feeds own;
     if (!last) {
       own = feeds;
       own.erase("lr");
       own.erase("step");
+      for (const autodiff::StateSlot& s : state_)
+        if (!forward_.find_value(s.name)) own.erase(s.name);
     }
     TRY(std::vector<Tensor> outs, last ? sessions_->step->run(feeds) : sessions_->accumulate->run(own));
     const Tensor& labels = micro["labels"];
@@ -303,6 +307,11 @@ Status Trainer::run_step(const data::Batch& batch, runtime::Feeds& feeds, double
   }
   if (parts > 1) loss = loss_sum / static_cast<float>(parts);
   return Status::ok();
+}
+
+int64_t unsplittable_tail(int64_t examples, int64_t batch, int64_t parts) {
+  const int64_t tail = batch > 0 ? examples % batch : 0;
+  return tail > 0 && tail < parts ? tail : 0;
 }
 
 Status Trainer::save_checkpoint(const std::string& name, TrainResult& result, const TrainCallbacks& cb) {

@@ -102,6 +102,10 @@ struct TrainCallbacks {
   const std::atomic<bool>* stop = nullptr;  // set from another thread to stop after the current step
 };
 
+// The examples of an epoch's last, partial global batch when they are too few to give each of
+// `parts` slices (ranks x micro-batches) one, else 0: such a tail is left out (drop_last).
+int64_t unsplittable_tail(int64_t examples, int64_t batch, int64_t parts);
+
 class Trainer {
  public:
   Trainer(ir::Graph forward, const ops::OpRegistry& registry, TrainConfig config);

@@ -178,8 +178,7 @@ class PyTrainer {
     lo.seed = cfg_.seed;
     lo.workers = workers;
     // A last batch too small to give every micro-batch an example is left out (tessera train's rule).
-    const int64_t tail = train_src->size() % lo.batch_size;
-    lo.drop_last = tail > 0 && tail < cfg_.spec.accumulate;
+    lo.drop_last = train::unsplittable_tail(train_src->size(), lo.batch_size, cfg_.spec.accumulate) > 0;
     data::DataLoader train_loader(train_src, {}, lo);
     data::LoaderOptions to = lo;
     to.shuffle = false;
