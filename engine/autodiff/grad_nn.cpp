@@ -449,7 +449,7 @@ Status lrn_grad(GradientContext& g) {
 }
 
 // Training: dX = dY * kept / (1 - ratio) (DropoutGrad regenerates the mask from seed and
-// rng_offset); d ratio = sum(dY * Y) / (1 - ratio) for the fixed mask. Otherwise the identity.
+// rng_offset and rng_rows); d ratio = sum(dY * Y) / (1 - ratio) for the fixed mask. Otherwise the identity.
 Status dropout_grad(GradientContext& g) {
   const ValueId dy = g.grad_output(0);
   bool maybe_training = g.has_input(2);
@@ -461,7 +461,8 @@ Status dropout_grad(GradientContext& g) {
   }
   if (g.wants(0)) {
     std::vector<ValueId> in{dy, g.input(1), g.input(2)};
-    if (g.has_input(3)) in.push_back(g.input(3));
+    if (g.has_input(3) || g.has_input(4)) in.push_back(g.input(3));
+    if (g.has_input(4)) in.push_back(g.input(4));
     Attributes attrs;
     if (g.attrs().has("seed")) attrs.insert_or_assign("seed", g.attrs().i("seed"));
     g.set_grad(0, g.emit("DropoutGrad", in, attrs));

@@ -25,6 +25,40 @@ std::set<ir::ValueId> running_stats(const ir::Graph& g) {
   return out;
 }
 
+// Float operands that set how an op computes rather than what it learns: ONNX's non-differentiable
+// inputs (PyTorch keeps them out of the module's parameters). A float param that reaches the graph
+// only through these is not a trained weight: a Dropout ratio, Clip bounds or a loss's class
+// weights stored as initializers (tf2onnx, Keras, hand-written graphs) stay as they are.
+bool hyperparameter_input(const std::string& op, size_t i) {
+  if (op == "Dropout") return i == 1;
+  if (op == "Clip") return i == 1 || i == 2;
+  if (op == "Pad") return i == 2;
+  if (op == "Resize") return i == 1 || i == 2;
+  if (op == "RNN" || op == "GRU") return i == 5;
+  if (op == "LSTM") return i == 5 || i == 6;
+  if (op == "NegativeLogLikelihoodLoss" || op == "SoftmaxCrossEntropyLoss") return i == 2;
+  return false;
+}
+
+// Params every use of which is a hyperparameter input (see above).
+std::set<ir::ValueId> hyperparameters(const ir::Graph& g) {
+  std::map<ir::ValueId, bool> only_hyper;  // param -> no other use seen
+  for (ir::NodeId id : g.node_ids()) {
+    const ir::Node& n = g.node(id);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const ir::ValueId v = n.inputs[i];
+      if (v == ir::kNoValue || g.value(v).kind != ir::ValueKind::kParam) continue;
+      auto [it, fresh] = only_hyper.emplace(v, true);
+      it->second = it->second && hyperparameter_input(n.op, i);
+    }
+  }
+  for (ir::ValueId v : g.outputs()) only_hyper[v] = false;
+  std::set<ir::ValueId> out;
+  for (const auto& [v, hyper] : only_hyper)
+    if (hyper) out.insert(v);
+  return out;
+}
+
 ir::ValueId add_param(ir::Graph& g, const std::string& name, Tensor t) {
   return g.add_param(passes::unique_value_name(g, name), std::move(t));
 }
@@ -110,11 +144,11 @@ const char* optimizer_name(OptimizerKind k) {
 }
 
 std::vector<std::string> trainable_params(const ir::Graph& forward, const TrainingSpec& spec) {
-  std::set<ir::ValueId> stats = running_stats(forward);
+  std::set<ir::ValueId> stats = running_stats(forward), hyper = hyperparameters(forward);
   std::vector<std::string> out;
   for (ir::ValueId p : forward.params()) {
     const ir::Value& v = forward.value(p);
-    if (!is_float(v.type.dtype) || stats.count(p)) continue;
+    if (!is_float(v.type.dtype) || stats.count(p) || hyper.count(p)) continue;
     if (std::find(spec.frozen.begin(), spec.frozen.end(), v.name) != spec.frozen.end()) continue;
     out.push_back(v.name);
   }
@@ -178,9 +212,11 @@ Expected<ir::Graph> build_training_step(const ir::Graph& forward, const Training
   }
   for (ir::ValueId p : stats) g.make_input(p);
 
-  // Training mode: Dropout draws masks (stream "rng_offset"), BatchNormalization uses batch
-  // statistics and outputs the updated running ones.
+  // Training mode: Dropout draws masks (stream "rng_offset"; "rng_rows" places the batch in the
+  // global batch of data parallel and accumulation), BatchNormalization uses batch statistics and
+  // outputs the updated running ones.
   ir::ValueId rng_offset = g.add_input("rng_offset", ir::TensorType::of(DType::kI64, {}));
+  ir::ValueId rng_rows = g.add_input("rng_rows", ir::TensorType::of(DType::kI64, {2}));
   Tensor true_value(DType::kBool, {});
   true_value.set(0, 1.0);
   ir::ValueId yes = add_param(g, "training/true", true_value);
@@ -192,9 +228,10 @@ Expected<ir::Graph> build_training_step(const ir::Graph& forward, const Training
       n.inputs.resize(std::max<size_t>(n.inputs.size(), 3), ir::kNoValue);
       if (n.inputs[1] == ir::kNoValue) n.inputs[1] = add_param(g, n.name + "/ratio", Tensor::scalar<float>(0.5f));
       g.node(id).inputs[2] = yes;
-      if (def && def->inputs.size() >= 4) {
-        g.node(id).inputs.resize(4, ir::kNoValue);
+      if (def && def->inputs.size() >= 5) {
+        g.node(id).inputs.resize(5, ir::kNoValue);
         g.node(id).inputs[3] = rng_offset;
+        g.node(id).inputs[4] = rng_rows;
       }
       if (g.node(id).outputs.size() < 2) g.add_node_output(id);
     } else if (n.op == "BatchNormalization" && n.inputs.size() >= 5) {
@@ -299,6 +336,7 @@ Status add_step_input_shapes(const ir::Graph& forward, const TrainingSpec& spec,
   shapes["lr"] = {};
   shapes["step"] = {};
   shapes["rng_offset"] = {};
+  shapes["rng_rows"] = {2};
   TRY(std::vector<StateSlot> slots, state_slots(forward, spec));
   for (const StateSlot& s : slots) {
     shapes[s.name] = s.initial.shape();

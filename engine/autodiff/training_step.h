@@ -5,7 +5,9 @@
 // Interface of the step graph (names are stable, so the trainer feeds and reads by name):
 //   inputs:  the forward graph's data inputs; "labels" (unless the loss is a graph output);
 //            "lr" (f32 scalar); "step" (f32 scalar, the 1-based update number, Adam's t);
-//            "rng_offset" (i64 scalar, Dropout's per-step stream);
+//            "rng_offset" (i64 scalar, Dropout's per-step stream); "rng_rows" (i64 [2]: the first
+//            row of this batch in the global batch and its rows, so ranks and micro-batches draw
+//            the single process's Dropout masks; (0, batch) in one process);
 //            every state slot (state_slots(): each trained weight under its own name, and the
 //            optimizer's buffers "<weight>/momentum", "<weight>/adam_m", "<weight>/adam_v", and
 //            BatchNormalization running statistics under their param names).
@@ -68,8 +70,10 @@ Expected<OptimizerKind> parse_optimizer(const std::string& name);
 const char* loss_name(LossKind k);
 const char* optimizer_name(OptimizerKind k);
 
-// Trained weights: the float params of `forward` that are not frozen and not BatchNormalization
-// running statistics (those are updated by the op itself in training mode).
+// Trained weights: the float params of `forward` that are not frozen, not BatchNormalization
+// running statistics (those are updated by the op itself in training mode) and not used only as
+// an op's hyperparameter (ONNX's non-differentiable float inputs: Dropout's ratio, Clip's bounds,
+// Pad's constant_value, Resize's roi and scales, recurrent initial states, a loss's class weights).
 std::vector<std::string> trainable_params(const ir::Graph& forward, const TrainingSpec& spec);
 // Every state slot in order, with initial values taken from `forward`'s params.
 Expected<std::vector<StateSlot>> state_slots(const ir::Graph& forward, const TrainingSpec& spec);
@@ -77,7 +81,7 @@ Expected<std::vector<StateSlot>> state_slots(const ir::Graph& forward, const Tra
 // Adds to `shapes` (the forward graph's data inputs, by name) the shapes of the step graph's own
 // inputs, for compiling a step without data (`tessera passes --train`, the studio's pass stepper):
 // "labels" (one class index per example of the first data input's batch; none for kGraphOutput),
-// "lr", "step", "rng_offset", every state slot and, when accumulating, every "<weight>/grad_acc".
+// "lr", "step", "rng_offset", "rng_rows", every state slot and, when accumulating, every "<weight>/grad_acc".
 Status add_step_input_shapes(const ir::Graph& forward, const TrainingSpec& spec,
                              std::map<std::string, Shape>& shapes);
 

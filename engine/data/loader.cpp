@@ -240,6 +240,13 @@ int64_t DataLoader::batches_per_epoch() const {
 
 const LoaderOptions& DataLoader::options() const { return impl_->opt; }
 
+int64_t DataLoader::shard_first_row(int64_t k) const {
+  const LoaderOptions& o = impl_->opt;
+  if (o.shards <= 1 || !impl_->source) return 0;
+  const int64_t global_count = std::max<int64_t>(0, std::min(o.batch_size, impl_->source->size() - k * o.batch_size));
+  return o.shard * global_count / o.shards;
+}
+
 std::vector<int64_t> DataLoader::epoch_order(int64_t epoch) const {
   return impl_->make_order(epoch);
 }

@@ -68,6 +68,9 @@ class DataLoader {
   // ceil(size / batch_size), or floor with drop_last; 0 when the configuration is invalid.
   int64_t batches_per_epoch() const;
   const LoaderOptions& options() const;
+  // Where this loader's rows of batch `k` start in the whole (global) batch k: 0 without shards,
+  // shard * n / shards for a batch of n examples (n < batch_size only for the last batch).
+  int64_t shard_first_row(int64_t k) const;
   // The example indices of `epoch` in delivery order (batch k holds entries k*batch_size ...).
   std::vector<int64_t> epoch_order(int64_t epoch) const;
 

@@ -262,6 +262,16 @@ Status check_rng_offset(const InferContext& ctx, size_t i) {
   return check_scalar(ctx.node, *ctx.inputs[i], "rng_offset");
 }
 
+// rng_rows: two i64, the first row of this batch in the global batch and its rows.
+Status check_rng_rows(const InferContext& ctx, size_t i) {
+  if (!ctx.has_input(i)) return Status::ok();
+  const TensorType& t = *ctx.inputs[i];
+  if (t.dtype != DType::kI64) return node_error(ctx.node, "input 'rng_rows' must be i64, got " + t.to_string());
+  if (t.rank_known && (t.dims.size() != 1 || (t.dims[0].is_known() && t.dims[0].size != 2)))
+    return node_error(ctx.node, "input 'rng_rows' must hold 2 values (first row, rows), got " + t.to_string());
+  return Status::ok();
+}
+
 Expected<std::vector<TensorType>> infer_dropout(const InferContext& ctx) {
   RETURN_IF_ERROR(check_allowed_type(ctx));
   RETURN_IF_ERROR(check_float_input(ctx, 1));
@@ -273,6 +283,7 @@ Expected<std::vector<TensorType>> infer_dropout(const InferContext& ctx) {
     RETURN_IF_ERROR(check_scalar(ctx.node, *ctx.inputs[2], "training_mode"));
   }
   RETURN_IF_ERROR(check_rng_offset(ctx, 3));
+  RETURN_IF_ERROR(check_rng_rows(ctx, 4));
   const TensorType& x = *ctx.inputs[0];
   std::vector<TensorType> out{x};
   if (ctx.node.outputs.size() > 1) {
@@ -285,18 +296,25 @@ Expected<std::vector<TensorType>> infer_dropout(const InferContext& ctx) {
 
 // The dropout mask, a pure function of (seed, rng_offset, element index), so it does not depend
 // on threads or on how the work is split:
-//   key = splitmix64(seed ^ splitmix64(rng_offset)),  u_i = (splitmix64(key + i) >> 11) * 2^-53,
+//   key = splitmix64(seed ^ splitmix64(rng_offset)),  u_i = (splitmix64(key + base + i) >> 11) * 2^-53,
 //   kept_i = u_i >= ratio.
+// base is 0 unless rng_rows = (first, rows) says the tensor holds rows [first, first + rows) of a
+// larger batch: then base = first * numel / rows, the index its first element has in the whole
+// batch's tensor, so a rank or a micro-batch draws exactly the rows of the single process's mask
+// (for tensors whose outermost axis is the batch). A tensor whose size is not a multiple of rows
+// mixes `first` into the key instead (masks differ between slices, matching none).
 struct DropoutMask {
   bool training = false;
   double ratio = 0.5;
   uint64_t key = 0;
+  uint64_t base = 0;
   bool kept(int64_t i) const {
-    return static_cast<double>(splitmix64(key + static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53 >= ratio;
+    return static_cast<double>(splitmix64(key + base + static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53 >= ratio;
   }
 };
 
-// Reads ratio (input r), training_mode (input t) and rng_offset (input o) of Dropout or DropoutGrad.
+// Reads ratio (input r), training_mode (input t), rng_offset (input o) and rng_rows (input o + 1)
+// of Dropout or DropoutGrad.
 Expected<DropoutMask> dropout_mask(const KernelContext& ctx, size_t r, size_t t, size_t o) {
   DropoutMask m;
   m.ratio = ctx.has_input(r) ? ctx.in(r).get(0) : 0.5;
@@ -307,6 +325,17 @@ Expected<DropoutMask> dropout_mask(const KernelContext& ctx, size_t r, size_t t,
   const uint64_t seed = static_cast<uint64_t>(attrs.has("seed") ? attrs.i("seed") : 0);
   const uint64_t offset = ctx.has_input(o) ? static_cast<uint64_t>(ctx.in(o).get(0)) : 0;
   m.key = splitmix64(seed ^ splitmix64(offset));
+  if (ctx.has_input(o + 1)) {
+    const Tensor& rows = ctx.in(o + 1);
+    if (rows.numel() != 2) return node_error(ctx.node, "rng_rows must hold 2 values, got " + std::to_string(rows.numel()));
+    const int64_t first = rows.data<int64_t>()[0], count = rows.data<int64_t>()[1];
+    if (first < 0 || count < 1)
+      return node_error(ctx.node, "rng_rows (" + std::to_string(first) + ", " + std::to_string(count) +
+                                      ") must be a first row >= 0 and at least 1 row");
+    const int64_t numel = ctx.in(0).numel();
+    if (numel % count == 0) m.base = static_cast<uint64_t>(first) * static_cast<uint64_t>(numel / count);
+    else if (first != 0) m.key = splitmix64(m.key ^ splitmix64(static_cast<uint64_t>(first)));
+  }
   return m;
 }
 
@@ -353,6 +382,7 @@ Expected<std::vector<TensorType>> infer_dropout_grad(const InferContext& ctx) {
   if (ctx.has_input(2) && ctx.inputs[2]->dtype != DType::kBool)
     return node_error(ctx.node, "input 'training_mode' must be bool");
   RETURN_IF_ERROR(check_rng_offset(ctx, 3));
+  RETURN_IF_ERROR(check_rng_rows(ctx, 4));
   return std::vector<TensorType>{*ctx.inputs[0]};
 }
 
@@ -415,11 +445,16 @@ void register_dropout(OpRegistry& registry) {
       "threads: key = splitmix64(seed ^ splitmix64(rng_offset)), element i is kept when "
       "(splitmix64(key + i) >> 11) * 2^-53 >= ratio. Tessera extension: the optional input "
       "rng_offset (i64 scalar, default 0) varies the mask from step to step (a trainer feeds the "
-      "step number); the seed alone gives the same mask on every run.");
+      "step number); the seed alone gives the same mask on every run. Tessera extension: the "
+      "optional input rng_rows (i64 [2]: first row, rows) says the data holds rows [first, first + "
+      "rows) of a larger batch and shifts the element index by first * numel / rows, so data-"
+      "parallel ranks and accumulated micro-batches draw the single process's mask.");
   def.input("data", "any shape")
       .input("ratio", "scalar drop probability in [0, 1); default 0.5", /*optional=*/true)
       .input("training_mode", "bool scalar; default false", /*optional=*/true)
       .input("rng_offset", "i64 scalar mixed into the mask hash (Tessera extension); default 0",
+             /*optional=*/true)
+      .input("rng_rows", "i64 [2], first row and rows of this batch slice (Tessera extension); default: the whole batch",
              /*optional=*/true)
       .output("output", "same shape as data")
       .output("mask", "bool, true where data was kept", /*optional=*/true)
@@ -431,11 +466,12 @@ void register_dropout(OpRegistry& registry) {
 
   OpDef grad("DropoutGrad", "grad",
              "Gradient of Dropout: dY * kept / (1 - ratio) in training mode (the mask regenerated "
-             "from seed and rng_offset exactly as the forward Dropout), dY otherwise.");
+             "from seed, rng_offset and rng_rows exactly as the forward Dropout), dY otherwise.");
   grad.input("dY", "gradient of Dropout's output")
       .input("ratio", "as the forward Dropout", /*optional=*/true)
       .input("training_mode", "as the forward Dropout", /*optional=*/true)
       .input("rng_offset", "as the forward Dropout", /*optional=*/true)
+      .input("rng_rows", "as the forward Dropout", /*optional=*/true)
       .output("dX", "shape of dY")
       .attr("seed", AttrKind::kInt, std::nullopt, "as the forward Dropout");
   grad.allowed_types = kFloatTypes;

@@ -105,6 +105,13 @@ bool all_finite(const Tensor& t) {
   return true;
 }
 
+// The examples in a batch: the leading size of its batched fields (slice_rows splits those).
+int64_t batch_rows(const data::Batch& batch) {
+  for (const auto& [name, t] : batch)
+    if (t.rank() > 0) return t.dim(0);
+  return 1;
+}
+
 }  // namespace
 
 Trainer::Trainer(ir::Graph forward, const ops::OpRegistry& registry, TrainConfig config)
@@ -255,8 +262,8 @@ Status Trainer::slice_rows(data::Batch& batch, int64_t part, int64_t parts, cons
   return Status::ok();
 }
 
-Status Trainer::run_step(const data::Batch& batch, runtime::Feeds& feeds, double& loss, int64_t& hits, int64_t& examples,
-                         std::vector<Tensor>& new_state) {
+Status Trainer::run_step(const data::Batch& batch, int64_t first_row, runtime::Feeds& feeds, double& loss, int64_t& hits,
+                         int64_t& examples, std::vector<Tensor>& new_state) {
   const bool classify = config_.spec.loss == autodiff::LossKind::kSoftmaxCrossEntropy;
   const size_t n_forward = forward_.outputs().size();
   size_t scores = 0;  // the forward output the loss is computed from
@@ -272,6 +279,8 @@ Status Trainer::run_step(const data::Batch& batch, runtime::Feeds& feeds, double
     data::Batch micro = batch;
     if (parts > 1) RETURN_IF_ERROR(slice_rows(micro, part, parts, "micro-batches"));
     add_batch(micro, config_.spec.loss != autodiff::LossKind::kGraphOutput, feeds);
+    const int64_t rows = batch_rows(batch), lo = part * rows / parts;
+    feeds["rng_rows"] = Tensor::from_vector<int64_t>({2}, {first_row + lo, std::max<int64_t>(1, (part + 1) * rows / parts - lo)});
     const bool last = part + 1 == parts;
     // The state as the earlier micro-batches left it (their running statistics moved).
     for (const autodiff::StateSlot& s : state_) {
@@ -437,8 +446,12 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
       TRY(bool more, train.next(batch));
       info.data_wait_s += static_cast<double>(observe::now_ns() - wait_start) * 1e-9;
       if (!more) break;
-      if (world() > 1 && train.options().shards != world())  // else the loader did
+      // Where this rank's rows start in the global batch (the loader's shard, or our slice of it).
+      int64_t first_row = train.shard_first_row(batch_in_epoch_);
+      if (world() > 1 && train.options().shards != world()) {  // else the loader did
+        first_row = config_.comm->rank() * batch_rows(batch) / world();
         RETURN_IF_ERROR(slice_rows(batch, config_.comm->rank(), world(), "ranks"));
+      }
       const double lr = schedule.at(global_step_);
       feeds["lr"] = Tensor::scalar<float>(static_cast<float>(lr));
       feeds["step"] = Tensor::scalar<float>(static_cast<float>(global_step_ + 1));
@@ -449,7 +462,7 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
       double loss = 0;
       int64_t h = 0, n = 0;
       std::vector<Tensor> new_state;
-      if (Status st = run_step(batch, feeds, loss, h, n, new_state); !st.is_ok()) {
+      if (Status st = run_step(batch, first_row, feeds, loss, h, n, new_state); !st.is_ok()) {
         if (config_.comm) config_.comm->quiesce();  // no all-reduce left writing into the step's buffers
         Error e = st.error();
         e.message = "training step " + std::to_string(global_step_ + 1) + " (epoch " + std::to_string(epoch + 1) +

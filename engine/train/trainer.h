@@ -135,9 +135,10 @@ class Trainer {
   // One optimizer step over `batch`: its micro-batches through the accumulating step, the last
   // through the updating one. Gives the new state (in state_ order, committed by the caller once
   // the loss is finite), the loss (mean of the micro-batches', f32 like the ranks' sum) and the
-  // hits and examples of this rank.
-  Status run_step(const data::Batch& batch, runtime::Feeds& feeds, double& loss, int64_t& hits, int64_t& examples,
-                  std::vector<Tensor>& new_state);
+  // hits and examples of this rank. `first_row`: where the batch's rows start in the global batch
+  // (Dropout's "rng_rows": ranks and micro-batches draw the single process's masks).
+  Status run_step(const data::Batch& batch, int64_t first_row, runtime::Feeds& feeds, double& loss, int64_t& hits,
+                  int64_t& examples, std::vector<Tensor>& new_state);
   Status save_checkpoint(const std::string& name, TrainResult& result, const TrainCallbacks& cb);
   void add_batch(const data::Batch& batch, bool with_labels, runtime::Feeds& feeds) const;
   Error diagnose_non_finite(const runtime::Feeds& feeds, int64_t step, double loss);

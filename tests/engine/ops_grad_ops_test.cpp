@@ -199,6 +199,37 @@ TEST(DropoutTraining, MaskFollowsTheDocumentedHash) {
   EXPECT_TRUE(run("Dropout", {x, Tensor::scalar<float>(0.4f), train, offset}, {{"seed", 3}}, 2)[1].equals(out[1]));
 }
 
+TEST(DropoutTraining, RowSlicesDrawTheWholeBatchsMask) {
+  // A batch of 6 rows of 10, and rows [2, 5) of it with rng_rows (2, 3): the slice's mask is
+  // rows 2-4 of the whole batch's mask (data parallel ranks and accumulated micro-batches).
+  const Tensor train = Tensor::from_bools({}, {true});
+  const Tensor offset = Tensor::from_vector<int64_t>({}, {5});
+  const Tensor ratio = Tensor::scalar<float>(0.5f);
+  const ir::Attributes seed{{"seed", 7}};
+  auto refused = [&](const std::vector<Tensor>& in) { return !runtime::run_single_op(registry(), "Dropout", in, seed, 2).has_value(); };
+  const Tensor whole = run("Dropout", {f32({6, 10}, std::vector<float>(60, 1.f)), ratio, train, offset,
+                                       Tensor::from_vector<int64_t>({2}, {0, 6})}, seed, 2)[1];
+  // (0, batch) is the whole batch's own mask, as without rng_rows.
+  EXPECT_TRUE(whole.equals(run("Dropout", {f32({6, 10}, std::vector<float>(60, 1.f)), ratio, train, offset}, seed, 2)[1]));
+  const Tensor part = f32({3, 10}, std::vector<float>(30, 1.f));
+  const Tensor rows = Tensor::from_vector<int64_t>({2}, {2, 3});
+  const std::vector<Tensor> out = run("Dropout", {part, ratio, train, offset, rows}, seed, 2);
+  for (int64_t i = 0; i < 30; ++i) EXPECT_EQ(out[1].get(i), whole.get(20 + i)) << i;
+  // The slice without rng_rows draws rows 0-2's mask instead: the test can tell them apart.
+  const Tensor plain = run("Dropout", {part, ratio, train, offset}, seed, 2)[1];
+  int differ = 0;
+  for (int64_t i = 0; i < 30; ++i) differ += plain.get(i) != out[1].get(i);
+  EXPECT_GT(differ, 5);
+  // DropoutGrad regenerates the slice's mask.
+  const Tensor dx = run("DropoutGrad", {part, ratio, train, offset, rows}, seed)[0];
+  for (int64_t i = 0; i < 30; ++i) EXPECT_EQ(dx.get(i) != 0, out[1].get(i) != 0) << i;
+  // Bad rows are refused by inference and by the kernel.
+  EXPECT_TRUE(refused({part, ratio, train, offset, Tensor::from_vector<int64_t>({3}, {0, 1, 2})}));
+  EXPECT_TRUE(refused({part, ratio, train, offset, Tensor::from_vector<int64_t>({2}, {-1, 3})}));
+  EXPECT_TRUE(refused({part, ratio, train, offset, Tensor::from_vector<int64_t>({2}, {0, 0})}));
+  EXPECT_TRUE(refused({part, ratio, train, offset, Tensor::from_vector<double>({2}, {0, 3})}));
+}
+
 TEST(DropoutGrad, AppliesTheForwardMask) {
   Tensor dy(DType::kF64, {50});
   for (int64_t i = 0; i < 50; ++i) dy.set(i, static_cast<double>(i) - 20);

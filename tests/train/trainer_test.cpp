@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include <atomic>
 #include <sys/stat.h>
@@ -35,8 +36,8 @@ Tensor randn(Shape s, uint64_t seed, double scale) {
   return t;
 }
 
-// x [N, 8] -> Gemm(16) -> Relu -> Gemm(3): logits [N, 3].
-ir::Graph mlp(int hidden = 16) {
+// x [N, 8] -> Gemm(16) -> Relu (-> Dropout) -> Gemm(3): logits [N, 3].
+ir::Graph mlp(int hidden = 16, bool dropout = false) {
   ir::Graph g("tiny_mlp");
   ir::ValueId x = g.add_input("x", ir::TensorType(DType::kF32, {ir::Dim::named("N"), ir::Dim::known(8)}));
   ir::ValueId w1 = g.add_param("fc1.w", randn({8, hidden}, 1, 0.4));
@@ -45,6 +46,12 @@ ir::Graph mlp(int hidden = 16) {
   ir::ValueId b2 = g.add_param("fc2.b", Tensor(DType::kF32, {3}));
   ir::ValueId h = g.node(g.add_node("Gemm", {x, w1, b1}, 1, "fc1")).outputs[0];
   ir::ValueId r = g.node(g.add_node("Relu", {h}, 1, "relu")).outputs[0];
+  if (dropout) {
+    const ir::ValueId ratio = g.add_param("drop.ratio", Tensor::scalar<float>(0.3f));  // as tf2onnx stores it
+    const ir::NodeId d = g.add_node("Dropout", {r, ratio}, 1, "drop");
+    g.node(d).attrs.insert_or_assign("seed", ir::Attribute(int64_t{3}));
+    r = g.node(d).outputs[0];
+  }
   ir::ValueId y = g.node(g.add_node("Gemm", {r, w2, b2}, 1, "fc2")).outputs[0];
   g.value(y).name = "logits";
   g.set_outputs({y});
@@ -273,6 +280,64 @@ TEST(Trainer, GradientAccumulationSumsTheMicroBatches) {
   auto r = t.fit(loader, nullptr);
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("cannot be split into 2 micro-batches"), std::string::npos) << r.error().message;
+}
+
+// Dropout under accumulation (and so under data parallel, which slices rows the same way):
+// micro-batch k draws rows [k n/K, (k+1) n/K) of the whole batch's mask (the step's "rng_rows"),
+// so 2 micro-batches of 32 follow one batch of 64 to rounding. Were each micro-batch to draw the
+// mask of rows 0-31, the weights would differ by the gradient of other masks (~1e-2 here).
+TEST(Trainer, AccumulatedMicroBatchesDrawTheWholeBatchsDropoutMasks) {
+  auto src = dataset(256, 5);
+  auto fit = [&](int accumulate, double& loss) -> std::unique_ptr<Trainer> {
+    data::LoaderOptions o = loader_options(7);
+    o.batch_size = 64;
+    data::DataLoader loader(src, {}, o);
+    TrainConfig c = config(1);
+    c.batch_size = 64;
+    c.spec.accumulate = accumulate;
+    auto t = std::make_unique<Trainer>(mlp(32, true), reg(), c);
+    auto r = t->fit(loader, nullptr);
+    EXPECT_TRUE(r.has_value()) << r.error().to_string();
+    loss = r ? r->train_loss : 0;
+    return t;
+  };
+  double la = 0, lb = 0;
+  std::unique_ptr<Trainer> a = fit(1, la), b = fit(2, lb);
+  EXPECT_NEAR(la, lb, 1e-5);
+  double worst = 0;
+  for (size_t i = 0; i < a->state().size(); ++i) {
+    const Tensor& wa = a->state()[i].initial;
+    const Tensor& wb = b->state()[i].initial;
+    for (int64_t j = 0; j < wa.numel(); ++j) worst = std::max(worst, std::fabs(wa.get(j) - wb.get(j)));
+  }
+  EXPECT_LT(worst, 1e-5);
+  EXPECT_GT(la, 0);
+}
+
+// A float param used only as an op's hyperparameter (ONNX's non-differentiable inputs: Dropout's
+// ratio, Clip's bounds) is not a trained weight: Dropout's ratio was trained, went negative at
+// step 27 of a Fashion-MNIST run and stopped it. A param also used elsewhere stays trained.
+TEST(Trainer, HyperparameterParamsAreNotTrained) {
+  ir::Graph g = mlp(16, true);
+  const ir::ValueId lo = g.add_param("clip.lo", Tensor::scalar<float>(-2.f));
+  const ir::ValueId hi = g.add_param("clip.hi", Tensor::scalar<float>(2.f));
+  const ir::ValueId logits = g.outputs()[0];
+  const ir::ValueId clipped = g.node(g.add_node("Clip", {logits, lo, hi}, 1, "clip")).outputs[0];
+  const ir::ValueId shifted = g.node(g.add_node("Add", {clipped, hi}, 1, "shift")).outputs[0];  // hi is also an operand
+  g.set_outputs({shifted});
+  Trainer t(g, reg(), config(2));
+  std::set<std::string> names;
+  for (const autodiff::StateSlot& s : t.state()) names.insert(s.name);
+  EXPECT_FALSE(names.count("drop.ratio"));
+  EXPECT_FALSE(names.count("clip.lo"));
+  EXPECT_TRUE(names.count("clip.hi"));
+  EXPECT_TRUE(names.count("fc1.w"));
+  data::DataLoader loader(dataset(256, 5), {}, loader_options(7));
+  auto r = t.fit(loader, nullptr);
+  ASSERT_TRUE(r.has_value()) << r.error().to_string();
+  const ir::Graph trained = t.trained_graph();
+  EXPECT_EQ(trained.param_data(*trained.find_value("drop.ratio"))->get(0), 0.3f);
+  EXPECT_EQ(trained.param_data(*trained.find_value("clip.lo"))->get(0), -2.f);
 }
 
 TEST(Trainer, RefusesACheckpointOfAnotherGraphOrRun) {
