@@ -171,12 +171,19 @@ int run_train(const TrainOptions& o_in) {
       std::cerr << "note: the last " << tail << " example(s) of each epoch are left out: a batch of " << tail
                 << " cannot give each of " << parts << (world > 1 ? " micro-batches x ranks" : " micro-batches") << " an example\n";
   }
-  data::LoaderOptions to = lo;  // the test set: every rank evaluates all of it
+  data::LoaderOptions to = lo;  // the test set
   lo.shard = rank;              // each rank builds only its rows of the global batch
   lo.shards = world;
   data::DataLoader train_loader(*train_src, {}, lo);
   to.shuffle = false;
-  to.batch_size = std::max<int64_t>(o.batch, 256);
+  to.drop_last = false;
+  to.batch_size = std::max<int64_t>(o.batch, 256) * world;
+  // Each rank evaluates its rows of every test batch (the trainer combines the sums), unless the
+  // last batch is too small to give every rank a row: then every rank evaluates all of it.
+  if (*test_src && !train::unsplittable_tail((*test_src)->size(), to.batch_size, world)) {
+    to.shard = rank;
+    to.shards = world;
+  }
   std::unique_ptr<data::DataLoader> test_loader;
   if (*test_src) test_loader = std::make_unique<data::DataLoader>(*test_src, data::Transforms{}, to);
 
@@ -297,7 +304,9 @@ int run_train(const TrainOptions& o_in) {
     std::cerr << "trained graph written to " << o.save << "\n";
   }
   if (o.json) {
-    nlohmann::json j = {{"test_accuracy", result->test_accuracy}, {"train_loss", result->train_loss},
+    nlohmann::json j = {{"test_accuracy", result->test_accuracy},
+                        {"test_loss", result->epochs.empty() ? -1.0 : result->epochs.back().test_loss},
+                        {"train_loss", result->train_loss},
                         // epochs: where training stands (a resumed run counts the epochs before
                         // the checkpoint); epochs_run and images_per_s: this process's part.
                         {"images_per_s", result->images_per_s},
@@ -306,6 +315,7 @@ int run_train(const TrainOptions& o_in) {
                         {"steps", result->steps}, {"checkpoint", result->last_checkpoint},
                         {"data_wait_s", result->data_wait_s}, {"arena_bytes", result->arena_bytes},
                         {"state_bytes", result->state_bytes}, {"world_size", world},
+                        {"eval_s", result->eval_s}, {"eval_examples", result->eval_examples},
                         {"comm_s", comm ? comm->comm_seconds() : 0.0},
                         {"comm_wait_s", comm ? comm->wait_seconds() : 0.0}};
     print_json(j);

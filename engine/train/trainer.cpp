@@ -402,6 +402,20 @@ Expected<std::pair<double, double>> Trainer::evaluate(data::DataLoader& test) {
     }
     count += lab->second.shape().empty() ? 1 : lab->second.shape()[0];
   }
+  evaluated_ += count;
+  if (world() > 1 && test.options().shards == world()) {
+    // Each rank evaluated its rows of every test batch: every rank adds the ranks' sums in rank
+    // order (exact doubles, the same result everywhere).
+    double mine[3] = {loss_sum, static_cast<double>(hits), static_cast<double>(count)}, all[3] = {0, 0, 0};
+    for (int r = 0; r < world(); ++r) {
+      double part[3] = {mine[0], mine[1], mine[2]};
+      RETURN_IF_ERROR(config_.comm->broadcast(part, sizeof part, r));
+      for (int i = 0; i < 3; ++i) all[i] += part[i];
+    }
+    loss_sum = all[0];
+    hits = static_cast<int64_t>(all[1]);
+    count = static_cast<int64_t>(all[2]);
+  }
   if (count == 0) return make_error("the test split is empty");
   return std::make_pair(loss_sum / static_cast<double>(count), static_cast<double>(hits) / static_cast<double>(count));
 }
@@ -526,7 +540,10 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
       break;
     }
     if (test) {
+      const int64_t eval_start = observe::now_ns(), evaluated = evaluated_;
       TRY(auto eval, evaluate(*test));
+      result.eval_s += static_cast<double>(observe::now_ns() - eval_start) * 1e-9;
+      result.eval_examples += evaluated_ - evaluated;
       info.test_loss = eval.first;
       info.test_accuracy = eval.second;
       if (config_.metrics) {

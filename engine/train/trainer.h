@@ -93,6 +93,8 @@ struct TrainResult {
   double data_wait_s = 0;      // waiting for batches, over the epochs run
   size_t arena_bytes = 0;      // the compiled step's arena (activations kept for the backward pass, gradients)
   size_t state_bytes = 0;      // weights and optimizer state (updated in place)
+  double eval_s = 0;           // evaluating the test set, over the epochs run
+  int64_t eval_examples = 0;   // test examples this process evaluated, over the epochs run (its shard)
 };
 
 struct TrainCallbacks {
@@ -115,7 +117,9 @@ class Trainer {
   // another graph, optimizer, seed or batch size, naming what differs.
   Status resume(const std::string& path);
   Expected<TrainResult> fit(data::DataLoader& train, data::DataLoader* test, const TrainCallbacks& callbacks = {});
-  // Test loss and accuracy of the current weights.
+  // Test loss and accuracy of the current weights. Data parallel with a loader of one shard per
+  // rank (PyTorch's DistributedSampler): each rank evaluates its rows, the sums are combined, and
+  // every rank gets the whole test set's figures (a collective: every rank must call it).
   Expected<std::pair<double, double>> evaluate(data::DataLoader& test);
 
   // The forward graph with the trained weights as its params (for saving or running).
@@ -148,6 +152,7 @@ class Trainer {
   TrainConfig config_;
   std::vector<autodiff::StateSlot> state_;
   int64_t global_step_ = 0, epoch_ = 0, batch_in_epoch_ = 0;
+  int64_t evaluated_ = 0;  // test examples this process evaluated (its shard), over every evaluate()
   struct Sessions;
   std::unique_ptr<Sessions> sessions_;
   class SampledTrace;

@@ -25,9 +25,9 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
 
 
-def train(tessera, ranks, batch, extra, data):
+def train(tessera, ranks, batch, extra, data, evaluate=False):
     cmd = [tessera, "train", os.path.join(ROOT, "samples", "mlp.json"), "--data", data, "--batch", str(batch),
-           "--lr", "0.05", "--optimizer", "momentum", "--threads", "1", "--no-eval", "--json"] + extra
+           "--lr", "0.05", "--optimizer", "momentum", "--threads", "1", "--json"] + ([] if evaluate else ["--no-eval"]) + extra
     if ranks > 1:
         cmd = MPIRUN + ["-n", str(ranks)] + cmd
     r = run(cmd)
@@ -75,6 +75,22 @@ def main():
     assert worst < 1e-5, f"weights differ by {worst}"
     print(f"ok: 1 rank x 64 vs 2 ranks x 32, 60 steps: loss {one['train_loss']:.7f} / {two['train_loss']:.7f}, "
           f"weights within {worst:.1e}; rank 0 spent {two['comm_s'] * 1e3:.1f} ms in MPI")
+
+    # 1e. Evaluation is sharded like DistributedSampler: each rank evaluates its rows of every test
+    #     batch and the sums are combined, so 2 ranks report the whole test set's loss and accuracy:
+    #     those of one process with the same weights (1 rank accumulating 2 micro-batches, bitwise
+    #     the 2 ranks' weights, evaluating all of the test set itself).
+    ev = []
+    for ranks, extra in ((2, []), (1, ["--accumulate", "2"])):
+        res, _ = train(t, ranks, 32, ["--max-steps", "938", "--no-record"] + extra, ARGS.data, evaluate=True)
+        ev.append(res)
+    for e in ev:
+        assert e["test_accuracy"] > 0.7 and e["test_loss"] > 0, e
+    assert abs(ev[0]["test_loss"] - ev[1]["test_loss"]) < 1e-9 and ev[0]["test_accuracy"] == ev[1]["test_accuracy"], ev
+    assert ev[0]["eval_examples"] == 5000 and ev[1]["eval_examples"] == 10000, ev  # rank 0 evaluated its half
+    print(f"ok: sharded evaluation on 2 ranks: test loss {ev[0]['test_loss']:.9f}, accuracy {ev[0]['test_accuracy']:.4f} "
+          f"(one process with the same weights: {ev[1]['test_loss']:.9f}, {ev[1]['test_accuracy']:.4f}); rank 0 "
+          f"evaluated 5,000 of 10,000 examples in {ev[0]['eval_s']:.2f} s (one process: {ev[1]['eval_s']:.2f} s)")
 
     # 1a. Two ranks of 32 are one process accumulating 2 micro-batches of 32 (`--accumulate 2`), bit
     #     for bit: the same gradients summed in the same order, the same mean in the update, the
