@@ -455,6 +455,10 @@ Status dropout_grad(GradientContext& g) {
   bool maybe_training = g.has_input(2);
   if (maybe_training)
     if (const Tensor* t = g.constant(g.input(2))) maybe_training = t->numel() > 0 && t->get(0) != 0;
+  // A constant ratio of 0 drops nothing (torchvision's Swin exports 24 such attention Dropouts in
+  // training mode): the identity, without a DropoutGrad to regenerate an all-true mask.
+  if (maybe_training && g.has_input(1) && !g.wants(1))
+    if (const Tensor* r = g.constant(g.input(1))) maybe_training = !(r->numel() == 1 && r->get(0) == 0);
   if (!maybe_training) {
     if (g.wants(0)) g.set_grad(0, dy);
     return Status::ok();

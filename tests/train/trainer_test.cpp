@@ -15,6 +15,8 @@
 #include <fstream>
 #include <random>
 
+#include "engine/autodiff/training_step.h"
+#include "engine/ops/infer.h"
 #include "engine/ops/op_def.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/schedule.h"
@@ -338,6 +340,21 @@ TEST(Trainer, HyperparameterParamsAreNotTrained) {
   const ir::Graph trained = t.trained_graph();
   EXPECT_EQ(trained.param_data(*trained.find_value("drop.ratio"))->get(0), 0.3f);
   EXPECT_EQ(trained.param_data(*trained.find_value("clip.lo"))->get(0), -2.f);
+}
+
+// A constant Dropout ratio of 0 in training mode (torchvision's Swin-T exports 24) differentiates
+// as the identity: no DropoutGrad regenerating an all-true mask; a ratio of 0.3 keeps its one.
+TEST(Trainer, DropoutOfRatioZeroHasNoGradientKernel) {
+  for (float ratio : {0.f, 0.3f}) {
+    ir::Graph g = mlp(16, true);
+    g.set_param_data(*g.find_value("drop.ratio"), Tensor::scalar<float>(ratio));
+    ASSERT_TRUE(ops::infer_types(g, reg()).is_ok());
+    auto step = autodiff::build_training_step(g, autodiff::TrainingSpec{}, reg());
+    ASSERT_TRUE(step.has_value()) << step.error().to_string();
+    int grads = 0;
+    for (ir::NodeId id : step->node_ids()) grads += step->node(id).op == "DropoutGrad";
+    EXPECT_EQ(grads, ratio == 0 ? 0 : 1) << ratio;
+  }
 }
 
 TEST(Trainer, RefusesACheckpointOfAnotherGraphOrRun) {
