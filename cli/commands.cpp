@@ -60,10 +60,17 @@ std::string printable(std::string_view text) {
   return out;
 }
 
+namespace {
+std::string g_last_error;
+}  // namespace
+
 int fail(const Error& e) {
-  std::cerr << "tessera: error: " << printable(e.to_string()) << "\n";
+  g_last_error = printable(e.to_string());
+  std::cerr << "tessera: error: " << g_last_error << "\n";
   return 1;
 }
+
+const std::string& last_error() { return g_last_error; }
 
 int default_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 

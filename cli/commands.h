@@ -198,6 +198,8 @@ int run_runs(const RunsOptions& o);
 
 // Shared by run and bench (commands.cpp).
 int fail(const Error& e);
+// The message of the last fail() (for a data-parallel rank whose stderr is silenced).
+const std::string& last_error();
 int default_threads();
 // Feeds from NAME=FILE.npy specs, random tensors (seeded) for the other inputs with symbolic dims
 // sized by SYMBOL=SIZE specs (default 1). `source` says where each came from.

@@ -472,6 +472,7 @@ std::map<std::string, std::string> train_hyperparams(const TrainOptions& o, int 
           {"data", o.data},
           {"resume", o.resume.empty() ? "-" : o.resume}};
   if (o.accumulate > 1) h["accumulate"] = std::to_string(o.accumulate);
+  if (o.accumulate > 1 || world > 1) h["global_batch"] = std::to_string(o.batch * o.accumulate * world);
   if (world > 1) {
     h["world_size"] = std::to_string(world);
     h["bucket_mb"] = number(o.bucket_mb);

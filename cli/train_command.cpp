@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,8 @@
 #include "cli/commands.h"
 #include "insight/recorder.h"
 #include "engine/data/fingerprint.h"
+#include "engine/ir/hash.h"
+#include "engine/train/checkpoint.h"
 #include "engine/train/trainer.h"
 #ifdef TESSERA_HAVE_MPI
 #include "engine/dist/mpi_communicator.h"
@@ -80,8 +83,10 @@ class RankSpans final : public observe::TraceSink {
   std::string prefix_;
 };
 
-}  // namespace
+int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* comm, int world, int rank,
+                  const ops::OpRegistry& reg);
 
+}  // namespace
 
 int run_train(const TrainOptions& o_in) {
   const ops::OpRegistry reg = ops::make_default_registry();
@@ -106,11 +111,73 @@ int run_train(const TrainOptions& o_in) {
       o.json = false;
     }
   }
+#else
+  if (const char* v = std::getenv("OMPI_COMM_WORLD_SIZE"); v && std::atoi(v) > 1)
+    return fail(make_error(std::string("this tessera was built without Open MPI, so `mpirun -n ") + v + "` would run " + v +
+                           " independent trainings into the same files: install libopenmpi-dev (scripts/setup.sh) and rebuild"));
 #endif
   struct ResetCurrent {
     ~ResetCurrent() { dist::set_current(nullptr); }
   } reset_current;
-  if (rank != 0) std::freopen("/dev/null", "w", stderr);
+  // The other ranks' progress and notes would repeat rank 0's; their errors still reach the terminal.
+  int terminal = -1;
+  if (rank != 0) {
+    terminal = ::dup(2);
+    std::freopen("/dev/null", "w", stderr);
+  }
+  const int rc = train_on_rank(o_in, o, comm.get(), world, rank, reg);
+  if (rc != 0 && world > 1) {
+    // A rank that stops on an error would leave the others blocked in the next collective: say
+    // which rank failed and why, and end every rank (MPI_Abort; mpirun reports it, rank 0's
+    // watcher records the run as failed).
+    if (terminal >= 0) {
+      const std::string line = "tessera: error on rank " + std::to_string(rank) + " of " + std::to_string(world) + ": " +
+                               last_error() + " (stopping every rank)\n";
+      if (::write(terminal, line.data(), line.size()) < 0) { /* nothing left to tell */ }
+    } else {
+      std::cerr << "tessera: rank 0 of " << world << " failed: stopping every rank\n";
+    }
+    comm->abort(rc);
+  }
+  return rc;
+}
+
+namespace {
+
+// Every rank of a job must train the same thing: rank 0's settings (its recorded hyper-parameters,
+// the graph's structure, the datasets' sizes) are broadcast, and a rank started otherwise stops
+// naming the first setting that differs (else it would train something else silently, or pair
+// collectives of different sizes and hang).
+Status check_ranks_agree(dist::Communicator& comm, std::map<std::string, std::string> mine) {
+  mine.erase("threads");  // a rank's own business (its kernels' split, not what is trained)
+  mine.erase("data");     // paths may differ between machines; the sizes below may not
+  mine.erase("resume");
+  std::string text;
+  for (const auto& [k, v] : mine) text += k + "\t" + v + "\n";
+  int64_t n = static_cast<int64_t>(text.size());
+  RETURN_IF_ERROR(comm.broadcast(&n, sizeof n, 0));
+  std::string root = comm.rank() == 0 ? text : std::string(static_cast<size_t>(n), '\0');
+  RETURN_IF_ERROR(comm.broadcast(root.data(), n, 0));
+  if (root == text) return Status::ok();
+  std::map<std::string, std::string> theirs;
+  for (size_t at = 0; at < root.size();) {
+    const size_t tab = root.find('\t', at), end = root.find('\n', at);
+    if (tab == std::string::npos || end == std::string::npos || tab > end) break;
+    theirs[root.substr(at, tab - at)] = root.substr(tab + 1, end - tab - 1);
+    at = end + 1;
+  }
+  for (const auto& [k, v] : mine) {
+    auto it = theirs.find(k);
+    const std::string other = it == theirs.end() ? "(not set)" : it->second;
+    if (other != v)
+      return make_error("this rank's " + k + " is " + v + " but rank 0's is " + other +
+                        ": every rank of an mpirun job must be started with the same command and files");
+  }
+  return make_error("this rank's settings differ from rank 0's: every rank of an mpirun job must be started with the same command");
+}
+
+int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* comm, int world, int rank,
+                  const ops::OpRegistry& reg) {
   auto graph = formats::load_graph_file(o.file);
   if (!graph) return fail(graph.error());
 
@@ -130,7 +197,11 @@ int run_train(const TrainOptions& o_in) {
   cfg.epochs = o.epochs;
   cfg.lr = o.lr;
   cfg.schedule = o.schedule;
-  cfg.threads = o.threads > 0 ? o.threads : default_threads();
+  // Several ranks on one machine share its cores: by default each takes its share (mpirun binds
+  // a rank to a core when there are 2 or fewer; more threads would only contend).
+  int local_ranks = 1;
+  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); v && world > 1) local_ranks = std::max(1, std::atoi(v));
+  cfg.threads = o.threads > 0 ? o.threads : std::max(1, default_threads() / local_ranks);
   cfg.inter_op_threads = o.inter_op;
   cfg.seed = o.seed;
   cfg.spec.accumulate = static_cast<int>(o.accumulate);
@@ -139,15 +210,23 @@ int run_train(const TrainOptions& o_in) {
   cfg.checkpoint_dir = o.checkpoint_dir;
   cfg.checkpoint_every = o.checkpoint_every;
   cfg.max_steps = o.max_steps;
-  cfg.comm = comm.get();
+  cfg.comm = comm;
   cfg.data_parallel.overlap = !o.no_overlap;
   cfg.data_parallel.bucket_bytes = mib_bytes(o.bucket_mb);
   cfg.data_parallel.first_bucket_bytes = mib_bytes(o.first_bucket_mb);
   cfg.data_parallel.sync_batchnorm = o.sync_bn;
-  if (o.sync_bn && world == 1)
-    std::cerr << "note: --sync-bn has no effect on one process: it synchronises batch norms over mpirun's ranks\n";
-  if (o.sync_bn && o.inter_op > 1)
-    return fail(make_error("--sync-bn needs --inter-op 1: its all-reduces must run in the same order on every rank"));
+  if (world == 1) {
+    std::string idle;
+    if (o.sync_bn) idle += ", --sync-bn";
+    if (o.deterministic) idle += ", --deterministic";
+    if (o.no_overlap) idle += ", --no-overlap";
+    if (!idle.empty())
+      std::cerr << "note: " << idle.substr(2) << " ha" << (idle.find(',', 2) == std::string::npos ? "s" : "ve")
+                << " no effect on one process: they shape the all-reduces between mpirun's ranks\n";
+  }
+  if (world > 1 && o.inter_op > 1)
+    return fail(make_error("data parallel needs --inter-op 1: with several steps at once, the ranks could start their "
+                           "gradient all-reduces in different orders and sum one bucket with another"));
 
   const int channels = formats::image_channels(*graph);
   auto train_src = formats::open_dataset_split(o.data, "train", channels);
@@ -186,6 +265,15 @@ int run_train(const TrainOptions& o_in) {
   }
   std::unique_ptr<data::DataLoader> test_loader;
   if (*test_src) test_loader = std::make_unique<data::DataLoader>(*test_src, data::Transforms{}, to);
+
+  if (comm) {
+    std::map<std::string, std::string> mine = train_hyperparams(o_in, world);
+    mine["seed"] = std::to_string(o.seed);
+    mine["graph"] = train::hex64(ir::structural_hash(*graph));
+    mine["training examples"] = std::to_string((*train_src)->size());
+    mine["test examples"] = *test_src ? std::to_string((*test_src)->size()) : "none";
+    if (Status st = check_ranks_agree(*comm, std::move(mine)); !st.is_ok()) return fail(st.error());
+  }
 
   RunRecording rec = start_recording(o.record, "train", insight::run_name(graph->name(), o.file), o.seed,
                                      train_hyperparams(o, world));
@@ -323,5 +411,6 @@ int run_train(const TrainOptions& o_in) {
   return rec.finish(result->stopped && g_stop.load());
 }
 
+}  // namespace
 
 }  // namespace tessera::cli

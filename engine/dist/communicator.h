@@ -49,6 +49,9 @@ class Communicator {
   // running (if any) ends, so that nothing writes into the step's buffers (the buckets are views
   // into its arena) once the caller lets them go.
   virtual void quiesce() {}
+  // Ends every rank's process with `code` (MPI_Abort): a rank that cannot go on must not leave the
+  // others blocked in a collective it will never join. Default: this process only.
+  [[noreturn]] virtual void abort(int code);
   // Seconds spent inside collectives so far (for `tessera runs show`).
   virtual double comm_seconds() const = 0;
   // Seconds the caller spent blocked in wait_allreduce (the communication the step did not hide).

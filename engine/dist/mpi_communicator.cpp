@@ -118,6 +118,11 @@ Expected<std::unique_ptr<MpiCommunicator>> MpiCommunicator::create() {
 
 MpiCommunicator::MpiCommunicator() = default;
 
+void MpiCommunicator::abort(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);  // (MPI_Abort does not return)
+}
+
 MpiCommunicator::~MpiCommunicator() {
   if (async_) {
     {

@@ -36,6 +36,7 @@ class MpiCommunicator final : public Communicator {
   Status start_allreduce(int bucket, float* data, int64_t count) override;
   Status wait_allreduce(int bucket) override;
   void quiesce() override;
+  [[noreturn]] void abort(int code) override;
   double comm_seconds() const override { return static_cast<double>(comm_ns_.load()) * 1e-9; }
   double wait_seconds() const override { return static_cast<double>(wait_ns_) * 1e-9; }
   // Ordered: allreduce_sum gathers every rank's buffer and adds them in rank order on each rank,

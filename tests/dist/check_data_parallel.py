@@ -159,6 +159,25 @@ def main():
     assert synced < 1e-6 and unsynced > 1e-3, (synced, unsynced)
     print(f"ok: --sync-bn: 2 ranks x 8 = 1 rank x 16 within {synced:.1e} (without it {unsynced:.1e})")
 
+    # 1f. A rank that cannot start, or was started differently, stops the whole job at once and says
+    #     which rank and why (it used to fail silently, its stderr silenced, while the others waited
+    #     in a collective for ever); data parallel refuses --inter-op above 1 (bucket order).
+    mlp = [t, "train", os.path.join(ROOT, "samples", "mlp.json"), "--batch", "32", "--threads", "1", "--max-steps", "20",
+           "--no-eval", "--no-record"]
+    good = ["--data", ARGS.data]
+    for rank1, want in ((["--data", tmp], "error on rank 1 of 2: " + tmp),
+                        (good + ["--lr", "0.1"], "error on rank 1 of 2: this rank's lr is 0.1 but rank 0's is 0.01"),
+                        (good + ["--seed", "3"], "this rank's seed is 3 but rank 0's is 0")):
+        start = time.time()
+        r = subprocess.run(MPIRUN + ["-n", "1"] + mlp + good + [":", "-n", "1"] + mlp + rank1, capture_output=True, text=True,
+                           timeout=60)
+        took = time.time() - start
+        assert r.returncode != 0 and want in r.stderr and took < 30, (r.returncode, took, r.stderr[-1500:])
+    r = run(MPIRUN + ["-n", "2"] + mlp + good + ["--inter-op", "2"])
+    assert r.returncode != 0 and "data parallel needs --inter-op 1" in r.stderr, r.stderr[-1500:]
+    print(f"ok: a rank with a bad dataset, another --lr or --seed stops the job in {took:.1f} s naming rank 1 and the setting; "
+          "--inter-op 2 refused")
+
     # 1b. The cost model (scripts/dp_cost_model.py) beside these measured figures (printed, not
     #     asserted: timings are never a test's verdict).
     for name, res in (("one", one), ("two", two)):
