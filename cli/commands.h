@@ -85,6 +85,8 @@ class RunRecording {
   // From another thread, when the process is about to end abruptly (SIGTERM from mpirun): records
   // the run failed with `why`. The recorder stays alive (the main thread may still hold it).
   void abort(const std::string& why);
+  // The same for a run the user interrupted: recorded as stopped, with `why`.
+  void abort_stopped(const std::string& why);
 
  private:
   std::unique_ptr<insight::Recorder> recorder_;

@@ -423,6 +423,10 @@ void RunRecording::abort(const std::string& why) {
   if (recorder_) (void)recorder_->finish_run(insight::RunStatus::kFailed, why);
 }
 
+void RunRecording::abort_stopped(const std::string& why) {
+  if (recorder_) (void)recorder_->finish_run(insight::RunStatus::kStopped, why);
+}
+
 int RunRecording::fail(const Error& e) {
   const int code = cli::fail(e);
   if (recorder_) {

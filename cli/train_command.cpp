@@ -313,9 +313,19 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
     watcher = std::thread([&] {
       while (watching.load()) {
         if (g_terminated.load()) {
-          rec.abort("terminated by mpirun at step " + std::to_string(trainer.global_step()) + " of " +
-                    std::to_string(world) + " ranks: another rank failed or was killed (mpirun's message names it)");
-          std::fprintf(stderr, "tessera: error: the data-parallel job was terminated (another rank failed)\n");
+          // mpirun's SIGTERM (SIGKILL follows a second later: no time to finish the step): a rank
+          // died, or mpirun itself was interrupted (Ctrl-C), which the ranks cannot tell apart. A
+          // stop already asked (SIGINT or SIGUSR1 here) makes it an interruption.
+          const std::string at = " at step " + std::to_string(trainer.global_step()) + " of " + std::to_string(world) + " ranks";
+          if (g_stop.load()) {
+            rec.abort_stopped("interrupted: mpirun terminated the ranks" + at + " before the step ended; the last checkpoint is intact");
+            std::fprintf(stderr, "\ntessera: interrupted: mpirun terminated the job%s\n", at.c_str());
+            std::_Exit(130);
+          }
+          rec.abort("terminated by mpirun" + at + ": a rank failed or was killed (mpirun's message names it), or mpirun "
+                    "was interrupted (to stop after a whole step, with a last checkpoint: kill -USR1 <mpirun's pid>)");
+          std::fprintf(stderr, "tessera: error: mpirun terminated the data-parallel job (a rank failed, or mpirun was "
+                               "interrupted; kill -USR1 <mpirun's pid> stops it after a whole step)\n");
           std::_Exit(143);
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -339,6 +349,7 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
             << ", " << cfg.threads << " thread(s), seed " << o.seed
             << (o.resume.empty() ? "" : ", resumed at step " + std::to_string(trainer.global_step())) << "\n";
   std::signal(SIGINT, on_sigint);
+  if (world > 1) std::signal(SIGUSR1, on_sigint);  // mpirun forwards SIGUSR1 to every rank: a stop after a whole step
   train::TrainCallbacks cb;
   cb.stop = &g_stop;
   int64_t last_print = -1;
@@ -385,7 +396,7 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
   }
   if (tty) std::cerr << "\n";
   if (!result) return rec.fail(result.error().within(o.file));
-  if (result->stopped && g_stop.load()) std::cerr << "stopped by the user at step " << result->steps << "\n";
+  if (result->interrupted) std::cerr << "stopped by the user at step " << result->steps << "\n";
   if (!o.save.empty()) {
     Status st = formats::save_graph_file(trainer.trained_graph(), o.save);
     if (!st.is_ok()) return rec.fail(st.error());
@@ -408,7 +419,7 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
                         {"comm_wait_s", comm ? comm->wait_seconds() : 0.0}};
     print_json(j);
   }
-  return rec.finish(result->stopped && g_stop.load());
+  return rec.finish(result->interrupted);
 }
 
 }  // namespace

@@ -452,8 +452,12 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
     const int64_t epoch_start = observe::now_ns();
     data::Batch batch;
     while (true) {
-      if ((cb.stop && cb.stop->load()) || (config_.max_steps > 0 && global_step_ >= config_.max_steps)) {
+      // Over several ranks the stop is agreed in the step's all-reduce (below): every rank stops
+      // after the same step, else one would wait for the others in the next collective.
+      const bool stop_asked = world() > 1 ? stop_agreed_ : cb.stop && cb.stop->load();
+      if (stop_asked || (config_.max_steps > 0 && global_step_ >= config_.max_steps)) {
         result.stopped = true;
+        result.interrupted = stop_asked;
         break;
       }
       const int64_t wait_start = observe::now_ns();
@@ -483,12 +487,14 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
                     ", batch " + std::to_string(batch_in_epoch_ + 1) + "): " + e.message;
         return e;
       }
-      if (world() > 1) {  // the global batch's loss and hits, the same on every rank
-        float v[3] = {static_cast<float>(loss), static_cast<float>(h), static_cast<float>(n)};
-        RETURN_IF_ERROR(config_.comm->allreduce_sum(v, 3));
+      if (world() > 1) {  // the global batch's loss and hits, the same on every rank; a stop asked on any
+        float v[4] = {static_cast<float>(loss), static_cast<float>(h), static_cast<float>(n),
+                      cb.stop && cb.stop->load() ? 1.f : 0.f};
+        RETURN_IF_ERROR(config_.comm->allreduce_sum(v, 4));
         loss = v[0] / static_cast<float>(world());
         h = static_cast<int64_t>(v[1]);
         n = static_cast<int64_t>(v[2]);
+        stop_agreed_ = v[3] > 0;
       }
       if (!std::isfinite(loss)) return diagnose_non_finite(feeds, global_step_ + 1, loss);
       for (size_t i = 0; i < state_.size(); ++i) state_[i].initial = std::move(new_state[i]);

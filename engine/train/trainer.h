@@ -90,6 +90,7 @@ struct TrainResult {
   double train_loss = 0, test_accuracy = -1, images_per_s = 0;
   std::string last_checkpoint;
   bool stopped = false;  // by max_steps or the stop flag
+  bool interrupted = false;  // by the stop flag (data parallel: of any rank)
   double data_wait_s = 0;      // waiting for batches, over the epochs run
   size_t arena_bytes = 0;      // the compiled step's arena (activations kept for the backward pass, gradients)
   size_t state_bytes = 0;      // weights and optimizer state (updated in place)
@@ -101,7 +102,9 @@ struct TrainCallbacks {
   std::function<void(const StepInfo&)> on_step;
   std::function<void(const EpochInfo&)> on_epoch;
   std::function<void(const std::string& path)> on_checkpoint;
-  const std::atomic<bool>* stop = nullptr;  // set from another thread to stop after the current step
+  // Set from another thread to stop after the current step (data parallel: set on any rank, every
+  // rank stops after the same step).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // The examples of an epoch's last, partial global batch when they are too few to give each of
@@ -152,6 +155,7 @@ class Trainer {
   TrainConfig config_;
   std::vector<autodiff::StateSlot> state_;
   int64_t global_step_ = 0, epoch_ = 0, batch_in_epoch_ = 0;
+  bool stop_agreed_ = false;  // data parallel: some rank's TrainCallbacks::stop was set at the last step
   int64_t evaluated_ = 0;  // test examples this process evaluated (its shard), over every evaluate()
   struct Sessions;
   std::unique_ptr<Sessions> sessions_;

@@ -256,36 +256,75 @@ def main():
     print("ok: checkpoints from rank 0 resume bit for bit on 2 ranks and within 1e-5 on 1; one run recorded, "
           "world_size 2, both ranks' spans")
 
-    # 4. A rank killed mid-run stops the job in bounded time, never a hang.
-    p = subprocess.Popen(MPIRUN + ["-n", "2", t, "train", os.path.join(ROOT, "samples", "lenet.json"), "--data", ARGS.data,
-                                   "--batch", "32", "--epochs", "50", "--threads", "1", "--db", f"{tmp}/kill.db", "--no-eval",
-                                   "--checkpoint-dir", f"{tmp}/ck2", "--checkpoint-every", "20"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    victim = None
-    deadline = time.time() + 60
-    while time.time() < deadline and victim is None:
-        time.sleep(0.5)
-        if os.path.exists(f"{tmp}/ck2/step-00000040.tsc"):
-            ps = run(["pgrep", "-f", "-P", str(p.pid), "tessera"]).stdout.split()
-            victim = int(ps[-1]) if len(ps) == 2 else None
-    assert victim, "the 2-rank job did not get going"
-    killed_at = time.time()
-    os.kill(victim, signal.SIGKILL)
-    try:
-        _, err = p.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
+    # 4. A rank killed mid-run (rank 1, then rank 0) stops the job in bounded time, never a hang;
+    # 5. a stop asked on one rank (SIGINT) or through mpirun (SIGUSR1, which it forwards) stops every
+    #    rank after the same whole step, with a last checkpoint, the run recorded as stopped; and the
+    #    checkpoint of the killed run resumes on 2 ranks.
+    def start_lenet(name):
+        return subprocess.Popen(MPIRUN + ["-n", "2", t, "train", os.path.join(ROOT, "samples", "lenet.json"), "--data", ARGS.data,
+                                          "--batch", "32", "--epochs", "50", "--threads", "1", "--db", f"{tmp}/{name}.db",
+                                          "--no-eval", "--checkpoint-dir", f"{tmp}/{name}", "--checkpoint-every", "20"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+    def ranks_of(p, name):
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            time.sleep(0.5)
+            if os.path.exists(f"{tmp}/{name}/step-00000040.tsc"):
+                ps = sorted(int(x) for x in run(["pgrep", "-f", "-P", str(p.pid), "tessera"]).stdout.split())
+                if len(ps) == 2:
+                    return ps
         os.killpg(p.pid, signal.SIGKILL)
-        sys.exit("FAIL: the job hung after a rank was killed")
-    took = time.time() - killed_at
-    assert p.returncode != 0, "the job reported success with a rank killed"
-    assert "rank 1" in err, "mpirun's message names the rank: " + err[-500:]
-    (killed,) = json.loads(run([t, "runs", "list", "--db", f"{tmp}/kill.db", "--json"]).stdout)
-    assert killed["status"] == "failed", killed
-    ok = run([t, "run", os.path.join(ROOT, "samples", "lenet.json"), "--checkpoint", f"{tmp}/ck2/step-00000040.tsc",
+        sys.exit(f"FAIL: the 2-rank job {name} did not get going")
+
+    def finish(p, what):
+        try:
+            return p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            sys.exit(f"FAIL: the job hung after {what}")
+
+    kills = []
+    for victim_rank in (1, 0):
+        name = f"kill{victim_rank}"
+        p = start_lenet(name)
+        victim = ranks_of(p, name)[victim_rank]  # the ranks start in rank order
+        killed_at = time.time()
+        os.kill(victim, signal.SIGKILL)
+        _, err = finish(p, f"rank {victim_rank} was killed")
+        kills.append(time.time() - killed_at)
+        assert p.returncode != 0, "the job reported success with a rank killed"
+        assert f"rank {victim_rank}" in err, "mpirun's message names the rank: " + err[-500:]
+        if victim_rank == 1:
+            (killed,) = json.loads(run([t, "runs", "list", "--db", f"{tmp}/{name}.db", "--json"]).stdout)
+            assert killed["status"] == "failed", killed
+    ok = run([t, "run", os.path.join(ROOT, "samples", "lenet.json"), "--checkpoint", f"{tmp}/kill1/step-00000040.tsc",
               "--no-record"])
     assert ok.returncode == 0, "the checkpoint before the kill does not load: " + ok.stderr
-    print(f"ok: a rank killed with SIGKILL stopped the job in {took:.1f} s (exit {p.returncode}); "
-          "the last checkpoint loads, the run is marked failed")
+    resumed = run(MPIRUN + ["-n", "2", t, "train", os.path.join(ROOT, "samples", "lenet.json"), "--data", ARGS.data, "--batch", "32",
+                            "--threads", "1", "--no-eval", "--no-record", "--max-steps", "50", "--json",
+                            "--resume", f"{tmp}/kill1/step-00000040.tsc"])
+    assert resumed.returncode == 0, resumed.stderr[-1500:]
+    assert "resumed at step 40" in resumed.stderr and json.loads(
+        [l for l in resumed.stdout.splitlines() if l.startswith("{")][-1])["steps"] == 50, (resumed.stdout, resumed.stderr[-800:])
+    print(f"ok: a rank killed with SIGKILL stopped the job in {kills[0]:.1f} s (rank 1) and {kills[1]:.1f} s (rank 0); "
+          "the last checkpoint loads and resumes on 2 ranks, the run is marked failed")
+
+    for how in ("SIGINT to rank 1", "SIGUSR1 to mpirun"):
+        name = "stop" + how.split()[0]
+        p = start_lenet(name)
+        ranks = ranks_of(p, name)
+        if how.startswith("SIGINT"):
+            os.kill(ranks[1], signal.SIGINT)
+        else:
+            os.kill(p.pid, signal.SIGUSR1)
+        _, err = finish(p, how)
+        assert p.returncode == 0 and "stopped by the user at step" in err, (p.returncode, err[-800:])
+        assert os.path.exists(f"{tmp}/{name}/last.tsc"), os.listdir(f"{tmp}/{name}")
+        (stopped,) = json.loads(run([t, "runs", "list", "--db", f"{tmp}/{name}.db", "--json"]).stdout)
+        assert stopped["status"] == "stopped", stopped
+    print("ok: SIGINT to one rank and SIGUSR1 to mpirun stop every rank after the same step: last.tsc written, "
+          "the run recorded as stopped")
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
