@@ -10,6 +10,7 @@
 // gradients into one flat buffer, sums it over the ranks and writes back the mean.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -17,6 +18,9 @@
 
 namespace tessera::ir {
 class Graph;
+}
+namespace tessera::observe {
+class TraceSink;
 }
 
 namespace tessera::dist {
@@ -56,6 +60,12 @@ class Communicator {
   virtual double comm_seconds() const = 0;
   // Seconds the caller spent blocked in wait_allreduce (the communication the step did not hide).
   virtual double wait_seconds() const { return 0; }
+  // Where the communication thread records one span per bucket it sums (device "mpi", op
+  // "MPI_Allreduce": the timeline shows the sums beside the kernels they overlap); null: none.
+  void set_trace(observe::TraceSink* trace) { trace_.store(trace); }
+
+ protected:
+  std::atomic<observe::TraceSink*> trace_{nullptr};
 };
 
 // The packed buffer of gradient bucket `bucket` (resized to `count` floats), owned here so that it

@@ -103,7 +103,20 @@ Expected<std::unique_ptr<MpiCommunicator>> MpiCommunicator::create() {
         if (a->error.is_ok()) {  // after an error the buckets are only marked done
           a->busy = true;
           lk.unlock();
+          const int64_t start = observe::now_ns();
           Status st = self->sum(a->comm, job.data, job.count);
+          if (observe::TraceSink* trace = self->trace_.load()) {
+            observe::Span span;
+            span.kind = observe::Span::Kind::kCopy;
+            span.name = "bucket " + std::to_string(job.bucket);
+            span.op = "MPI_Allreduce";
+            span.device = "mpi";
+            span.detail = self->ordered_ ? "mpi:allgather+ordered sum" : "mpi:allreduce";
+            span.start_ns = start;
+            span.end_ns = observe::now_ns();
+            span.bytes = job.count * static_cast<int64_t>(sizeof(float));
+            trace->on_span(span);
+          }
           lk.lock();
           a->busy = false;
           if (!st.is_ok() && a->error.is_ok()) a->error = st;

@@ -119,7 +119,9 @@ Trainer::Trainer(ir::Graph forward, const ops::OpRegistry& registry, TrainConfig
   init_status_ = init();
 }
 
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+  if (config_.comm) config_.comm->set_trace(nullptr);  // the sampled trace goes with the trainer
+}
 
 Status Trainer::init() {
   RETURN_IF_ERROR(ops::infer_types(forward_, registry_));
@@ -143,6 +145,7 @@ Status Trainer::init() {
     so.data_parallel = &config_.data_parallel;
     for (autodiff::StateSlot& s : state_)
       RETURN_IF_ERROR(config_.comm->broadcast(s.initial.raw_data(), static_cast<int64_t>(s.initial.nbytes()), 0));
+    config_.comm->set_trace(sampled_trace_.get());  // the buckets' sums beside the kernels (sampled steps)
   }
   sessions_->step = std::make_unique<stages::Session>(forward_, registry_, so);
   if (config_.spec.accumulate < 1)

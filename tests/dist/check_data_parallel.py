@@ -253,8 +253,13 @@ def main():
     show = run([t, "runs", "show", "last", "--db", db])
     assert "world_size" in show.stdout and " 2" in show.stdout, show.stdout
     assert "rank 0" in show.stdout and "rank 1" in show.stdout, "per-rank communication time: " + show.stdout
+    import sqlite3
+    with sqlite3.connect(db) as con:
+        lanes = dict(con.execute("SELECT d.text, COUNT(*) FROM spans s JOIN strings d ON d.id = s.device "
+                                 "JOIN strings o ON o.id = s.op WHERE o.text = 'MPI_Allreduce' GROUP BY 1").fetchall())
+    assert set(lanes) == {"rank0/mpi", "rank1/mpi"} and min(lanes.values()) > 0, lanes  # the communication thread's sums
     print("ok: checkpoints from rank 0 resume bit for bit on 2 ranks and within 1e-5 on 1; one run recorded, "
-          "world_size 2, both ranks' spans")
+          f"world_size 2, both ranks' spans, their bucket sums on lanes rank0/mpi and rank1/mpi ({lanes['rank0/mpi']} each)")
 
     # 4. A rank killed mid-run (rank 1, then rank 0) stops the job in bounded time, never a hang;
     # 5. a stop asked on one rank (SIGINT) or through mpirun (SIGUSR1, which it forwards) stops every
