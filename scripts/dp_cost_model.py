@@ -6,10 +6,13 @@ rank computes its share of the global batch, then all-reduces 4 bytes per parame
     step time with overlap f (0..1):          T_step(W) = T_c / W + max(0, T_comm - f * T_bwd)
 
 Without a measured run it prints the projection for 8 machines of 8 GPUs (NCCL); with one
-(`--measured`, the JSON of `mpirun -n 2 tessera train ... --json` and of a 1-rank run) it prints the
-model's 2-rank speed-up beside the measured one, on this machine's shared-memory link.
+(`--one` and `--two`: the JSON of a 1-rank `tessera train ... --json` and of `mpirun -n 2 tessera
+train ... --json` with the same global batch) it prints the model's 2-rank step and speed-up
+beside the measured ones, on this machine's shared-memory link. `--json` prints the model's
+figures as one JSON object (bytes per step, all-reduce time, predicted speed-up) for tests:
+tests/dist/check_data_parallel.py checks the bytes against the split stage's buckets.
 
-    python3 scripts/dp_cost_model.py [--params N] [--one ONE.json --two TWO.json]
+    python3 scripts/dp_cost_model.py [--params N] [--one ONE.json --two TWO.json] [--json]
 """
 import argparse
 import json
@@ -61,17 +64,27 @@ def projection():
             print(f"  {name}; {b / 1e6:.2f} MB per all-reduce; overlap {int(ov * 100):2d}%: " + ", ".join(rows))
 
 
-def measured(one, two, params):
+def measured(one, two, params, batch, quiet=False):
+    """The model's 2-rank figures beside the measured ones (`batch`: the global batch of both runs)."""
     b = 4 * params
-    # Seconds per step: examples per step / examples per second (the same global batch).
-    per_step_1 = 1.0 / one["images_per_s"]
-    per_step_2 = 1.0 / two["images_per_s"]
+    steps = max(1, two["steps"])
+    speedup = two["images_per_s"] / one["images_per_s"]
     comm_model = ring(b, 2, SHM)
-    comm_measured = two["comm_s"] / max(1, two["steps"])
-    print(f"2 ranks on this machine: all-reduce of {b / 1e6:.3f} MB per step: model {comm_model * 1e6:.0f} us, "
-          f"measured {comm_measured * 1e6:.0f} us per step (rank 0, including waiting for the slower rank)")
-    print(f"speed-up 2 ranks / 1 rank: measured {per_step_1 / per_step_2:.2f}x")
-    return comm_model, comm_measured
+    comm_measured = two["comm_s"] / steps
+    # Overlap as measured: the share of MPI's time the step did not wait for.
+    overlap = 1.0 - two["comm_wait_s"] / two["comm_s"] if two["comm_s"] > 0 else 0.0
+    t1 = batch / one["images_per_s"]  # the 1-rank step
+    t2 = step(t1, 2, comm_model, overlap=overlap)
+    model = {"bytes_per_step": b, "allreduce_model_s": comm_model, "allreduce_measured_s": comm_measured,
+             "overlap_measured": overlap, "step_1_rank_s": t1, "step_2_ranks_model_s": t2,
+             "speedup_model": t1 / t2, "speedup_measured": speedup}
+    if not quiet:
+        print(f"2 ranks on this machine: all-reduce of {b / 1e6:.3f} MB per step: model {comm_model * 1e6:.0f} us, "
+              f"measured {comm_measured * 1e6:.0f} us per step (rank 0, including waiting for the slower rank)")
+        print(f"speed-up 2 ranks / 1 rank: model {t1 / t2:.2f}x (half the compute, the all-reduce {overlap * 100:.0f}% "
+              f"hidden as measured), measured {speedup:.2f}x (the model leaves out the two ranks' contention for "
+              f"this machine's caches, memory and cores)")
+    return model
 
 
 def main():
@@ -79,10 +92,17 @@ def main():
     ap.add_argument("--params", type=int, default=11182418, help="parameters (default: samples/resnet18.json)")
     ap.add_argument("--one")
     ap.add_argument("--two")
+    ap.add_argument("--batch", type=int, default=64, help="the global batch of both measured runs")
+    ap.add_argument("--json", action="store_true", help="the measured comparison as one JSON object")
     a = ap.parse_args()
     if a.one and a.two:
         with open(a.one) as f1, open(a.two) as f2:
-            measured(json.load(f1), json.load(f2), a.params)
+            model = measured(json.load(f1), json.load(f2), a.params, a.batch, quiet=a.json)
+        if a.json:
+            print(json.dumps(model))
+            return
+    elif a.json:
+        raise SystemExit("dp_cost_model.py: --json needs --one and --two")
     projection()
 
 

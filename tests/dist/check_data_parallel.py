@@ -178,16 +178,25 @@ def main():
     print(f"ok: a rank with a bad dataset, another --lr or --seed stops the job in {took:.1f} s naming rank 1 and the setting; "
           "--inter-op 2 refused")
 
-    # 1b. The cost model (scripts/dp_cost_model.py) beside these measured figures (printed, not
-    #     asserted: timings are never a test's verdict).
+    # 1b. The cost model (scripts/dp_cost_model.py) against the measured 2-rank run: the bytes it
+    #     models per step (4 per parameter) are the bytes the split stage's buckets all-reduce, and
+    #     its speed-up and all-reduce time are printed beside the measured ones (timings are never a
+    #     test's verdict).
     for name, res in (("one", one), ("two", two)):
         with open(f"{tmp}/{name}.json", "w") as f:
             json.dump(res, f)
     info = json.loads(run([t, "info", os.path.join(ROOT, "samples", "mlp.json"), "--json"]).stdout)
     model = run([sys.executable, os.path.join(ROOT, "scripts", "dp_cost_model.py"), "--params", str(info["parameters"]),
-                 "--one", f"{tmp}/one.json", "--two", f"{tmp}/two.json"])
-    assert model.returncode == 0 and "measured" in model.stdout, model.stdout + model.stderr
-    print("cost model: " + model.stdout.splitlines()[0])
+                 "--one", f"{tmp}/one.json", "--two", f"{tmp}/two.json", "--batch", "64", "--json"])
+    assert model.returncode == 0, model.stdout + model.stderr
+    m = json.loads(model.stdout)
+    split = [l for l in run([t, "passes", os.path.join(ROOT, "samples", "mlp.json"), "--train", "--world-size", "2",
+                             "--dim", "N=32", "--no-record"]).stdout.splitlines() if l.startswith("split")]
+    assert split and f"of {m['bytes_per_step']} bytes over 2 ranks" in split[0], (m, split)
+    assert 1.0 < m["speedup_model"] <= 2.0 and m["allreduce_model_s"] > 0, m
+    print(f"ok: cost model: {m['bytes_per_step']} bytes a step as the split's buckets; speed-up model "
+          f"{m['speedup_model']:.2f}x, measured {m['speedup_measured']:.2f}x; all-reduce model "
+          f"{m['allreduce_model_s'] * 1e6:.0f} us, measured {m['allreduce_measured_s'] * 1e6:.0f} us a step")
 
     # 1c. The split stage's buckets, as `tessera passes` shows them (no MPI needed to compile).
     split = [l for l in run([t, "passes", os.path.join(ROOT, "samples", "resnet18.json"), "--train", "--world-size", "4",
