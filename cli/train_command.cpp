@@ -151,7 +151,7 @@ namespace {
 Status check_ranks_agree(dist::Communicator& comm, std::map<std::string, std::string> mine) {
   mine.erase("threads");  // a rank's own business (its kernels' split, not what is trained)
   mine.erase("data");     // paths may differ between machines; the sizes below may not
-  mine.erase("resume");
+  mine["resume"] = mine["resume"] == "-" ? "no" : "yes";  // only rank 0 reads the checkpoint (Trainer::resume)
   std::string text;
   for (const auto& [k, v] : mine) text += k + "\t" + v + "\n";
   int64_t n = static_cast<int64_t>(text.size());

@@ -117,7 +117,8 @@ class Trainer {
   ~Trainer();
 
   // Loads weights, optimizer state and position from a checkpoint. Refuses one written for
-  // another graph, optimizer, seed or batch size, naming what differs.
+  // another graph, optimizer, seed or batch size, naming what differs. Data parallel: a collective;
+  // rank 0 reads the file and the other ranks receive its state (their `path` is not opened).
   Status resume(const std::string& path);
   Expected<TrainResult> fit(data::DataLoader& train, data::DataLoader* test, const TrainCallbacks& callbacks = {});
   // Test loss and accuracy of the current weights. Data parallel with a loader of one shard per
@@ -135,6 +136,11 @@ class Trainer {
 
  private:
   Status init();
+  // resume(): the checkpoint into state_ and the position; under data parallel rank 0 sends them
+  // and the other ranks receive them.
+  Status read_resumed_state(const std::string& path);
+  Status send_resumed_state();
+  Status receive_resumed_state();
   int world() const { return config_.comm ? config_.comm->size() : 1; }
   // Rows [part*n/parts, (part+1)*n/parts) of every batched field (views, no copy): this rank's
   // rows of a global batch, or a micro-batch. `what` names the parts in the error.
