@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -290,7 +291,14 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
     int64_t run_id = rec.run_id();
     Status st = comm->broadcast(&run_id, sizeof run_id, 0);
     if (!st.is_ok()) return rec.fail(st.error());
-    if (rank != 0 && run_id >= 0 && !o_in.record.no_record) {
+    // Only ranks on rank 0's machine share its database file: a rank elsewhere would attach its
+    // spans to whatever run has that id in its own machine's database.
+    char host[256] = {0}, root_host[256] = {0};
+    ::gethostname(host, sizeof host - 1);
+    std::memcpy(root_host, host, sizeof host);
+    st = comm->broadcast(root_host, sizeof root_host, 0);
+    if (!st.is_ok()) return rec.fail(st.error());
+    if (rank != 0 && run_id >= 0 && !o_in.record.no_record && std::strcmp(host, root_host) == 0) {
       auto r = insight::Recorder::open(o_in.record.db);
       if (r && (*r)->attach_run(run_id).is_ok()) rank_recorder = std::move(*r);
     }
