@@ -103,6 +103,15 @@ int runs_show(const Database& db, const RunsOptions& o) {
   auto ops = insight::op_stats(db, *id);
   if (!ops) return fail(ops.error());
   const auto summary = insight::summarize_metrics(*metrics);
+  // Data parallel: per rank, the sampled steps' all-reduce kernels and other kernels (spans) and
+  // the whole run's time in MPI and waiting for it (metrics dist/comm_s/rankN, dist/wait_s/rankN).
+  auto final_of = [&](const std::string& name) -> double {
+    for (const auto& m : summary)
+      if (m.name == name) return m.final_value;
+    return -1;
+  };
+  auto ranks = insight::rank_stats(db, *id);
+  if (!ranks) return fail(ranks.error());
   if (o.json) {
     nlohmann::json j = run_json(d->run);
     j["hyperparams"] = d->hyperparams;
@@ -122,6 +131,13 @@ int runs_show(const Database& db, const RunsOptions& o) {
                    {"memory_events", d->memory_events}};
     j["ops"] = nlohmann::json::array();
     for (const auto& s : *ops) j["ops"].push_back({{"op", s.op}, {"count", s.count}, {"total_ns", s.total_ns}});
+    j["ranks"] = nlohmann::json::array();
+    for (const insight::RankStats& r : *ranks) {
+      const double mpi = final_of("dist/comm_s/rank" + std::to_string(r.rank)), wait = final_of("dist/wait_s/rank" + std::to_string(r.rank));
+      j["ranks"].push_back({{"rank", r.rank}, {"allreduce_kernels", r.allreduces}, {"allreduce_kernel_ns", r.comm_ns},
+                            {"other_kernel_ns", r.compute_ns}, {"mpi_s", mpi}, {"waited_s", wait},
+                            {"hidden", mpi > 0 && wait >= 0 ? std::max(0.0, 1 - wait / mpi) : -1.0}});
+    }
     print_json(j);
     return 0;
   }
@@ -149,14 +165,7 @@ int runs_show(const Database& db, const RunsOptions& o) {
     std::cout << "  checkpoint step " << c.step << " " << c.path << " (" << c.checksum << ")\n";
   std::cout << "  recorded  " << d->spans << " spans, " << d->metrics << " metric values, " << d->snapshots
             << " snapshots, " << d->memory_events << " memory events\n";
-  auto ranks = insight::rank_stats(db, *id);
-  if (ranks && !ranks->empty()) {
-    // The whole run's MPI time and waits per rank (metrics), beside the sampled steps' spans.
-    auto final_of = [&](const std::string& name) -> double {
-      for (const auto& m : summary)
-        if (m.name == name) return m.final_value;
-      return -1;
-    };
+  if (!ranks->empty()) {
     std::cout << "  ranks      all-reduce steps  their kernels    other kernels  share   MPI time  waited  hidden\n";
     for (const insight::RankStats& r : *ranks) {
       const double comm = static_cast<double>(r.comm_ns) / 1e6, other = static_cast<double>(r.compute_ns) / 1e6;

@@ -262,6 +262,9 @@ def main():
     show = run([t, "runs", "show", "last", "--db", db])
     assert "world_size" in show.stdout and " 2" in show.stdout, show.stdout
     assert "rank 0" in show.stdout and "rank 1" in show.stdout, "per-rank communication time: " + show.stdout
+    shown = json.loads(run([t, "runs", "show", "last", "--db", db, "--json"]).stdout)
+    assert [r["rank"] for r in shown["ranks"]] == [0, 1] and all(r["mpi_s"] > 0 and r["allreduce_kernels"] > 0
+                                                                for r in shown["ranks"]), shown["ranks"]
     import sqlite3
     with sqlite3.connect(db) as con:
         lanes = dict(con.execute("SELECT d.text, COUNT(*) FROM spans s JOIN strings d ON d.id = s.device "
