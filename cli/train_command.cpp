@@ -222,8 +222,8 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
     if (o.deterministic) idle += ", --deterministic";
     if (o.no_overlap) idle += ", --no-overlap";
     if (!idle.empty())
-      std::cerr << "note: " << idle.substr(2) << " ha" << (idle.find(',', 2) == std::string::npos ? "s" : "ve")
-                << " no effect on one process: they shape the all-reduces between mpirun's ranks\n";
+      std::cerr << "note: no effect on one process: " << idle.substr(2)
+                << " (data-parallel flags act between the ranks of `mpirun -n N tessera train`)\n";
   }
   if (world > 1 && o.inter_op > 1)
     return fail(make_error("data parallel needs --inter-op 1: with several steps at once, the ranks could start their "

@@ -84,6 +84,12 @@ def main():
         assert "resumed at step 25" in p.stderr, p.stderr
         wc = weights(c.replace(".json", ".npz"))
         assert all(np.array_equal(wa[k], wc[k]) for k in wa), "resume is not bit for bit"
+        # Data-parallel flags on one process say they do nothing (and change nothing).
+        e = os.path.join(tmp, "e.json")
+        p = run([*base[:2], mlp, *base[2:], "--max-steps", "60", "--no-eval", "--save", e, "--deterministic", "--no-overlap"])
+        assert "note: no effect on one process: --deterministic, --no-overlap" in p.stderr, p.stderr
+        we = weights(e.replace(".json", ".npz"))
+        assert all(np.array_equal(wa[k], we[k]) for k in wa), "--deterministic changed a one-process run"
         # A different seed gives different weights.
         d = os.path.join(tmp, "d.json")
         run([*base[:2], mlp, *[x if x != "3" else "4" for x in base[2:]], "--max-steps", "60", "--no-eval", "--save", d])
