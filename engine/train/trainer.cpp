@@ -467,6 +467,7 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
   const bool classify = config_.spec.loss == autodiff::LossKind::kSoftmaxCrossEntropy;
 
   TrainResult result;
+  stop_agreed_ = false;  // (a stop that ended an earlier fit() does not end this one)
   runtime::Feeds feeds;
   int64_t steps_this_run = 0;
   const int64_t run_start = observe::now_ns();
