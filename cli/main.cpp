@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
                         "Under mpirun: the first bucket (the last layers' gradients, started first) closes at this "
                         "many MiB (default 1)")
       ->check(kFinite)->check(CLI::Range(1e-3, 1e6));
-  train_cmd->add_flag("--json", train.json, "Print {test_accuracy, train_loss, images_per_s, epochs} as the last line");
+  train_cmd->add_flag("--json", train.json, "Print {test_accuracy, test_loss (-1: no evaluation), train_loss, images_per_s, epochs, steps, eval_s, eval_examples, world_size, comm_s, ...} as the last line");
 
   PassesOptions passes;
   CLI::App* passes_cmd = app.add_subcommand(

@@ -166,7 +166,8 @@ int runs_show(const Database& db, const RunsOptions& o) {
   std::cout << "  recorded  " << d->spans << " spans, " << d->metrics << " metric values, " << d->snapshots
             << " snapshots, " << d->memory_events << " memory events\n";
   if (!ranks->empty()) {
-    std::cout << "  ranks      all-reduce steps  their kernels    other kernels  share   MPI time  waited  hidden\n";
+    std::cout << "  ranks    all-reduce kernels  their time    other kernels  share   MPI time  waited  hidden"
+                 "   (kernels: the recorded steps; MPI: every step)\n";
     for (const insight::RankStats& r : *ranks) {
       const double comm = static_cast<double>(r.comm_ns) / 1e6, other = static_cast<double>(r.compute_ns) / 1e6;
       const double mpi = final_of("dist/comm_s/rank" + std::to_string(r.rank)), wait = final_of("dist/wait_s/rank" + std::to_string(r.rank));

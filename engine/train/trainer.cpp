@@ -242,9 +242,21 @@ Status Trainer::read_resumed_state(const std::string& path) {
       {"batch_size", std::to_string(config_.batch_size)}};
   for (const auto& [key, mine] : same)
     if (c.get(key) != mine)
+    {
+      std::string advice = std::string("pass --") + key + " " + c.get(key);
+      if (std::string(key) == "batch_size") {
+        // The checkpoint holds the global batch: --batch times --accumulate times the ranks.
+        const int64_t parts = std::max<int64_t>(1, config_.spec.accumulate) * world();
+        const long long global = std::atoll(c.get(key).c_str());
+        advice = global > 0 && global % parts == 0
+                     ? "pass --batch " + std::to_string(global / parts) + ": the global batch " + c.get(key) + " is --batch times --accumulate (" +
+                           std::to_string(config_.spec.accumulate) + ") times the number of ranks (" + std::to_string(world()) + ")"
+                     : "the global batch " + c.get(key) + " is --batch times --accumulate times the number of ranks, and " +
+                           std::to_string(parts) + " does not divide it: resume with other --accumulate or ranks";
+      }
       return refuse(std::string(key) + " is " + c.get(key) + " in the checkpoint and " + mine +
-                    " in this run (resuming bit for bit needs the same; pass --" + (std::string(key) == "batch_size" ? "batch" : key) + " " + c.get(key) +
-                    (std::string(key) == "batch_size" ? ", the global batch: --batch times --accumulate times the number of ranks" : "") + ")");
+                    " in this run (resuming bit for bit needs the same; " + advice + ")");
+    }
   for (const autodiff::StateSlot& s : state_) {
     const Tensor* t = c.find(s.name);
     if (!t) return refuse("it has no tensor '" + s.name + "'");

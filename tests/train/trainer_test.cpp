@@ -372,6 +372,17 @@ TEST(Trainer, RefusesACheckpointOfAnotherGraphOrRun) {
   ASSERT_FALSE(st.is_ok());
   EXPECT_NE(st.error().to_string().find("optimizer is sgd in the checkpoint and adam"), std::string::npos)
       << st.error().to_string();
+  // Another batch: the advice is the --batch that gives the checkpoint's global batch.
+  TrainConfig accumulating = config(1);
+  accumulating.batch_size = 64;
+  accumulating.spec.accumulate = 2;
+  Trainer c(mlp(16), reg(), accumulating);
+  st = c.resume(dir + "/a.tsc");
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.error().to_string().find("batch_size is 32 in the checkpoint and 64 in this run (resuming bit for bit needs the "
+                                        "same; pass --batch 16: the global batch 32 is --batch times --accumulate (2)"),
+            std::string::npos)
+      << st.error().to_string();
 }
 
 // A checkpoint's stored position was trusted: a step of 1e23 (clamped to 2^63-1) stopped the run
