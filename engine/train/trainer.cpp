@@ -289,7 +289,8 @@ Status Trainer::read_resumed_state(const std::string& path) {
   return Status::ok();
 }
 
-Status Trainer::slice_rows(data::Batch& batch, int64_t part, int64_t parts, const char* what) {
+Expected<int64_t> Trainer::slice_rows(data::Batch& batch, int64_t part, int64_t parts, const char* what) {
+  int64_t first = 0;
   for (auto& [name, t] : batch) {
     if (t.rank() == 0) continue;
     const int64_t rows = t.dim(0), lo = part * rows / parts, hi = (part + 1) * rows / parts;
@@ -300,8 +301,9 @@ Status Trainer::slice_rows(data::Batch& batch, int64_t part, int64_t parts, cons
     shape[0] = hi - lo;
     const int64_t row = rows ? t.numel() / rows : 0;
     t = t.contiguous().view(shape, contiguous_strides(shape), lo * row);
+    first = lo;
   }
-  return Status::ok();
+  return first;
 }
 
 Status Trainer::run_step(const data::Batch& batch, int64_t first_row, runtime::Feeds& feeds, double& loss, int64_t& hits,
@@ -319,10 +321,12 @@ Status Trainer::run_step(const data::Batch& batch, int64_t first_row, runtime::F
   std::map<std::string, Tensor> stat_feeds;  // running statistics after the earlier micro-batches
   for (int64_t part = 0; part < parts; ++part) {
     data::Batch micro = batch;
-    if (parts > 1) RETURN_IF_ERROR(slice_rows(micro, part, parts, "micro-batches"));
+    int64_t lo = 0;
+    if (parts > 1) {
+      TRY(lo, slice_rows(micro, part, parts, "micro-batches"));
+    }
     add_batch(micro, config_.spec.loss != autodiff::LossKind::kGraphOutput, feeds);
-    const int64_t rows = batch_rows(batch), lo = part * rows / parts;
-    feeds["rng_rows"] = Tensor::from_vector<int64_t>({2}, {first_row + lo, std::max<int64_t>(1, (part + 1) * rows / parts - lo)});
+    feeds["rng_rows"] = Tensor::from_vector<int64_t>({2}, {first_row + lo, batch_rows(micro)});
     const bool last = part + 1 == parts;
     // The state as the earlier micro-batches left it (their running statistics moved).
     for (const autodiff::StateSlot& s : state_) {
@@ -510,8 +514,7 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
       // Where this rank's rows start in the global batch (the loader's shard, or our slice of it).
       int64_t first_row = train.shard_first_row(batch_in_epoch_);
       if (world() > 1 && train.options().shards != world()) {  // else the loader did
-        first_row = config_.comm->rank() * batch_rows(batch) / world();
-        RETURN_IF_ERROR(slice_rows(batch, config_.comm->rank(), world(), "ranks"));
+        TRY(first_row, slice_rows(batch, config_.comm->rank(), world(), "ranks"));
       }
       const double lr = schedule.at(global_step_);
       feeds["lr"] = Tensor::scalar<float>(static_cast<float>(lr));

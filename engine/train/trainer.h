@@ -144,7 +144,8 @@ class Trainer {
   int world() const { return config_.comm ? config_.comm->size() : 1; }
   // Rows [part*n/parts, (part+1)*n/parts) of every batched field (views, no copy): this rank's
   // rows of a global batch, or a micro-batch. `what` names the parts in the error.
-  static Status slice_rows(data::Batch& batch, int64_t part, int64_t parts, const char* what);
+  // Returns the slice's first row in the batch.
+  static Expected<int64_t> slice_rows(data::Batch& batch, int64_t part, int64_t parts, const char* what);
   // One optimizer step over `batch`: its micro-batches through the accumulating step, the last
   // through the updating one. Gives the new state (in state_ order, committed by the caller once
   // the loss is finite), the loss (mean of the micro-batches', f32 like the ranks' sum) and the
