@@ -312,19 +312,28 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
     if (!st.is_ok()) return rec.fail(st.error());
     rec.resumed_from(o.resume);
   }
-  // Data parallel: when a rank dies, mpirun terminates the others (SIGTERM, then SIGKILL); rank 0
-  // may be blocked in a collective by then, so a watcher records the run as failed and exits.
-  std::atomic<bool> watching{comm != nullptr && rank == 0 && rec.active()};
+  // Data parallel: when a rank dies or mpirun is interrupted, mpirun terminates the ranks (SIGCONT,
+  // SIGTERM a second later, SIGKILL a second after that, but at once to the survivors when one of
+  // them dies of the SIGTERM). Rank 0 may be blocked in a collective by then, so a watcher records
+  // the run as failed and exits; the other ranks outlive their SIGTERM by a quarter second, else
+  // the first to die of it got rank 0 killed before it wrote a word (1 run in 2 stayed "running").
+  // Writes to a closed mpirun pipe fail instead of killing the rank (SIGPIPE).
+  std::atomic<bool> watching{comm != nullptr};
   std::thread watcher;
   if (watching.load()) {
     std::signal(SIGTERM, on_sigterm);
+    std::signal(SIGPIPE, SIG_IGN);
     watcher = std::thread([&] {
       while (watching.load()) {
         if (g_terminated.load()) {
-          // mpirun's SIGTERM (SIGKILL follows a second later: no time to finish the step): a rank
-          // died, or mpirun itself was interrupted (Ctrl-C), which the ranks cannot tell apart. A
-          // stop already asked (SIGINT or SIGUSR1 here) makes it an interruption.
-          const std::string at = " at step " + std::to_string(trainer.global_step()) + " of " + std::to_string(world) + " ranks";
+          if (rank != 0 || !rec.active()) {
+            if (rank != 0) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+            std::_Exit(143);
+          }
+          // mpirun's SIGTERM: a rank died, or mpirun itself was interrupted (Ctrl-C), which the
+          // ranks cannot tell apart. A stop already asked (SIGINT or SIGUSR1 here) makes it an
+          // interruption.
+          const std::string at = " at step " + std::to_string(trainer.global_step()) + " (" + std::to_string(world) + " ranks)";
           if (g_stop.load()) {
             rec.abort_stopped("interrupted: mpirun terminated the ranks" + at + " before the step ended; the last checkpoint is intact");
             std::fprintf(stderr, "\ntessera: interrupted: mpirun terminated the job%s\n", at.c_str());

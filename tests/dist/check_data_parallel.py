@@ -331,6 +331,23 @@ def main():
     print(f"ok: a rank killed with SIGKILL stopped the job in {kills[0]:.1f} s (rank 1) and {kills[1]:.1f} s (rank 0); "
           "the last checkpoint loads and resumes on 2 ranks (read by rank 0 only), the run is marked failed (crashed when rank 0 died)")
 
+    # mpirun itself interrupted (Ctrl-C on it alone, or a batch system's SIGTERM): it terminates the
+    # ranks, and rank 0 records the run failed before the SIGKILL that follows (the other ranks outlive
+    # their SIGTERM for it: before, 1 run in 2 stayed "running" until the next reader marked it crashed).
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGINT):
+        name = f"mpirun{sig.name}"
+        shutil.rmtree(f"{tmp}/{name}", ignore_errors=True)
+        if os.path.exists(f"{tmp}/{name}.db"):
+            os.remove(f"{tmp}/{name}.db")
+        p = start_lenet(name)
+        ranks_of(p, name)
+        os.kill(p.pid, sig)
+        finish(p, f"{sig.name} to mpirun")
+        assert p.returncode != 0, f"{sig.name} to mpirun: the job reported success"
+        (ended,) = json.loads(run([t, "runs", "list", "--db", f"{tmp}/{name}.db", "--json"]).stdout)
+        assert ended["status"] == "failed" and "terminated by mpirun" in ended.get("error", ""), ended
+    print("ok: SIGINT or SIGTERM to mpirun: the run is recorded failed, terminated by mpirun (3 of 3)")
+
     for how in ("SIGINT to rank 1", "SIGUSR1 to mpirun"):
         name = "stop" + how.split()[0]
         p = start_lenet(name)
