@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "insight/recorder.h"
+#include "engine/core/file_kind.h"
 #include "engine/data/fingerprint.h"
 #include "engine/ir/hash.h"
 #include "engine/train/checkpoint.h"
@@ -25,6 +26,7 @@
 #include "engine/dist/mpi_communicator.h"
 #endif
 #include "formats/dataset_path.h"
+#include "formats/file_io.h"
 #include "formats/graph_file.h"
 
 namespace tessera::cli {
@@ -307,6 +309,14 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
     cfg.trace = rank_spans.get();
   }
   train::Trainer trainer(*graph, reg, cfg);
+  // Outputs written at the end (the trained graph) or every few steps (checkpoints): a path that
+  // cannot be written fails now, not after the training it would lose.
+  if (Status st = trainer.check_checkpoint_dir(); !st.is_ok()) return rec.fail(st.error().within("--checkpoint-dir"));
+  if (!o.save.empty()) {
+    Status st = require_writable_dir(formats::parent_dir(o.save), false);
+    if (st.is_ok()) st = require_replaceable_file(o.save);
+    if (!st.is_ok()) return rec.fail(st.error().within("--save"));
+  }
   if (!o.resume.empty()) {
     Status st = trainer.resume(o.resume);
     if (!st.is_ok()) return rec.fail(st.error());

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
-#include <sys/stat.h>
 
+#include "engine/core/file_kind.h"
 #include "engine/ir/hash.h"
 #include "engine/ir/verifier.h"
 #include "engine/ops/infer.h"
@@ -369,10 +369,14 @@ int64_t unsplittable_tail(int64_t examples, int64_t batch, int64_t parts) {
   return tail > 0 && tail < parts ? tail : 0;
 }
 
+Status Trainer::check_checkpoint_dir() const {
+  if (config_.checkpoint_dir.empty() || (config_.comm && config_.comm->rank() != 0)) return Status::ok();
+  return require_writable_dir(config_.checkpoint_dir, true);
+}
+
 Status Trainer::save_checkpoint(const std::string& name, TrainResult& result, const TrainCallbacks& cb) {
   if (config_.checkpoint_dir.empty()) return Status::ok();
   if (config_.comm && config_.comm->rank() != 0) return Status::ok();  // rank 0 writes for all
-  ::mkdir(config_.checkpoint_dir.c_str(), 0755);
   const std::string path = config_.checkpoint_dir + "/" + name;
   RETURN_IF_ERROR(write_checkpoint(path, make_checkpoint()));
   result.last_checkpoint = path;
@@ -474,6 +478,7 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
   int64_t total_steps = batches * config_.epochs;
   if (config_.max_steps > 0) total_steps = std::min(total_steps, config_.max_steps);
   TRY(Schedule schedule, Schedule::parse(config_.schedule, config_.lr, total_steps));
+  RETURN_IF_ERROR(check_checkpoint_dir());
   int64_t position = 0;  // where epoch_ and batch_in_epoch_ say the run is (resume() bounds both by 2^48)
   if (batch_in_epoch_ > batches || __builtin_mul_overflow(epoch_, batches, &position) ||
       __builtin_add_overflow(position, batch_in_epoch_, &position) || position != global_step_)

@@ -120,6 +120,10 @@ class Trainer {
   // another graph, optimizer, seed or batch size, naming what differs. Data parallel: a collective;
   // rank 0 reads the file and the other ranks receive its state (their `path` is not opened).
   Status resume(const std::string& path);
+  // The checkpoint folder (config.checkpoint_dir) created with its parents and checked writable:
+  // fit() calls it before the first step, so a bad folder fails then, not when the first
+  // checkpoint is due. Data parallel: rank 0's (the other ranks write none).
+  Status check_checkpoint_dir() const;
   Expected<TrainResult> fit(data::DataLoader& train, data::DataLoader* test, const TrainCallbacks& callbacks = {});
   // Test loss and accuracy of the current weights. Data parallel with a loader of one shard per
   // rank (PyTorch's DistributedSampler): each rank evaluates its rows, the sums are combined, and

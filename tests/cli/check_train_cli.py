@@ -118,6 +118,16 @@ def main():
         expect_error([*base[:2], mlp, *[x if x != "3" else "9" for x in base[2:]], "--resume",
                       os.path.join(ck, "last.tsc")], "seed is 3 in the checkpoint and 9")
         expect_error([tessera, "train", mlp, "--data", DATA, "--optimizer", "rmsprop"], "unknown optimizer 'rmsprop'")
+        # Outputs that cannot be written fail before the first step (they used to fail at the
+        # first checkpoint or after the last step, losing the run); a nested checkpoint folder is made.
+        for flag, path, why in (("--checkpoint-dir", os.path.join(a, "ck"), "cannot create the folder"),
+                                ("--save", os.path.join(tmp, "missing", "w.json"), "no such folder"),
+                                ("--save", tmp, "is a directory")):
+            p = run([*base[:2], mlp, *base[2:], "--epochs", "1", flag, path, "--no-record"], expect_ok=False)
+            assert flag in p.stderr and why in p.stderr and "epoch 1" not in p.stderr, p.stderr
+        nested = os.path.join(tmp, "new", "deeper")
+        run([*base[:2], mlp, *base[2:], "--max-steps", "2", "--no-eval", "--checkpoint-dir", nested, "--no-record"])
+        assert os.path.exists(os.path.join(nested, "last.tsc")), os.listdir(nested)
         expect_error([tessera, "train", mlp, "--data", DATA, "--lr", "1e30", "--max-steps", "20", "--no-eval"],
                      "the loss is", "first non-finite value is the output of")
         expect_error([tessera, "train", mlp, "--data", DATA, "--loss", "output", "--max-steps", "2"], "must hold one value")
