@@ -381,7 +381,9 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
   cb.stop = &g_stop;
   int64_t last_print = -1;
   const bool classify = cfg.spec.loss == autodiff::LossKind::kSoftmaxCrossEntropy;
+  train::StepInfo last_step;
   cb.on_step = [&](const train::StepInfo& s) {
+    last_step = s;
     const bool last = s.batch == s.batches;
     if (!tty && !last && s.batch / std::max<int64_t>(1, s.batches / 10) == last_print) return;
     last_print = s.batch / std::max<int64_t>(1, s.batches / 10);
@@ -424,6 +426,18 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
   if (tty) std::cerr << "\n";
   if (!result) return rec.fail(result.error().within(o.file));
   if (result->interrupted) std::cerr << "stopped by the user at step " << result->steps << "\n";
+  // --max-steps before the last epoch's end (mid-epoch, no epoch line says where it ended)
+  if (result->stopped && !result->interrupted && (last_step.batch < last_step.batches || last_step.epoch + 1 < o.epochs)) {
+    std::fprintf(stderr, "stopped at --max-steps %lld", static_cast<long long>(o.max_steps));
+    if (last_step.batch < last_step.batches && !result->epochs.empty()) {
+      const train::EpochInfo& e = result->epochs.back();
+      std::fprintf(stderr, " (epoch %lld, batch %lld of %lld): train loss %.4f", static_cast<long long>(e.epoch + 1),
+                   static_cast<long long>(last_step.batch), static_cast<long long>(last_step.batches), e.train_loss);
+      if (classify) std::fprintf(stderr, " acc %.2f%%", 100 * e.train_accuracy);
+      std::fprintf(stderr, " over the epoch's batches, %.0f ex/s", e.images_per_s);
+    }
+    std::fprintf(stderr, "\n");
+  }
   if (!o.save.empty()) {
     Status st = formats::save_graph_file(trainer.trained_graph(), o.save);
     if (!st.is_ok()) return rec.fail(st.error());

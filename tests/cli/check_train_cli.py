@@ -70,7 +70,8 @@ def main():
         # Two runs of 60 steps with the same seed give the same weights, bit for bit.
         a, b = os.path.join(tmp, "a.json"), os.path.join(tmp, "b.json")
         ck = os.path.join(tmp, "ck")
-        run([*base[:2], mlp, *base[2:], "--max-steps", "60", "--no-eval", "--save", a])
+        p = run([*base[:2], mlp, *base[2:], "--max-steps", "60", "--no-eval", "--save", a])
+        assert "stopped at --max-steps 60 (epoch 1, batch 60 of 938): train loss" in p.stderr, p.stderr[-500:]
         run([*base[:2], mlp, *base[2:], "--max-steps", "60", "--no-eval", "--save", b,
              "--checkpoint-dir", ck, "--checkpoint-every", "25"])
         wa, wb = weights(a.replace(".json", ".npz")), weights(b.replace(".json", ".npz"))
