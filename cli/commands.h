@@ -144,7 +144,7 @@ struct PassesOptions {
   int world_size = 1;       // with train: data parallel over this many ranks (the split's all-reduces)
   int accumulate = 1;       // with train: the last micro-batch's step under gradient accumulation
   bool sync_bn = false;     // with world_size: batch norms synchronised over the ranks
-  double bucket_mb = 25, first_bucket_mb = 1;  // their bucket caps in MiB
+  double bucket_mb = 0, first_bucket_mb = 0;  // their bucket caps in MiB (0: not given, DDP's 25 and 1)
   RecordOptions record;
 };
 int run_passes(const PassesOptions& o);

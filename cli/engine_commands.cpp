@@ -89,13 +89,16 @@ int run_passes(const PassesOptions& o) {
   if (o.world_size > 1 && !o.train) return fail(make_error("--world-size needs --train (data parallel splits the training step)"));
   if (o.accumulate > 1 && !o.train) return fail(make_error("--accumulate needs --train (gradient accumulation is part of the training step)"));
   if (o.sync_bn && o.world_size <= 1) return fail(make_error("--sync-bn needs --world-size above 1 (it synchronises batch norms over ranks)"));
+  if ((o.bucket_mb > 0 || o.first_bucket_mb > 0) && o.world_size <= 1)
+    return fail(make_error(std::string(o.bucket_mb > 0 ? "--bucket-mb" : "--first-bucket-mb") +
+                           " needs --world-size above 1 (it caps the gradient buckets the ranks all-reduce)"));
   spec.accumulate = o.accumulate;
   stages::InputShapes shapes = shapes_of(*feeds);
   if (o.train) {
     so.training = &spec;
     dp.world_size = o.world_size;
-    dp.bucket_bytes = mib_bytes(o.bucket_mb);
-    dp.first_bucket_bytes = mib_bytes(o.first_bucket_mb);
+    if (o.bucket_mb > 0) dp.bucket_bytes = mib_bytes(o.bucket_mb);
+    if (o.first_bucket_mb > 0) dp.first_bucket_bytes = mib_bytes(o.first_bucket_mb);
     dp.sync_batchnorm = o.sync_bn;
     if (o.world_size > 1) so.data_parallel = &dp;
     // The step's own inputs: labels, the learning rate, the step, the trained state.

@@ -64,6 +64,9 @@ with tempfile.TemporaryDirectory() as tmp:
     # Data-parallel and accumulation flags that cannot apply are refused, naming the flag.
     rc, out, err = run("passes", lenet, "--sync-bn", "--no-record")
     check(rc == 1 and "--sync-bn needs --world-size" in err, "--sync-bn without ranks is refused (%s)" % err.strip())
+    for flag in ("--bucket-mb", "--first-bucket-mb"):
+        rc, out, err = run("passes", lenet, "--train", flag, "2", "--no-record")
+        check(rc == 1 and flag + " needs --world-size" in err, "%s without ranks is refused (%s)" % (flag, err.strip()))
     rc, out, err = run("passes", lenet, "--accumulate", "2", "--no-record")
     check(rc == 1 and "--accumulate needs --train" in err, "--accumulate without --train is refused (%s)" % err.strip())
     rc, out, err = run("passes", os.path.join(root, "samples", "resnet18.json"), "--train", "--world-size", "2", "--sync-bn",
