@@ -67,7 +67,7 @@ Expected<int> insert_gradient_allreduce(ir::Graph& g, const DataParallel& dp, in
     const int64_t cap = buckets == 0 ? dp.first_bucket_bytes : dp.bucket_bytes;
     size_t j = i;
     int64_t total = 0;
-    while (j < grads.size() && (j == i || total + grads[j].bytes <= cap)) total += grads[j++].bytes;
+    while (j < grads.size() && total < cap) total += grads[j++].bytes;  // DDP's: closed once it reaches the cap
     std::vector<ir::ValueId> ins;
     for (size_t k = i; k < j; ++k) ins.push_back(grads[k].value);
     const ir::Attributes attrs{{"bucket", int64_t{buckets}}, {"bytes", total}, {"world_size", int64_t{dp.world_size}}};
@@ -83,7 +83,9 @@ Expected<int> insert_gradient_allreduce(ir::Graph& g, const DataParallel& dp, in
       g.value(token).name = name + "/token";
       std::vector<ir::ValueId> wait_in{token};
       wait_in.insert(wait_in.end(), ins.begin(), ins.end());
-      const ir::NodeId wait = g.add_node("AllReduceWait", wait_in, static_cast<int>(ins.size()), name + "/wait", attrs);
+      ir::Attributes wait_attrs = attrs;
+      wait_attrs.insert_or_assign(ir::kScheduleLateAttr, ir::Attribute(int64_t{1}));
+      const ir::NodeId wait = g.add_node("AllReduceWait", wait_in, static_cast<int>(ins.size()), name + "/wait", wait_attrs);
       g.node(wait).provenance.origin = "split";
       g.node(wait).provenance.from = {start};
       means = g.node(wait).outputs;

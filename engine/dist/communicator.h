@@ -79,13 +79,14 @@ void set_current(Communicator* comm);
 // one process). The updates divide the sums by the split's world size, so they must agree.
 Status check_world_size(int64_t split_for, const Communicator* comm);
 
-// Gradient buckets, PyTorch DDP's defaults: the first bucket closes at 1 MiB (so the first
-// all-reduce starts early), the others at 25 MiB. Gradients join buckets in the order the backward
+// Gradient buckets, PyTorch DDP's defaults and rule: a bucket closes once it reaches its cap (it
+// may pass it by its last gradient), 1 MiB for the first (so the first all-reduce starts early),
+// 25 MiB for the others. Gradients join buckets in the order the backward
 // pass produces them (the reverse of the forward's parameters).
 struct DataParallel {
   int world_size = 1;
   // true: AllReduceStart right after a bucket's last gradient (scheduled early) and AllReduceWait
-  // before its first update, so the sum runs while the backward pass goes on; false: one blocking
+  // when nothing else is ready (scheduled late), so the sum runs while the backward pass goes on; false: one blocking
   // AllReduce per bucket.
   bool overlap = true;
   int64_t first_bucket_bytes = int64_t{1} << 20;

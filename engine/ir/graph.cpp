@@ -244,10 +244,13 @@ Expected<std::vector<NodeId>> Graph::topological_order() const {
     }
   }
   // A node with the attribute `schedule_early` (the data-parallel AllReduceStart) runs as soon as
-  // its inputs exist: it sorts before every other ready node.
+  // its inputs exist: it sorts before every other ready node. One with `schedule_late` (the
+  // AllReduceWait) sorts after them all: the node ids alone put a wait before kernels that nodes
+  // inserted by later passes (a layout Reorder) hold back, and the compute thread blocked there on
+  // a sum the backward pass could have hidden.
   auto key = [&](NodeId id) {
-    const bool early = nodes_[static_cast<size_t>(id)].attr(kScheduleEarlyAttr) != nullptr;
-    return std::make_pair(early ? 0 : 1, id);
+    const Node& n = nodes_[static_cast<size_t>(id)];
+    return std::make_pair(n.attr(kScheduleEarlyAttr) ? 0 : n.attr(kScheduleLateAttr) ? 2 : 1, id);
   };
   std::priority_queue<std::pair<int, NodeId>, std::vector<std::pair<int, NodeId>>, std::greater<>> ready;
   for (const Node& n : nodes_)

@@ -104,6 +104,9 @@ bool same_attributes(const Attributes& a, const Attributes& b);
 // and its origin outside the IR ("samples/lenet.json:/nodes/3", "onnx:conv1", "studio").
 // A node attribute (int 1) that asks topological_order() to run the node as soon as it is ready.
 inline constexpr const char* kScheduleEarlyAttr = "schedule_early";
+// A node attribute (int 1) that asks topological_order() to run the node only when no other node
+// is ready (the data-parallel AllReduceWait: the kernels that do not need the sum run first).
+inline constexpr const char* kScheduleLateAttr = "schedule_late";
 
 struct Provenance {
   std::vector<NodeId> from;
@@ -205,7 +208,8 @@ class Graph {
   // Live nodes ordered so that producers come before consumers; ties broken by the smaller id,
   // so the order is deterministic. Fails naming a node on a cycle.
   // Kahn's order, lowest node id first among ready nodes, except that nodes carrying the attribute
-  // kScheduleEarlyAttr go first as soon as they are ready.
+  // kScheduleEarlyAttr go first as soon as they are ready, and those carrying kScheduleLateAttr
+  // only when nothing else is ready.
   Expected<std::vector<NodeId>> topological_order() const;
 
  private:

@@ -165,6 +165,7 @@ void register_runtime_ops(OpRegistry& registry) {
   wait.input("token", "AllReduceStart's token").input("X", "the bucket's gradients, as started", false, true);
   wait.output("Y", "their sums over the ranks", false, true);
   bucket_attrs(wait);
+  wait.attr(ir::kScheduleLateAttr, AttrKind::kInt, Attribute(int64_t{1}), "run when no other node is ready");
   wait.infer = sums_of(1);
   wait.reference = allreduce_wait_kernel;
   registry.add(std::move(wait));

@@ -223,15 +223,19 @@ def main():
 
     # 2b'. Bucket caps (--first-bucket-mb, --bucket-mb: DDP's bucket_cap_mb) change how gradients are
     #      packed, not what is summed: the MLP's gradients in two buckets instead of one, same bytes.
-    split = [l for l in run([t, "passes", os.path.join(ROOT, "samples", "resnet18.json"), "--train", "--world-size", "4",
-                             "--dim", "N=8", "--bucket-mb", "5", "--first-bucket-mb", "0.5", "--no-record"]).stdout.splitlines()
-             if l.startswith("split")]
-    assert split and "10 gradient all-reduce bucket(s) of 44691240 bytes" in split[0], split
+    #      DDP's rule: a bucket closes once it reaches its cap (so it may pass it by its last gradient).
+    printed = run([t, "passes", os.path.join(ROOT, "samples", "resnet18.json"), "--train", "--world-size", "4", "--dim", "N=8",
+                   "--bucket-mb", "5", "--first-bucket-mb", "0.5", "--no-record", "--print"]).stdout.splitlines()
+    split = [l for l in printed if l.startswith("split")]
+    assert split and "6 gradient all-reduce bucket(s) of 44691240 bytes" in split[0], split
+    sizes = [int(l.split("bytes = ")[1].split(",")[0]) for l in printed if "= AllReduceStart(" in l]
+    assert len(sizes) == 6 and sizes[0] >= 0.5 * 2**20 and all(b >= 5 * 2**20 for b in sizes[1:-1]), sizes
     small, _ = train(t, 2, 32, ["--max-steps", "60", "--first-bucket-mb", "0.1", "--save", f"{tmp}/small.tsr", "--no-record"],
                      ARGS.data)
     e = params(f"{tmp}/small.tsr")
     assert all(np.array_equal(b[k], e[k]) for k in b), "smaller buckets change the weights"
-    print("ok: bucket caps: ResNet-18 in 10 buckets of at most 5 MiB after a first of 0.5; the MLP in two, same weights")
+    print(f"ok: bucket caps: ResNet-18 in 6 buckets, each closed on reaching 0.5 MiB (the first) or 5 MiB "
+          f"({', '.join('%.1f' % (b / 2**20) for b in sizes)} MiB); the MLP in two, same weights")
 
     # 2b. --deterministic: the gradients summed in rank order (MPI_Allgather), bitwise repeatable
     #     and the same losses as the default reduction to float rounding.

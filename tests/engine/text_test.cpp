@@ -90,6 +90,20 @@ TEST(Text, PrintsInTopologicalOrderWhateverTheIds) {
   EXPECT_EQ(print_graph(*back), text);
 }
 
+TEST(Text, ScheduleEarlyAndLateNodesOrderAmongTheReady) {
+  // Ready at once: #0 late, #1 plain, #2 early, #3 plain (after #1). Ids alone give 0 1 2 3; the
+  // early node goes first, the late one after everything that does not need it.
+  Graph g;
+  ValueId x = g.add_input("x", TensorType(DType::kF32, {Dim::known(2)}));
+  NodeId late = g.add_node("Relu", {x}, 1, "late", {{kScheduleLateAttr, Attribute(int64_t{1})}});
+  NodeId plain = g.add_node("Neg", {x}, 1, "plain");
+  NodeId early = g.add_node("Abs", {x}, 1, "early", {{kScheduleEarlyAttr, Attribute(int64_t{1})}});
+  NodeId after = g.add_node("Exp", {g.node(plain).outputs[0]}, 1, "after");
+  auto order = g.topological_order();
+  ASSERT_TRUE(order.has_value());
+  EXPECT_EQ(*order, (std::vector<NodeId>{early, plain, after, late}));
+}
+
 TEST(Text, HalfAndExtremeValuesRoundTrip) {
   Graph g;
   g.add_param("h", Tensor::from_doubles(DType::kF16, {3}, {0.1, -65504, 6e-8}));

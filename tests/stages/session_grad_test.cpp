@@ -168,7 +168,7 @@ TEST(SessionGrad, GradientBucketsAreViewsIntoOneBuffer) {
         dist::DataParallel dp;
         dp.world_size = 2;
         dp.overlap = overlap;
-        dp.first_bucket_bytes = 200;  // one bucket of the last gradient, one of the four others
+        dp.first_bucket_bytes = 200;  // the first bucket closes on reaching 200 bytes (two gradients), the other holds three
         dp.bucket_bytes = 8192;
         o.data_parallel = &dp;
         Session split(g, reg, o);
