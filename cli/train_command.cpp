@@ -325,8 +325,10 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
   // Data parallel: when a rank dies or mpirun is interrupted, mpirun terminates the ranks (SIGCONT,
   // SIGTERM a second later, SIGKILL a second after that, but at once to the survivors when one of
   // them dies of the SIGTERM). Rank 0 may be blocked in a collective by then, so a watcher records
-  // the run as failed and exits; the other ranks outlive their SIGTERM by a quarter second, else
-  // the first to die of it got rank 0 killed before it wrote a word (1 run in 2 stayed "running").
+  // the run as failed and exits; the other ranks outlive their SIGTERM by 2 s (mpirun's SIGKILL
+  // ends them first; a SIGTERM from elsewhere ends them then), else the first to die of it got
+  // rank 0 killed before it wrote a word (1 run in 2 stayed "running"; with a 250 ms grace, 1 in
+  // a few under the test suite's load).
   // Writes to a closed mpirun pipe fail instead of killing the rank (SIGPIPE).
   std::atomic<bool> watching{comm != nullptr};
   std::thread watcher;
@@ -337,7 +339,7 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
       while (watching.load()) {
         if (g_terminated.load()) {
           if (rank != 0 || !rec.active()) {
-            if (rank != 0) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+            if (rank != 0) std::this_thread::sleep_for(std::chrono::seconds(2));  // mpirun's SIGKILL comes first
             std::_Exit(143);
           }
           // mpirun's SIGTERM: a rank died, or mpirun itself was interrupted (Ctrl-C), which the
