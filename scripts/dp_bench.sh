@@ -4,7 +4,7 @@
 # with the loss drift of 1 against 2 ranks beside eager PyTorch's under the same split
 # (tests/bench/dp_bench.py). Installs what is missing, builds the `tessera` CLI, prints one table.
 #
-# Usage: scripts/dp_bench.sh [--no-build] [dp_bench.py options: --models lenet,resnet18 --ranks 2
+# Usage: scripts/dp_bench.sh [--no-build] [dp_bench.py options: --models lenet,resnet18 --ranks 2 --seeds 6
 #                            --repeats 3 --no-torch]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -38,10 +38,10 @@ MODELS = {
 }
 
 
-def tessera_run(tessera, cfg, ranks, threads=1, accumulate=1):
+def tessera_run(tessera, cfg, ranks, threads=1, accumulate=1, seed=0):
     cmd = [tessera, "train", os.path.join(ROOT, cfg["graph"]), "--data", cfg["data"], "--batch",
            str(cfg["batch"] // ranks // accumulate), "--accumulate", str(accumulate), "--lr", str(cfg["lr"]), "--momentum", str(cfg["momentum"]), "--threads", str(threads),
-           "--seed", "0", "--no-eval", "--no-record", "--json"]
+           "--seed", str(seed), "--no-eval", "--no-record", "--json"]
     cmd += ["--max-steps", str(cfg["steps"])] if cfg.get("steps") else ["--epochs", str(cfg["epochs"])]
     if ranks > 1:
         cmd = MPIRUN + ["-n", str(ranks)] + cmd
@@ -82,6 +82,8 @@ def main():
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-torch", action="store_true", help="skip PyTorch's loss drift")
+    ap.add_argument("--seeds", type=int, default=1,
+                    help="the loss drifts (Δ, threads Δ) over seeds 0..K-1 too: their median and largest")
     args = ap.parse_args()
     if args.ranks < 2 or args.repeats < 1:
         ap.error("--ranks must be >= 2, --repeats >= 1")
@@ -113,6 +115,12 @@ def main():
         # One process accumulating N micro-batches of the per-rank batch: the same arithmetic as N
         # ranks (their gradients summed, then the mean in the update), so it must agree exactly.
         row["loss_accumulate"] = tessera_run(args.tessera, cfg, 1, accumulate=args.ranks)["train_loss"]
+        # One seed's drift is one draw of a chaotic process: over several seeds, its spread.
+        row["seed_drifts"] = [(abs(row["loss_one"] - row["loss_many"]), abs(row["loss_one"] - row["loss_threads"]))]
+        for seed in range(1, args.seeds):
+            one_s = tessera_run(args.tessera, cfg, 1, seed=seed)["train_loss"]
+            row["seed_drifts"].append((abs(one_s - tessera_run(args.tessera, cfg, args.ranks, seed=seed)["train_loss"]),
+                                       abs(one_s - tessera_run(args.tessera, cfg, 1, threads=2, seed=seed)["train_loss"])))
         if not args.no_torch:
             row["torch_one"], row["torch_many"] = torch_loss(cfg, 1), torch_loss(cfg, args.ranks)
             row["torch_threads"] = torch_loss(cfg, 1, threads=2)
@@ -141,6 +149,12 @@ def main():
           " of the single process, the same run's drift from its kernels splitting their sums differently;"
           " accum Δ: |N ranks - 1 rank accumulating N micro-batches of the per-rank batch|, 0 when the split is exact)" %
           MODELS["resnet18"]["steps"])
+    for r in rows:
+        if len(r["seed_drifts"]) > 1:
+            ranks_d, threads_d = [d[0] for d in r["seed_drifts"]], [d[1] for d in r["seed_drifts"]]
+            print("%s over seeds 0-%d: Δ median %.1e (largest %.1e), threads Δ median %.1e (largest %.1e); per seed: %s" % (
+                r["model"], len(ranks_d) - 1, statistics.median(ranks_d), max(ranks_d), statistics.median(threads_d),
+                max(threads_d), ", ".join("%.1e/%.1e" % d for d in r["seed_drifts"])))
 
 
 if __name__ == "__main__":
