@@ -327,8 +327,8 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
   // them dies of the SIGTERM). Rank 0 may be blocked in a collective by then, so a watcher records
   // the run as failed and exits; the other ranks outlive their SIGTERM by 2 s (mpirun's SIGKILL
   // ends them first; a SIGTERM from elsewhere ends them then), else the first to die of it got
-  // rank 0 killed before it wrote a word (1 run in 2 stayed "running"; with a 250 ms grace, 1 in
-  // a few under the test suite's load).
+  // rank 0 killed before it wrote a word (1 run in 2 stayed "running"; a shorter grace leaves the
+  // recording to the scheduler's mercy under load).
   // Writes to a closed mpirun pipe fail instead of killing the rank (SIGPIPE).
   std::atomic<bool> watching{comm != nullptr};
   std::thread watcher;

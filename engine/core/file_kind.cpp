@@ -1,4 +1,4 @@
-// require_regular_file and require_replaceable_file (file_kind.h).
+// require_regular_file, require_replaceable_file and require_writable_dir (file_kind.h).
 #include "engine/core/file_kind.h"
 
 #include <fcntl.h>
