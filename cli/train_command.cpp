@@ -115,9 +115,9 @@ int run_train(const TrainOptions& o_in) {
     }
   }
 #else
-  if (const char* v = std::getenv("OMPI_COMM_WORLD_SIZE"); v && std::atoi(v) > 1)
-    return fail(make_error(std::string("this tessera was built without Open MPI, so `mpirun -n ") + v + "` would run " + v +
-                           " independent trainings into the same files: install libopenmpi-dev (scripts/setup.sh) and rebuild"));
+  if (dist::launched_by_mpi())
+    return fail(make_error("this tessera was built without Open MPI, so `mpirun -n N` would run N independent trainings into "
+                           "the same files: install libopenmpi-dev (scripts/setup.sh) and rebuild"));
 #endif
   struct ResetCurrent {
     ~ResetCurrent() { dist::set_current(nullptr); }

@@ -30,6 +30,14 @@ float* bucket_buffer(int bucket, int64_t count) {
 }
 void set_current(Communicator* comm) { g_current.store(comm); }
 
+bool launched_by_mpi() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}) {
+    const char* v = std::getenv(var);
+    if (v && std::atoi(v) > 1) return true;
+  }
+  return false;
+}
+
 Status check_world_size(int64_t split_for, const Communicator* comm) {
   const int have = comm ? comm->size() : 1;
   if (split_for == have) return Status::ok();

@@ -75,6 +75,11 @@ float* bucket_buffer(int bucket, int64_t count);
 // The communicator the collective ops' kernels use (null: one process; AllReduce copies).
 Communicator* current();
 void set_current(Communicator* comm);
+
+// Whether this process was started by mpirun with more than one rank (OMPI_COMM_WORLD_SIZE, or
+// PMI_SIZE / PMIX_SIZE for other launchers). Needs no MPI: a build without it, or a front end
+// that trains in one process, can refuse to run N copies that would write the same files.
+bool launched_by_mpi();
 // The collective kernels' check that this run has the ranks the graph was split for (`comm` null:
 // one process). The updates divide the sums by the split's world size, so they must agree.
 Status check_world_size(int64_t split_for, const Communicator* comm);

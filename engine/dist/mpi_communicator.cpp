@@ -36,14 +36,6 @@ struct MpiCommunicator::Async {
   Status error;
 };
 
-bool launched_by_mpi() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}) {
-    const char* v = std::getenv(var);
-    if (v && std::atoi(v) > 1) return true;
-  }
-  return false;
-}
-
 template <class Comm>
 Status MpiCommunicator::sum(Comm comm, float* data, int64_t count) {
   const int64_t t0 = observe::now_ns();

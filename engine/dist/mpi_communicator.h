@@ -19,10 +19,6 @@
 
 namespace tessera::dist {
 
-// Whether this process was started by mpirun with more than one rank (OMPI_COMM_WORLD_SIZE, or
-// PMI_SIZE / PMIX_SIZE for other launchers).
-bool launched_by_mpi();
-
 class MpiCommunicator final : public Communicator {
  public:
   static Expected<std::unique_ptr<MpiCommunicator>> create();

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "engine/data/fingerprint.h"
+#include "engine/dist/communicator.h"
 #include "engine/ops/infer.h"
 #include "engine/train/trainer.h"
 #include "formats/dataset_path.h"
@@ -140,6 +141,12 @@ class PyTrainer {
 
   py::dict fit(const py::object& data, const py::object& x, const py::object& y, const py::object& test,
                const py::object& on_step, const py::object& on_epoch, const py::object& on_checkpoint, int workers) {
+    // Under `mpirun -n N` each process would train alone, record its own run and write the same
+    // checkpoints: the data-parallel trainer is the CLI's (cli/train_command.cpp sets up the ranks).
+    if (dist::launched_by_mpi())
+      raise(make_error("tessera.Trainer trains in one process, and mpirun started several: each would train alone "
+                             "and write the same checkpoints. Data-parallel training is `mpirun -n N tessera train GRAPH "
+                             "--data PATH ...`; start this script without mpirun"));
     const int channels = formats::image_channels(graph_);
     SourcePtr train_src, test_src;
     std::string data_path;

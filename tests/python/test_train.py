@@ -104,3 +104,21 @@ def test_bad_training_input():
         t.fit(x=np.zeros((10, 1, 28, 28), np.float32), y=np.zeros(9, np.int64), test=False)
     with pytest.raises(tessera.Error, match="nope.tsc"):
         t.resume("/tmp/nope.tsc")
+
+
+def test_fit_refuses_mpirun_and_an_unwritable_checkpoint_folder(monkeypatch, tmp_path):
+    x, y = np.zeros((64, 1, 28, 28), np.float32), np.zeros(64, np.int64)
+    # Under mpirun -n 2 each process would train alone into the same files: refused, naming the CLI.
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "2")
+    t = tessera.Trainer(ROOT / "samples" / "mlp.json", record=False, epochs=1, batch_size=32)
+    with pytest.raises(tessera.Error, match="mpirun -n N tessera train"):
+        t.fit(x=x, y=y, test=False)
+    monkeypatch.delenv("OMPI_COMM_WORLD_SIZE")
+    # A checkpoint folder under a regular file fails before the first step, naming the folder.
+    (tmp_path / "file").write_text("")
+    steps = []
+    t = tessera.Trainer(ROOT / "samples" / "mlp.json", record=False, epochs=1, batch_size=32,
+                        checkpoint_dir=str(tmp_path / "file" / "ck"))
+    with pytest.raises(tessera.Error, match="file/ck.*cannot create the folder"):
+        t.fit(x=x, y=y, test=False, on_step=lambda s: steps.append(s))
+    assert steps == []
