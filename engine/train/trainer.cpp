@@ -143,8 +143,7 @@ Status Trainer::init() {
   if (world() > 1) {
     config_.data_parallel.world_size = world();
     so.data_parallel = &config_.data_parallel;
-    for (autodiff::StateSlot& s : state_)
-      RETURN_IF_ERROR(config_.comm->broadcast(s.initial.raw_data(), static_cast<int64_t>(s.initial.nbytes()), 0));
+    RETURN_IF_ERROR(broadcast_state());  // every rank starts from rank 0's weights
     config_.comm->set_trace(sampled_trace_.get());  // the buckets' sums beside the kernels (sampled steps)
   }
   sessions_->step = std::make_unique<stages::Session>(forward_, registry_, so);
@@ -201,27 +200,19 @@ Status Trainer::resume(const std::string& path) {
   RETURN_IF_ERROR(init_status_);
   // Data parallel: rank 0 reads and checks the checkpoint (only its machine need have it: it
   // writes them) and sends the state and the position to the others.
-  if (world() > 1 && config_.comm->rank() != 0) return receive_resumed_state();
-  RETURN_IF_ERROR(read_resumed_state(path));
-  return world() > 1 ? send_resumed_state() : Status::ok();
-}
-
-Status Trainer::send_resumed_state() {
+  if (world() <= 1 || config_.comm->rank() == 0) RETURN_IF_ERROR(read_resumed_state(path));
+  if (world() <= 1) return Status::ok();
   int64_t position[3] = {global_step_, epoch_, batch_in_epoch_};
   RETURN_IF_ERROR(config_.comm->broadcast(position, sizeof position, 0));
-  for (autodiff::StateSlot& s : state_)
-    RETURN_IF_ERROR(config_.comm->broadcast(s.initial.raw_data(), static_cast<int64_t>(s.initial.nbytes()), 0));
-  return Status::ok();
-}
-
-Status Trainer::receive_resumed_state() {
-  int64_t position[3] = {0, 0, 0};
-  RETURN_IF_ERROR(config_.comm->broadcast(position, sizeof position, 0));
-  for (autodiff::StateSlot& s : state_)  // the same slots as rank 0's (the ranks agreed on the graph)
-    RETURN_IF_ERROR(config_.comm->broadcast(s.initial.raw_data(), static_cast<int64_t>(s.initial.nbytes()), 0));
   global_step_ = position[0];
   epoch_ = position[1];
   batch_in_epoch_ = position[2];
+  return broadcast_state();
+}
+
+Status Trainer::broadcast_state() {
+  for (autodiff::StateSlot& s : state_)  // the same slots on every rank (the ranks agreed on the graph)
+    RETURN_IF_ERROR(config_.comm->broadcast(s.initial.raw_data(), static_cast<int64_t>(s.initial.nbytes()), 0));
   return Status::ok();
 }
 

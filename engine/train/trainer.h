@@ -140,11 +140,10 @@ class Trainer {
 
  private:
   Status init();
-  // resume(): the checkpoint into state_ and the position; under data parallel rank 0 sends them
-  // and the other ranks receive them.
+  // resume(): the checkpoint into state_ and the position (under data parallel, rank 0's).
   Status read_resumed_state(const std::string& path);
-  Status send_resumed_state();
-  Status receive_resumed_state();
+  // Data parallel: state_ (weights and optimizer state) from rank 0 to every rank.
+  Status broadcast_state();
   int world() const { return config_.comm ? config_.comm->size() : 1; }
   // Rows [part*n/parts, (part+1)*n/parts) of every batched field (views, no copy): this rank's
   // rows of a global batch, or a micro-batch. `what` names the parts in the error.
