@@ -189,11 +189,12 @@ int run_quantize(const QuantizeOptions& o);
 
 // `tessera runs list|show|compare|metrics|lineage|export-trace` (runs_command.cpp).
 struct RunsOptions {
-  std::string action;             // list | show | compare | metrics | lineage | export-trace
+  std::string action;             // list | show | compare | metrics | lineage | export-trace | check | recover
   std::string db;                 // the database (main() fills the default)
   std::vector<std::string> runs;  // RUN: an id, a name (the newest of that name) or "last"
   bool json = false, csv = false;
   std::string chrome;             // export-trace: the output file
+  std::string out;                // recover: the new database
   int64_t limit = 0;              // list: at most this many (0: all)
 };
 int run_runs(const RunsOptions& o);
@@ -203,6 +204,21 @@ int fail(const Error& e);
 // The message of the last fail() (for a data-parallel rank whose stderr is silenced).
 const std::string& last_error();
 int default_threads();
+
+// The load other processes put on the machine while a command ran (from /proc/stat minus this
+// process's own CPU time), printed by bench and train beside their figures: a run shares its
+// cores with a browser or a build, and the figures mean little without it.
+class LoadProbe {
+ public:
+  LoadProbe();  // starts the interval
+  // Cores other processes kept busy on average since construction (-1: unknown).
+  double others_cores() const;
+  // "other processes kept 0.98 of 2 cores busy" (or "other load unknown").
+  std::string describe() const;
+
+ private:
+  int64_t t0_, busy0_, own0_;
+};
 // Feeds from NAME=FILE.npy specs, random tensors (seeded) for the other inputs with symbolic dims
 // sized by SYMBOL=SIZE specs (default 1). `source` says where each came from.
 Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std::vector<std::string>& inputs,

@@ -159,6 +159,7 @@ int run_bench(const BenchOptions& o) {
   }
   rec.flush();
   std::vector<double> times;
+  const LoadProbe load;  // what other processes took of the cores during the timed runs
   for (int i = 0; i < o.runs; ++i) {
     int64_t t0 = observe::now_ns();
     auto r = o.trace_timed ? (*prog)->run(*feeds, traced) : (*prog)->run(*feeds);
@@ -175,6 +176,8 @@ int run_bench(const BenchOptions& o) {
   rec.metric("bench/compile_ms", compile_ms);
   rec.metric("bench/gflops", gflops);
   rec.metric("bench/peak_bytes", static_cast<double>(plan.peak_bytes()));
+  const double others = load.others_cores();
+  if (others >= 0) rec.metric("bench/other_load_cores", others);
   // Steps on the reference kernel, counted by op and reason.
   std::map<std::string, int> reference;
   int reference_steps = 0;
@@ -189,7 +192,8 @@ int run_bench(const BenchOptions& o) {
                      {"gflops", gflops},          {"lower_bound_bytes", plan.lower_bound_bytes()},
                      {"threads", so.threads},     {"inter_op", so.inter_op_threads}, {"runs", o.runs},
                      {"flops", plan.total_flops}, {"steps", plan.steps.size()},
-                     {"reference_steps", reference_steps}, {"reference_ops", reference}};
+                     {"reference_steps", reference_steps}, {"reference_ops", reference},
+                     {"other_load_cores", others}};
     print_json(j);
     return rec.finish();
   }
@@ -201,6 +205,7 @@ int run_bench(const BenchOptions& o) {
   std::printf("  peak arena %.2f MB (lifetime lower bound %.2f MB)\n", static_cast<double>(plan.peak_bytes()) / 1e6,
               static_cast<double>(plan.lower_bound_bytes()) / 1e6);
   std::printf("  %.3f GFLOP per run, %.1f GFLOP/s\n", plan.total_flops / 1e9, gflops);
+  std::printf("  load: %s during the timed runs\n", load.describe().c_str());
   if (reference_steps > 0) {
     std::printf("  %d step(s) on reference kernels:\n", reference_steps);
     for (const auto& [why, count] : reference) std::printf("    %4d x %s\n", count, printable(why).c_str());

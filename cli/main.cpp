@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
 
   RunsOptions runs;
   runs.db = default_db;
-  CLI::App* runs_cmd = app.add_subcommand("runs", "The runs recorded in the insight database: list, show, compare, metrics, lineage, export-trace");
+  CLI::App* runs_cmd = app.add_subcommand("runs", "The runs recorded in the insight database: list, show, compare, metrics, lineage, export-trace, check, recover");
   runs_cmd->require_subcommand(1);
   auto add_runs = [&](const char* name, const char* what) {
     CLI::App* c = runs_cmd->add_subcommand(name, what);
@@ -232,6 +232,9 @@ int main(int argc, char** argv) {
   CLI::App* runs_export = add_runs("export-trace", "Write a run's spans as a Chrome trace (Perfetto, chrome://tracing)");
   runs_export->add_option("RUN", runs.runs, "An id, a name or 'last'")->required()->expected(1);
   runs_export->add_option("--chrome", runs.chrome, "Output file (.json)")->required();
+  add_runs("check", "Check the database's integrity (SQLite's integrity check); exit 1 when it is damaged");
+  CLI::App* runs_recover = add_runs("recover", "Copy every run, metric and span a damaged database still holds into a new database");
+  runs_recover->add_option("--out,-o", runs.out, "The new database (must not exist)")->required();
 
   ConvertOptions convert;
   CLI::App* convert_cmd = app.add_subcommand(

@@ -7,12 +7,14 @@
 #include <functional>
 #include <cstdio>
 #include <ctime>
+#include <iomanip>
 #include <iostream>
 #include <set>
 
 #include "cli/commands.h"
 #include "engine/data/fingerprint.h"
 #include "engine/ir/text.h"
+#include "insight/maintenance.h"
 #include "insight/query.h"
 #include "insight/recorder.h"
 
@@ -498,7 +500,44 @@ std::map<std::string, std::string> train_hyperparams(const TrainOptions& o, int 
   return h;
 }
 
+// `runs check`: SQLite's integrity check, read-only (a damaged file cannot be opened as a store).
+int runs_check(const RunsOptions& o) {
+  auto r = insight::check_database(o.db);
+  if (!r) return fail(r.error());
+  if (r->ok()) {
+    std::cout << o.db << ": ok (schema " << r->schema_version << ", " << r->pages << " pages of " << r->page_size << " bytes)\n";
+    return 0;
+  }
+  std::cout << o.db << ": DAMAGED (" << r->problems.size() << (r->problems.size() >= 100 ? "+" : "") << " problems):\n";
+  for (const std::string& p : r->problems) std::cout << "  " << p << "\n";
+  std::cout << "salvage what it still holds: tessera runs recover --db " << o.db << " --out NEW.db\n";
+  return 1;
+}
+
+// `runs recover`: every readable row into a new database.
+int runs_recover(const RunsOptions& o) {
+  auto r = insight::recover_database(o.db, o.out);
+  if (!r) return fail(r.error());
+  int64_t rejected = 0, unreadable = 0;
+  for (const insight::TableSalvage& t : r->tables) {
+    if (t.copied == 0 && t.rejected == 0 && t.unreadable_ranges == 0) continue;
+    std::cout << "  " << std::left << std::setw(20) << t.table << std::right << std::setw(10) << t.copied << " rows";
+    if (t.rejected) std::cout << ", " << t.rejected << " rejected (values that do not fit the schema)";
+    if (t.unreadable_ranges) std::cout << ", " << t.unreadable_ranges << " unreadable stretch(es) skipped";
+    std::cout << "\n";
+    rejected += t.rejected;
+    unreadable += t.unreadable_ranges;
+  }
+  if (r->rebuilt_runs)
+    std::cout << "  " << r->rebuilt_runs << " run(s) rebuilt as recovered-ID: their records survived, their run rows did not\n";
+  std::cout << "salvaged " << r->runs << " run(s) into " << o.out << (rejected || unreadable ? " (the damaged parts are left out)" : "")
+            << "; use it with --db " << o.out << ", or move it in place of " << o.db << "\n";
+  return 0;
+}
+
 int run_runs(const RunsOptions& o) {
+  if (o.action == "check") return runs_check(o);
+  if (o.action == "recover") return runs_recover(o);
   // Reading creates nothing: no database file, no folder for it.
   std::error_code ec;
   if (o.db.rfind("file:", 0) != 0 && !std::filesystem::exists(o.db, ec)) {

@@ -377,6 +377,7 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
             << (world > 1 ? " per rank x " + std::to_string(world) + " ranks (MPI)" : std::string())
             << ", " << cfg.threads << " thread(s), seed " << o.seed
             << (o.resume.empty() ? "" : ", resumed at step " + std::to_string(trainer.global_step())) << "\n";
+  const LoadProbe load;
   std::signal(SIGINT, on_sigint);
   if (world > 1) std::signal(SIGUSR1, on_sigint);  // mpirun forwards SIGUSR1 to every rank: a stop after a whole step
   train::TrainCallbacks cb;
@@ -427,6 +428,10 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
   }
   if (tty) std::cerr << "\n";
   if (!result) return rec.fail(result.error().within(o.file));
+  if (const double others = load.others_cores(); others >= 0) {
+    std::cerr << "load: " << load.describe() << " while training\n";
+    rec.metric("train/other_load_cores", others, trainer.global_step());
+  }
   if (result->interrupted) std::cerr << "stopped by the user at step " << result->steps << "\n";
   // --max-steps before the last epoch's end (mid-epoch, no epoch line says where it ended)
   if (result->stopped && !result->interrupted && (last_step.batch < last_step.batches || last_step.epoch + 1 < o.epochs)) {

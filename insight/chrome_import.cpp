@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/file_kind.h"
+
 namespace tessera::insight {
 
 namespace {
@@ -46,9 +48,19 @@ double number_of(const json& j, const char* key, double fallback) {
   return fallback;
 }
 
+// Times beyond this many microseconds (about 127 years) are no clock's: nanoseconds of one more
+// such duration would overflow int64.
+constexpr double kMaxTimeUs = 4e15;
+
+// Skips event `i` as invalid, keeping the first reason for the caller.
+void note_invalid(ChromeSpans& out, size_t i, const json& e, const std::string& why) {
+  if (out.invalid++ == 0) out.first_invalid = "event " + std::to_string(i) + " ('" + text_of(e, "name") + "'): " + why;
+}
+
 }  // namespace
 
 Expected<ChromeSpans> read_chrome_spans(const std::string& path, int64_t max_events) {
+  RETURN_IF_ERROR(require_regular_file(path));  // a FIFO would block, /dev/zero never end
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error("cannot open the trace", path);
   std::stringstream ss;
@@ -85,6 +97,10 @@ Expected<ChromeSpans> read_chrome_spans(const std::string& path, int64_t max_eve
     }
     const double ts = number_of(e, "ts", NAN);
     if (!std::isfinite(ts)) return make_error("event " + std::to_string(i) + " ('" + text_of(e, "name") + "') has no numeric ts", path);
+    if (std::fabs(ts) > kMaxTimeUs) {
+      note_invalid(out, i, e, "ts " + std::to_string(ts) + " us is beyond any clock");
+      continue;
+    }
     const std::string pid = text_of(e, "pid"), tid = text_of(e, "tid");
     const auto lane = std::make_pair(pid, tid);
     if (ph == "E") {
@@ -95,7 +111,12 @@ Expected<ChromeSpans> read_chrome_spans(const std::string& path, int64_t max_eve
       }
       observe::Span s = std::move(stack.back());
       stack.pop_back();
-      s.end_ns = std::max(s.start_ns, static_cast<int64_t>(std::llround(ts * 1000.0)));
+      const int64_t end_ns = static_cast<int64_t>(std::llround(ts * 1000.0));
+      if (end_ns < s.start_ns) {
+        note_invalid(out, i, e, "its \"E\" comes before its \"B\"");
+        continue;
+      }
+      s.end_ns = end_ns;
       out.spans.push_back(std::move(s));
       continue;
     }
@@ -122,10 +143,16 @@ Expected<ChromeSpans> read_chrome_spans(const std::string& path, int64_t max_eve
       continue;
     }
     const double dur = number_of(e, "dur", 0);
-    s.end_ns = s.start_ns + std::max<int64_t>(0, static_cast<int64_t>(std::llround(dur * 1000.0)));
+    if (!(dur >= 0 && dur <= kMaxTimeUs)) {
+      note_invalid(out, i, e, "dur " + std::to_string(dur) + " us is negative or not a duration");
+      continue;
+    }
+    s.end_ns = s.start_ns + static_cast<int64_t>(std::llround(dur * 1000.0));
     out.spans.push_back(std::move(s));
   }
   for (auto& [lane, stack] : open) out.skipped += static_cast<int64_t>(stack.size());  // never closed
+  if (out.spans.empty() && out.invalid > 0)
+    return make_error("the trace holds no valid spans: " + std::to_string(out.invalid) + " invalid, the first " + out.first_invalid, path);
   if (out.spans.empty()) return make_error("the trace holds no spans (no \"X\" events or \"B\"/\"E\" pairs)", path);
   std::stable_sort(out.spans.begin(), out.spans.end(),
                    [](const observe::Span& a, const observe::Span& b) { return a.start_ns < b.start_ns; });

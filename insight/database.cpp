@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "engine/core/file_kind.h"
 #include "insight/schema.h"
 #include "insight/sql.h"
 
@@ -77,12 +78,42 @@ Status Database::exec(const std::string& sql) const {
   return Status::ok();
 }
 
+namespace {
+
+// The tables of a database that is not (yet) an insight database: user_version 0 with tables of
+// its own is another program's file, which Tessera must never add its tables to. "" when none.
+std::string foreign_tables(sqlite3* db) {
+  std::string tables;
+  Stmt st(db, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name LIMIT 4;");
+  while (st.step() == SQLITE_ROW) tables += (tables.empty() ? "" : ", ") + st.text(0);
+  return tables;
+}
+
+Error foreign_error(const std::string& tables, const std::string& path) {
+  return make_error("not an insight database (a SQLite database with other tables: " + tables +
+                        "); pass the path of a Tessera insight database",
+                    path);
+}
+
+// A database file must be a regular file: opening a FIFO blocks forever, a device reads without end.
+Status require_database_file(const std::string& path) {
+  if (path.rfind("file:", 0) == 0) return Status::ok();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return Status::ok();  // created on open
+  return require_regular_file(path);
+}
+
+}  // namespace
+
 Expected<Database> Database::open_read_only(const std::string& path, const OpenOptions& options) {
-  // WAL readers need the -shm file; in a folder they may not write, SQLite cannot make it, and
-  // the database is read as immutable instead (what was checkpointed into the main file).
+  RETURN_IF_ERROR(require_database_file(path));
+  // A WAL reader needs the -shm file. Only when it cannot exist (a folder this user may not
+  // write) and the WAL holds nothing is the file read as immutable (no locks, no WAL): that is
+  // safe only when no writer can be at work, which a folder nobody may create the -wal in and an
+  // empty WAL say. Any other failure (another writer's lock held past the busy timeout, above
+  // all) is reported: an immutable read of a file being checkpointed reads torn pages.
   const bool uri = path.rfind("file:", 0) == 0;
   for (const bool immutable : {false, true}) {
-    if (immutable && uri) break;
     const std::string name = immutable ? "file:" + path + "?immutable=1" : path;
     sqlite3* raw = nullptr;
     const int rc = sqlite3_open_v2(name.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
@@ -90,8 +121,25 @@ Expected<Database> Database::open_read_only(const std::string& path, const OpenO
     if (rc != SQLITE_OK) return db.error("cannot open the database");
     sqlite3_busy_timeout(raw, options.busy_timeout_ms);
     const int version = db.schema_version();
-    if (version < 0 && !immutable) continue;
-    if (version < 0) return db.error("cannot read the schema version (not a usable SQLite database?)");
+    if (version < 0) {
+      const int code = sqlite3_extended_errcode(raw) & 0xff;
+      const bool no_shm = code == SQLITE_CANTOPEN || code == SQLITE_READONLY;
+      std::error_code ec;
+      const auto wal_size = std::filesystem::file_size(path + "-wal", ec);
+      const bool wal_empty = ec || wal_size == 0;
+      const std::string dir = std::filesystem::path(path).parent_path().string();
+      const bool dir_read_only = ::access(dir.empty() ? "." : dir.c_str(), W_OK) != 0;
+      if (!immutable && !uri && no_shm && dir_read_only && wal_empty) continue;
+      if (!immutable && no_shm && dir_read_only && !wal_empty)
+        return make_error("cannot read the database: its folder is read-only and " + path +
+                              "-wal holds changes not yet in the database file; read it where the folder is writable "
+                              "(copy the database and its -wal together), or pass --db with another path",
+                          path);
+      return db.error("cannot read the schema version (not a usable SQLite database?)");
+    }
+    if (version == 0) {
+      if (std::string t = foreign_tables(raw); !t.empty()) return foreign_error(t, path);
+    }
     if (version > kSchemaVersion)
       return make_error("the database has schema version " + std::to_string(version) + ", newer than this Tessera (" +
                             std::to_string(kSchemaVersion) + "); use a newer tessera, or pass --db with another path",
@@ -107,6 +155,7 @@ Expected<Database> Database::open_read_only(const std::string& path, const OpenO
 
 Expected<Database> Database::open(const std::string& path, const OpenOptions& options) {
   if (options.read_only) return open_read_only(path, options);
+  RETURN_IF_ERROR(require_database_file(path));
   const bool uri = path.rfind("file:", 0) == 0;
   if (!uri) {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -123,26 +172,28 @@ Expected<Database> Database::open(const std::string& path, const OpenOptions& op
   if (sqlite3_db_readonly(raw, "main") == 1)
     return sqlite_error(SQLITE_READONLY, "the database is read-only", path, "cannot write the database",
                         options.busy_timeout_ms);
-  // A file that is not a database fails on its first read; say so plainly.
-  {
-    Stmt wal(raw, "PRAGMA journal_mode=WAL;");
-    const int step = wal.step();
-    if (step != SQLITE_ROW) {
-      const int code = sqlite3_extended_errcode(raw);
-      if ((code & 0xff) == SQLITE_NOTADB)
-        return make_error("not a usable SQLite database (" + std::string(sqlite3_errmsg(raw)) +
-                              "); move it aside (keep it for inspection), or pass --db with another path",
-                          path);
-      return db.error("cannot open the database");
-    }
-  }
-  (void)db.exec("PRAGMA synchronous=NORMAL;");  // WAL + NORMAL: a killed process loses nothing committed
+  // A file that is not a database fails on its first read; say so plainly. Another program's
+  // database is refused before anything is written to it (not even WAL mode).
   const int version = db.schema_version();
-  if (version < 0) return db.error("cannot read the schema version (not a usable SQLite database?)");
+  if (version < 0) {
+    if ((sqlite3_extended_errcode(raw) & 0xff) == SQLITE_NOTADB)
+      return make_error("not a usable SQLite database (" + std::string(sqlite3_errmsg(raw)) +
+                            "); move it aside (keep it for inspection), or pass --db with another path",
+                        path);
+    return db.error("cannot read the schema version (not a usable SQLite database?)");
+  }
   if (version > kSchemaVersion)
     return make_error("the database has schema version " + std::to_string(version) + ", newer than this Tessera (" +
                           std::to_string(kSchemaVersion) + "); use a newer tessera, or pass --db with another path",
                       path);
+  if (version == 0) {
+    if (std::string t = foreign_tables(raw); !t.empty()) return foreign_error(t, path);
+  }
+  {
+    Stmt wal(raw, "PRAGMA journal_mode=WAL;");
+    if (wal.step() != SQLITE_ROW) return db.error("cannot open the database");
+  }
+  (void)db.exec("PRAGMA synchronous=NORMAL;");  // WAL + NORMAL: a killed process loses nothing committed
   RETURN_IF_ERROR(db.migrate());
   if (options.mark_crashed) {
     auto n = db.mark_crashed_runs(wall_ns(), options.stale_heartbeat_ns);

@@ -18,8 +18,9 @@ struct sqlite3;
 namespace tessera::insight {
 
 // v1: runs. v2: run details, hyper-parameters, graphs, datasets, metrics, checkpoints, lineage,
-// spans, memory events, snapshots and their provenance. v3: the "stopped" run status.
-inline constexpr int kSchemaVersion = 3;
+// spans, memory events, snapshots and their provenance. v3: the "stopped" run status. v4: NaN
+// metric values (NULL).
+inline constexpr int kSchemaVersion = 4;
 
 // Where the default database lives, from the values of $TESSERA_DB, $XDG_DATA_HOME and $HOME
 // (read by main() and passed in; empty when unset): TESSERA_DB, else

@@ -1,6 +1,8 @@
 // Queries over the insight store and the Chrome trace export.
 #include "insight/query.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -136,7 +138,7 @@ Expected<std::vector<MetricPoint>> run_metrics(const Database& db, int64_t run) 
   st.bind(1, run);
   std::vector<MetricPoint> out;
   int rc;
-  while ((rc = st.step()) == SQLITE_ROW) out.push_back({st.text(0), st.i64(1), st.i64(2), st.i64(3), st.real(4)});
+  while ((rc = st.step()) == SQLITE_ROW) out.push_back({st.text(0), st.i64(1), st.i64(2), st.i64(3), st.real_or_nan(4)});
   if (rc != SQLITE_DONE) return db.error("cannot read the metrics of run " + std::to_string(run));
   return out;
 }
@@ -151,7 +153,9 @@ std::vector<MetricSummary> summarize_metrics(const std::vector<MetricPoint>& poi
     ++s.count;
     s.final_value = p.value;
     s.final_step = p.step;
-    const bool better = lower_is_better(p.name) ? p.value < s.best_value : p.value > s.best_value;
+    // NaN is never the best; a series that starts with NaN takes its first number as the best.
+    const bool better = !std::isnan(p.value) &&
+                        (std::isnan(s.best_value) || (lower_is_better(p.name) ? p.value < s.best_value : p.value > s.best_value));
     if (better) {
       s.best_value = p.value;
       s.best_step = p.step;

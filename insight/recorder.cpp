@@ -2,6 +2,8 @@
 // SQLite transactions.
 #include "insight/recorder.h"
 
+#include "engine/core/file_kind.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -74,6 +76,7 @@ std::string run_name(const std::string& graph_name, const std::string& file) {
 }
 
 Expected<std::string> file_checksum(const std::string& path) {
+  RETURN_IF_ERROR(require_regular_file(path));  // a FIFO would block, /dev/zero never end
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error("cannot read the file for its checksum", path);
   XXH3_state_t* state = XXH3_createState();
@@ -111,7 +114,45 @@ struct Recorder::Batch {
     metrics.clear();
     others.clear();
   }
+  // Appends `later`'s records after these (moved; `later` is left empty).
+  void take(Batch& later) {
+    auto move_all = [](auto& to, auto& from) {
+      to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+      from.clear();
+    };
+    move_all(spans, later.spans);
+    move_all(memory, later.memory);
+    move_all(snapshots, later.snapshots);
+    move_all(metrics, later.metrics);
+    move_all(others, later.others);
+  }
 };
+
+namespace {
+
+// Failures that pass: another writer's lock held past the busy timeout, a full or failing disk.
+// A batch that met one is kept and written again with the next (nothing recorded is dropped for
+// a busy moment); any other failure (a constraint) would fail again and drops the batch.
+bool passing_failure(int code) {
+  switch (code & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+    case SQLITE_NOMEM:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PROTOCOL:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Attempts at the end of a run for a batch that keeps meeting a passing failure (each waits up to
+// the busy timeout for the lock).
+constexpr int kFinalAttempts = 4;
+
+}  // namespace
 
 struct Recorder::Statements {
   explicit Statements(sqlite3* db)
@@ -327,10 +368,19 @@ Status Recorder::flush() {
   if (run_id_ < 0 || finished_) return write_status();
   std::unique_lock<std::mutex> lk(mu_);
   const uint64_t target = enqueued_seq_;
+  // Until everything queued is committed, or one whole attempt begun after this call has failed
+  // (an attempt under way now may predate records queued just before).
+  const uint64_t give_up = attempts_ + 2;
   flush_asked_ = true;
   wake_.notify_one();
-  flushed_.wait(lk, [&] { return committed_seq_ >= target; });
-  return write_status_;
+  flushed_.wait(lk, [&] {
+    if (committed_seq_ >= target) return true;
+    if (attempts_ >= give_up) return true;
+    flush_asked_ = true;  // the writer's next attempt at once
+    wake_.notify_one();
+    return false;
+  });
+  return write_status_;  // ok when committed; else the failure of the last attempt
 }
 
 Status Recorder::write_status() const {
@@ -341,6 +391,8 @@ Status Recorder::write_status() const {
 void Recorder::writer_loop() {
   std::unique_lock<std::mutex> lk(mu_);
   int64_t last_heartbeat = wall_ns();
+  std::unique_ptr<Batch> retry;  // records whose transaction met a passing failure, oldest first
+  int final_attempts = 0;
   for (;;) {
     wake_.wait_for(lk, std::chrono::milliseconds(options_.flush_interval_ms),
                    [&] { return stop_ || flush_asked_ || pending_count_ >= options_.batch_records; });
@@ -353,26 +405,49 @@ void Recorder::writer_loop() {
     const uint64_t seq = enqueued_seq_;
     const bool stop = stop_;
     lk.unlock();
+    std::unique_ptr<Batch> drained;  // the new batch, emptied into the kept one
+    if (retry) {  // the kept records first, then the new ones, in one transaction
+      retry->take(*batch);
+      drained = std::move(batch);
+      batch = std::move(retry);
+      if (const size_t n = batch->spans.size(); n > options_.max_queued_spans) {  // a disk full for long
+        dropped_.fetch_add(static_cast<int64_t>(n - options_.max_queued_spans), std::memory_order_relaxed);
+        batch->spans.resize(options_.max_queued_spans);
+      }
+    }
     Status st = Status::ok();
     const int64_t now = wall_ns();
     if (!batch->empty() || now - last_heartbeat >= options_.heartbeat_ms * 1'000'000) {
       st = write_batch(*batch);
-      last_heartbeat = now;
+      if (st.is_ok()) last_heartbeat = now;
     }
-    batch->clear();  // free the strings outside the lock, keep the capacity
+    const bool keep = !st.is_ok() && passing_failure(last_failure_) && !(stop && ++final_attempts >= kFinalAttempts);
+    if (keep) retry = std::move(batch);
+    else batch->clear();  // free the strings outside the lock, keep the capacity
     lk.lock();
-    spare_ = std::move(batch);
-    if (!st.is_ok() && write_status_.is_ok()) write_status_ = st;
-    committed_seq_ = seq;
+    spare_ = batch ? std::move(batch) : std::move(drained);
+    if (st.is_ok()) {
+      if (!lost_) write_status_ = Status::ok();  // a kept batch is committed now
+    } else {
+      write_status_ = st;  // flush() reports it; finish_run too when the records are lost
+      lost_ = lost_ || !keep;
+    }
+    if (!keep) committed_seq_ = seq;  // written, or lost for good: nothing left to wait for
+    ++attempts_;
     flushed_.notify_all();
-    if (stop) return;
+    if (stop && !keep) return;
   }
 }
 
 Status Recorder::write_batch(Batch& b) {
   Statements& s = *stmts_;
-  if (Status st = db_.exec("BEGIN IMMEDIATE;"); !st.is_ok()) return st;
+  last_failure_ = SQLITE_OK;
+  if (Status st = db_.exec("BEGIN IMMEDIATE;"); !st.is_ok()) {
+    last_failure_ = sqlite3_extended_errcode(db_.handle());
+    return st;
+  }
   auto fail = [&](const std::string& what) {
+    last_failure_ = sqlite3_extended_errcode(db_.handle());
     Error e = db_.error(what);
     (void)db_.exec("ROLLBACK;");
     string_ids_.clear();  // ids inserted by this transaction are gone
@@ -478,6 +553,7 @@ Status Recorder::write_batch(Batch& b) {
   s.heartbeat.bind(1, wall_ns()), s.heartbeat.bind(2, max_span_ns_), s.heartbeat.bind(3, run_id_);
   if (!s.heartbeat.run()) return fail("cannot update the run's heartbeat");
   if (Status st = db_.exec("COMMIT;"); !st.is_ok()) {
+    last_failure_ = sqlite3_extended_errcode(db_.handle());
     (void)db_.exec("ROLLBACK;");
     string_ids_.clear();
     return st;
@@ -510,20 +586,28 @@ Status Recorder::finish_run(RunStatus status, const std::string& error) {
   std::string message = error;
   if (const int64_t d = dropped_.load(); d > 0)
     message += (message.empty() ? "" : "; ") + std::to_string(d) + " trace events dropped (the writer fell behind)";
-  // A batch the writer could not commit (a full disk) is lost: the record says so, so that a run
-  // whose metrics stop half way does not read as a complete "finished" one.
+  // Records the writer could not commit after its last attempts (a disk full to the end) are lost:
+  // the run says so and is not "finished", so that metrics that stop half way never read as a
+  // complete run.
   const Status writes = write_status();
-  if (!writes.is_ok())
+  if (!writes.is_ok()) {
     message += (message.empty() ? "" : "; ") + std::string("incomplete record: ") + writes.error().message;
+    if (status == RunStatus::kFinished) status = RunStatus::kFailed;
+  }
   Stmt st(db_.handle(), "UPDATE runs SET status = ?, ended_ns = ?, heartbeat_ns = ?, error = ? WHERE id = ?;");
-  const int64_t now = wall_ns();
-  st.bind(1, run_status_name(status));
-  st.bind(2, now);
-  st.bind(3, now);
-  if (message.empty()) st.bind_null(4);
-  else st.bind(4, message);
-  st.bind(5, run_id_);
-  if (!st.run()) return db_.error("cannot record the end of run " + std::to_string(run_id_));
+  bool recorded = false;
+  for (int attempt = 0; attempt < kFinalAttempts && !recorded; ++attempt) {  // each waits the busy timeout
+    const int64_t now = wall_ns();
+    st.bind(1, run_status_name(status));
+    st.bind(2, now);
+    st.bind(3, now);
+    if (message.empty()) st.bind_null(4);
+    else st.bind(4, message);
+    st.bind(5, run_id_);
+    recorded = st.run();
+    if (!recorded && !passing_failure(sqlite3_extended_errcode(db_.handle()))) break;
+  }
+  if (!recorded) return db_.error("cannot record the end of run " + std::to_string(run_id_));
   stmts_.reset();
   return writes;
 }

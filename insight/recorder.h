@@ -11,8 +11,11 @@
 // Threads: the sink calls and the log_* / add_* calls may come from any thread; each copies its
 // record into a queue under a mutex and returns. The writer thread wakes every flush interval (or
 // when a batch is full), swaps the queue out and writes it in one transaction, then updates the
-// run's heartbeat. Spans and memory events beyond the queue capacity are dropped (counted, reported
-// in the run's error column at the end); metrics, snapshots, checkpoints and lineage never are.
+// run's heartbeat. A transaction that meets a passing failure (another writer's lock held past the
+// busy timeout, a full disk) is kept and written again with the next batch; at the end of the run
+// the writer tries a few more times before the run is recorded "failed: incomplete record". Spans
+// and memory events beyond the queue capacity are dropped (counted, reported in the run's error
+// column at the end); metrics, snapshots, checkpoints and lineage never are.
 //
 // Durability: everything committed survives a SIGKILL of the process (WAL); a killed run keeps
 // what was flushed up to the kill (at most one flush interval old) and is marked "crashed" by the
@@ -114,11 +117,13 @@ class Recorder final : public observe::TraceSink, public observe::SnapshotSink, 
   // Adds or replaces one hyper-parameter after start_run.
   void log_hyperparam(const std::string& key, const std::string& value);
 
-  // Blocks until everything queued so far is committed; returns the first write error, if any.
+  // Blocks until the writer has tried to commit everything queued so far; returns its error when
+  // the records are not committed yet (kept for the next attempt: another writer held the lock
+  // past the busy timeout, the disk is full) or were lost.
   Status flush();
   // Flushes, stops the writer thread and records the status and end time (and `error`, if any).
   Status finish_run(RunStatus status, const std::string& error = {});
-  // The first error the writer met (it keeps going, dropping the failed batch).
+  // The writer's failure while records await a retry or were lost (ok once a retry commits them).
   Status write_status() const;
   int64_t dropped_spans() const { return dropped_.load(); }
 
@@ -149,9 +154,12 @@ class Recorder final : public observe::TraceSink, public observe::SnapshotSink, 
   std::condition_variable flushed_;    // flush(): the writer committed up to a sequence number
   std::unique_ptr<Batch> pending_, spare_;
   size_t pending_count_ = 0;
-  uint64_t enqueued_seq_ = 0, committed_seq_ = 0;
+  uint64_t enqueued_seq_ = 0, committed_seq_ = 0;  // committed: written, or lost for good
+  uint64_t attempts_ = 0;                           // the writer's transactions tried so far
   bool flush_asked_ = false, stop_ = false;
-  Status write_status_;
+  Status write_status_;   // the last failure while records await a retry or were lost, else ok
+  bool lost_ = false;     // records were dropped after a failure that does not pass
+  int last_failure_ = 0;  // writer thread: SQLite's code for write_batch's failure
   std::atomic<int64_t> dropped_{0};
   std::thread writer_;
 

@@ -54,7 +54,7 @@ Status read_final_values(const Database& db, std::vector<RunSummary>& runs) {
       if (last.step() == SQLITE_ROW) {
         MetricSummary m;
         m.name = name;
-        m.final_value = m.best_value = last.real(1);
+        m.final_value = m.best_value = last.real_or_nan(1);
         m.final_step = m.best_step = last.i64(0);
         r.metrics.push_back(std::move(m));
       }
@@ -112,7 +112,7 @@ Expected<std::map<int64_t, std::vector<MetricPoint>>> load_metric_series(const D
     if (!name.empty()) st.bind(2, name);
     std::vector<MetricPoint> points;
     int rc;
-    while ((rc = st.step()) == SQLITE_ROW) points.push_back({st.text(0), st.i64(1), st.i64(2), st.i64(3), st.real(4)});
+    while ((rc = st.step()) == SQLITE_ROW) points.push_back({st.text(0), st.i64(1), st.i64(2), st.i64(3), st.real_or_nan(4)});
     if (rc != SQLITE_DONE) return db.error("cannot read the metrics of run " + std::to_string(run));
     if (!points.empty()) out[run] = std::move(points);
   }
@@ -176,27 +176,6 @@ Expected<LineageGraph> load_lineage(const Database& db) {
     if (rc != SQLITE_DONE) return db.error("cannot read the lineage");
   }
   return g;
-}
-
-Status check_not_foreign(const std::string& path) {
-  sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
-  std::unique_ptr<sqlite3, int (*)(sqlite3*)> db(raw, sqlite3_close);
-  if (rc != SQLITE_OK) return Status::ok();  // Database::open gives the full message
-  int64_t version = -1;
-  {
-    Stmt st(raw, "PRAGMA user_version;");
-    if (st.step() != SQLITE_ROW) return Status::ok();
-    version = st.i64(0);
-  }
-  if (version != 0) return Status::ok();
-  std::string tables;
-  Stmt st(raw, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name LIMIT 4;");
-  while (st.step() == SQLITE_ROW) tables += (tables.empty() ? "" : ", ") + st.text(0);
-  if (tables.empty()) return Status::ok();
-  return make_error("not an insight database (a SQLite database with other tables: " + tables +
-                        "); pass the path of a Tessera insight database",
-                    path);
 }
 
 Expected<int64_t> data_version(const Database& db) {

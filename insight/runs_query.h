@@ -74,13 +74,6 @@ struct LineageGraph {
 };
 Expected<LineageGraph> load_lineage(const Database& db);
 
-// Whether the file at `path` may be opened as an insight database by a reader that must not change
-// someone else's file: a SQLite database without our schema (user_version 0) that already holds
-// tables is refused ("not an insight database ..."), since Database::open would add the insight
-// tables to it. Anything else passes (a missing or empty file, ours, or a file SQLite cannot read:
-// Database::open says what is wrong with it). Opens the file read-only.
-Status check_not_foreign(const std::string& path);
-
 // SQLite's PRAGMA data_version on this connection: changes whenever another connection commits
 // (a recorder's batch, a heartbeat, a new run); the same value means nothing changed.
 Expected<int64_t> data_version(const Database& db);

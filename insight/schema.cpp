@@ -209,6 +209,24 @@ const std::vector<const char*>& schema_migrations() {
       CREATE INDEX runs_by_status ON runs(status);
       CREATE INDEX runs_by_name ON runs(name);
       )sql",
+      // v3 -> v4: a metric may be NaN (a diverging loss is a fact to keep). SQLite stores a NaN
+      // REAL as NULL, which NOT NULL refused, losing the whole batch: value is nullable now and
+      // NULL reads as NaN. Rows keep their rowids (ties of a step are ordered by rowid).
+      R"sql(
+      CREATE TABLE metrics_v4 (
+        run INTEGER NOT NULL REFERENCES runs(id),
+        name TEXT NOT NULL,
+        step INTEGER NOT NULL,
+        epoch INTEGER NOT NULL,
+        value REAL,                       -- NULL: NaN
+        wall_ns INTEGER NOT NULL
+      );
+      INSERT INTO metrics_v4 (rowid, run, name, step, epoch, value, wall_ns)
+        SELECT rowid, run, name, step, epoch, value, wall_ns FROM metrics;
+      DROP TABLE metrics;
+      ALTER TABLE metrics_v4 RENAME TO metrics;
+      CREATE INDEX metrics_by_run ON metrics(run, name, step);
+      )sql",
   };
   return kMigrations;
 }

@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 namespace tessera::insight {
@@ -45,12 +46,16 @@ class Stmt {
   }
   int64_t i64(int col) const { return sqlite3_column_int64(st_, col); }
   double real(int col) const { return sqlite3_column_double(st_, col); }
+  // A REAL column where NULL stands for NaN (SQLite stores a NaN as NULL): metric values.
+  double real_or_nan(int col) const { return is_null(col) ? std::numeric_limits<double>::quiet_NaN() : real(col); }
   bool is_null(int col) const { return sqlite3_column_type(st_, col) == SQLITE_NULL; }
   std::string text(int col) const {
     const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st_, col));
     return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(st_, col))) : std::string();
   }
   const char* errmsg() const { return sqlite3_errmsg(db_); }
+  // The statement, for the C API's calls this class does not wrap (sqlite3_column_value).
+  sqlite3_stmt* raw() const { return st_; }
 
  private:
   sqlite3* db_;

@@ -202,9 +202,8 @@ Status RunsDashboard::open_database(const QString& path) {
   options.busy_timeout_ms = kBusyTimeoutMs;
   Expected<insight::Database> db = make_error("not opened");
   try {
-    // Never add the insight tables to another program's database.
-    if (Status st = insight::check_not_foreign(path.toStdString()); !st.is_ok()) db = st.error();
-    else db = insight::Database::open(path.toStdString(), options);
+    // Database::open never adds the insight tables to another program's database.
+    db = insight::Database::open(path.toStdString(), options);
   } catch (const std::exception& e) {
     db = make_error(std::string("cannot open the database: ") + e.what(), path.toStdString());
   }

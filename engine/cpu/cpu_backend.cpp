@@ -54,7 +54,7 @@ void register_cpu_kernels(backend::KernelRegistry& registry) {
 }
 
 void set_intra_op_threads(int n) {
-  omp_set_num_threads(std::max(1, n));
+  omp_set_num_threads(std::clamp(n, 1, kMaxThreads));
 }
 
 }  // namespace tessera::cpu

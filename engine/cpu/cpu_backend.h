@@ -25,8 +25,15 @@ inline constexpr int kVecPriority = 50;
 // create its CPU engine only the vectorised kernels are added.
 void register_cpu_kernels(backend::KernelRegistry& registry);
 
-// Sets the intra-op thread count (n >= 1) for kernels run by the calling thread: oneDNN's and the
-// vectorised kernels' OpenMP regions (omp_set_num_threads, a per-thread setting).
+// The most intra-op threads a session or trainer takes (the range of the CLI's --threads and of
+// the Python package's threads=): far beyond the cores it only slows, and at 1024 libgomp fails
+// to create its threads and exits the process. Inter-op workers likewise.
+inline constexpr int kMaxThreads = 256;
+inline constexpr int kMaxInterOpThreads = 64;
+
+// Sets the intra-op thread count for kernels run by the calling thread (clamped to
+// [1, kMaxThreads]): oneDNN's and the vectorised kernels' OpenMP regions (omp_set_num_threads, a
+// per-thread setting).
 void set_intra_op_threads(int n);
 
 // The layout pass body. Requires inferred types. Sets node attribute backend::kLayoutAttr on

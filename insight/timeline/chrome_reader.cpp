@@ -8,6 +8,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "engine/core/file_kind.h"
 #include "insight/timeline/loaders.h"
 
 namespace tessera::insight::timeline {
@@ -234,6 +235,7 @@ std::string base_name(const std::string& path) {
 }  // namespace
 
 Expected<Loaded> load_chrome_trace(const std::string& path, const ChromeLimits& limits) {
+  RETURN_IF_ERROR(require_regular_file(path));  // a FIFO would block the viewer
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in)
     return make_error("cannot open the trace file (does it exist and is it readable?)", path);

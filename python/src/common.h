@@ -43,6 +43,10 @@ T unwrap(Expected<T> e) {
 // os.fspath(path) as a string: str, bytes and pathlib paths; TypeError for anything else.
 std::string fspath(const py::handle& path);
 
+// A threads= argument as the CLI takes it: 0 is one per hardware thread, else 1..cpu::kMaxThreads
+// (ValueError otherwise, naming `what`).
+int intra_op_threads(int threads, const char* what = "threads");
+
 // The registry every binding uses (built once).
 const ops::OpRegistry& registry();
 

@@ -19,8 +19,6 @@ std::string env(const char* name) {
 
 insight::Database open_db(const std::string& path) {
   if (path.empty()) throw py::value_error("no database path");
-  Status foreign = insight::check_not_foreign(path);
-  check(foreign);
   insight::OpenOptions o;
   o.read_only = true;
   Expected<insight::Database> db = insight::Database::open(path, o);
@@ -156,7 +154,12 @@ thread commits them (WAL, survives a crash of the process).)doc")
                s.end_ns += shift;
                rec.on_span(s);
              }
-             return py::dict("spans"_a = spans.spans.size(), "skipped"_a = spans.skipped);
+             if (spans.invalid > 0 &&
+                 PyErr_WarnEx(PyExc_UserWarning,
+                              ("tessera: " + path + ": " + std::to_string(spans.invalid) + " invalid span(s) skipped; the first " +
+                               spans.first_invalid).c_str(), 1) < 0)
+               throw py::error_already_set();
+             return py::dict("spans"_a = spans.spans.size(), "skipped"_a = spans.skipped, "invalid"_a = spans.invalid);
            },
            py::arg("path"), "Records the spans of a Chrome trace (PyTorch's profiler export, ...) for the profiler.")
       .def("add_lineage", [](PyRun& r, const std::string& kind, const std::string& from, const std::string& to) {

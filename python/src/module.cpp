@@ -3,8 +3,10 @@
 // and insight.cpp).
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "engine/core/strings.h"
+#include "engine/cpu/cpu_backend.h"
 #include "python/src/common.h"
 
 namespace tessera::python {
@@ -24,6 +26,14 @@ void raise(const Error& e) {
 
 std::string fspath(const py::handle& path) {
   return py::module_::import("os").attr("fspath")(path).cast<std::string>();  // str or bytes
+}
+
+int intra_op_threads(int threads, const char* what) {
+  if (threads == 0) return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads < 0 || threads > cpu::kMaxThreads)
+    throw py::value_error(std::string(what) + " must be 0 (one per hardware thread) or in [1, " +
+                          std::to_string(cpu::kMaxThreads) + "], not " + std::to_string(threads));
+  return threads;
 }
 
 const ops::OpRegistry& registry() {

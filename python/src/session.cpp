@@ -1,8 +1,11 @@
 // InferenceSession (shaped like ONNX Runtime's) and tessera.compile: the six stages from Python,
 // with every stage's and pass's report, the placement and the memory plan as Python objects.
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include "engine/cpu/cpu_backend.h"
 #include "engine/ops/infer.h"
 #include "engine/stages/session.h"
 #include "formats/document.h"
@@ -97,8 +100,10 @@ class PySession {
     ir::Graph g = graph_from(source);
     for (ir::ValueId v : g.inputs()) inputs_.push_back(arg(g, v));
     for (ir::ValueId v : g.outputs()) outputs_.push_back(arg(g, v));
-    if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    if (inter_op_threads <= 0) throw py::value_error("inter_op_threads must be at least 1");
+    threads = intra_op_threads(threads);
+    if (inter_op_threads < 1 || inter_op_threads > cpu::kMaxInterOpThreads)
+      throw py::value_error("inter_op_threads must be in [1, " + std::to_string(cpu::kMaxInterOpThreads) + "], not " +
+                            std::to_string(inter_op_threads));
     stages::SessionOptions so;
     so.threads = threads;
     so.inter_op_threads = inter_op_threads;
@@ -109,9 +114,11 @@ class PySession {
   const std::vector<NodeArg>& inputs() const { return inputs_; }
   const std::vector<NodeArg>& outputs() const { return outputs_; }
 
+  // Threads: run() converts its inputs with the GIL held, then releases the GIL and only then
+  // waits for the session (one run at a time), so that a second thread waiting never holds the
+  // GIL the first needs to return. close() waits for a running call the same way.
   py::list run(const py::object& output_names, const py::dict& feeds) {
-    std::lock_guard<std::mutex> lk(mu_);
-    stages::Session& s = live();
+    if (!session_) throw py::value_error("the session is closed");
     runtime::Feeds in;
     for (auto [k, v] : feeds) {
       std::string name = py::str(k);
@@ -138,10 +145,7 @@ class PySession {
         pick.push_back(found);
       }
     }
-    Expected<std::vector<Tensor>> outs = [&] {
-      py::gil_scoped_release nogil;
-      return s.run(in);
-    }();
+    Expected<std::vector<Tensor>> outs = locked([&](stages::Session& s) { return s.run(in); });
     in.clear();  // drop the inputs' references with the GIL held
     std::vector<Tensor> values = unwrap(std::move(outs));
     py::list result;
@@ -152,33 +156,38 @@ class PySession {
   // Times `runs` calls of the C++ Session::run on these feeds (converted once), for the overhead
   // benchmark: the same work as run() without the Python side. Nanoseconds per call.
   std::vector<int64_t> time_cpp(const py::dict& feeds, int runs) {
-    std::lock_guard<std::mutex> lk(mu_);
-    stages::Session& s = live();
     runtime::Feeds in;
     for (auto [k, v] : feeds) in.emplace(std::string(py::str(k)), tensor_from_array(v, "input"));
-    std::vector<int64_t> ns;
-    {
-      py::gil_scoped_release nogil;
+    std::vector<int64_t> ns = locked([&](stages::Session& s) {
+      std::vector<int64_t> out;
       for (int i = 0; i < runs; ++i) {
         const int64_t t0 = observe::now_ns();
         Expected<std::vector<Tensor>> outs = s.run(in);
-        ns.push_back(observe::now_ns() - t0);
+        out.push_back(observe::now_ns() - t0);
         if (!outs) break;
       }
-    }
+      return out;
+    });
     in.clear();
     return ns;
   }
 
+  // Waits for a running call, then frees the compiled programs.
   void close() {
+    py::gil_scoped_release nogil;
     std::lock_guard<std::mutex> lk(mu_);
     session_.reset();
   }
   bool closed() const { return !session_; }
 
-  stages::Session& live() {
+  // Calls f(session) with the session's lock held and the GIL held (taken after the lock, as
+  // locked() orders them), for the properties that read the last compilation.
+  py::object inspect(const std::function<py::object(stages::Session&)>& f) {
+    py::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lk(mu_);
+    py::gil_scoped_acquire gil;
     if (!session_) throw py::value_error("the session is closed");
-    return *session_;
+    return f(*session_);
   }
 
  private:
@@ -195,6 +204,23 @@ class PySession {
     std::string s;
     for (const NodeArg& a : l) s += (s.empty() ? "'" : ", '") + a.name + "'";
     return s.empty() ? "(none)" : s;
+  }
+
+  // Calls f(session) with the GIL released and the session's lock held; "the session is closed"
+  // when close() came first. The GIL is released before the lock is taken: a thread holding the
+  // lock may need the GIL to finish, never the reverse.
+  template <class F>
+  auto locked(F f) -> decltype(f(std::declval<stages::Session&>())) {
+    bool closed = false;
+    std::optional<decltype(f(std::declval<stages::Session&>()))> out;
+    {
+      py::gil_scoped_release nogil;
+      std::lock_guard<std::mutex> lk(mu_);
+      if (session_) out.emplace(f(*session_));
+      else closed = true;
+    }
+    if (closed) throw py::value_error("the session is closed");
+    return std::move(*out);
   }
 
   std::vector<NodeArg> inputs_, outputs_;
@@ -273,21 +299,17 @@ arrays over the engine's own buffers (no copy). Engine errors raise tessera.Erro
       .def("close", &PySession::close, "Frees the compiled programs; run() afterwards raises.")
       .def_property_readonly("closed", &PySession::closed, "Whether close() was called.")
       .def_property_readonly("stages", [](PySession& s) {
-        stages::Session& x = s.live();
-        if (!x.last_program()) return py::list();
-        return stage_list(x.context());
+        return s.inspect([](stages::Session& x) -> py::object { return x.last_program() ? stage_list(x.context()) : py::list(); });
       }, "The last compilation's stages: dicts with stage, seconds, nodes_before/after, summary.")
       .def_property_readonly("passes", [](PySession& s) {
-        stages::Session& x = s.live();
-        if (!x.last_program()) return py::list();
-        return pass_list(x.context());
+        return s.inspect([](stages::Session& x) -> py::object { return x.last_program() ? pass_list(x.context()) : py::list(); });
       }, "The last compilation's pass runs: stage, pass, seconds, changed, nodes_before/after.")
-      .def_property_readonly("plan", [](PySession& s) -> py::object {
-        stages::Session& x = s.live();
-        if (!x.last_program()) return py::none();
-        return plan_dict(x.last_program()->plan());
+      .def_property_readonly("plan", [](PySession& s) {
+        return s.inspect([](stages::Session& x) -> py::object { return x.last_program() ? py::object(plan_dict(x.last_program()->plan())) : py::none(); });
       }, "The program of the last run: steps (node, op, kind, impl, device), memory plan per device.")
-      .def_property_readonly("compile_seconds", [](PySession& s) { return static_cast<double>(s.live().last_compile_ns()) / 1e9; },
+      .def_property_readonly("compile_seconds", [](PySession& s) {
+        return s.inspect([](stages::Session& x) -> py::object { return py::float_(static_cast<double>(x.last_compile_ns()) / 1e9); });
+      },
                              "Seconds the last compilation took (prepare .. load).")
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](PySession& s, py::args) { s.close(); });

@@ -2,6 +2,7 @@
 // arrays or a data set on disk, with Python callbacks per step and epoch, checkpoints, resume, and
 // the run recorded in insight like `tessera train`.
 #include <atomic>
+#include <cmath>
 #include <thread>
 
 #include "engine/data/fingerprint.h"
@@ -69,6 +70,32 @@ struct ForwardSinks final : observe::TraceSink, observe::MetricsSink {
   }
 };
 
+// Marks a Trainer busy for the length of a call that uses its state (fit, evaluate, resume,
+// graph): a second such call from another thread, or from fit()'s own callbacks, is refused
+// instead of racing on the weights (two threads in fit() crashed in bind_feeds; a fit() from
+// on_step trained past the epoch's end).
+// A read between steps (evaluate, graph) from fit()'s own callbacks passes (`reentrant_read`).
+class Busy {
+ public:
+  Busy(std::atomic<const char*>& running, const char* what, bool reentrant_read = false) : running_(running) {
+    if (reentrant_read) return;
+    const char* expected = nullptr;
+    if (!running_.compare_exchange_strong(expected, what))
+      throw std::runtime_error(std::string("this Trainer is in ") + expected + "() (called from another thread, or from a " +
+                               "callback of its fit()); a Trainer does one call at a time: wait for it, or use another Trainer");
+    owner_ = true;
+  }
+  ~Busy() {
+    if (owner_) running_.store(nullptr);
+  }
+  Busy(const Busy&) = delete;
+  Busy& operator=(const Busy&) = delete;
+
+ private:
+  std::atomic<const char*>& running_;
+  bool owner_ = false;
+};
+
 class PyTrainer {
  public:
   PyTrainer(const py::handle& source, const std::string& loss, const std::string& optimizer, double lr,
@@ -92,7 +119,7 @@ class PyTrainer {
     if (epochs < 1) throw py::value_error("epochs must be at least 1");
     if (batch_size < 1) throw py::value_error("batch_size must be at least 1");
     if (accumulate < 1 || accumulate > 1024) throw py::value_error("accumulate must be in [1, 1024]");
-    if (!(lr > 0)) throw py::value_error("lr must be positive");
+    if (!(lr > 0) || !std::isfinite(lr)) throw py::value_error("lr must be a positive finite number");
     Expected<autodiff::LossKind> l = autodiff::parse_loss(loss);
     if (!l) raise(l.error().within("loss"));
     Expected<autodiff::OptimizerKind> o = autodiff::parse_optimizer(optimizer);
@@ -104,12 +131,16 @@ class PyTrainer {
     cfg_.spec.optimizer.nesterov = nesterov;
     cfg_.spec.optimizer.weight_decay = !weight_decay.is_none() ? weight_decay.cast<double>()
                                                                  : (*o == autodiff::OptimizerKind::kAdamW ? 0.01 : 0.0);
+    // The CLI's ranges (--momentum, --weight-decay): [0, 1].
+    for (const auto& [what, v] : {std::pair<const char*, double>{"momentum", cfg_.spec.optimizer.momentum},
+                                  {"weight_decay", cfg_.spec.optimizer.weight_decay}})
+      if (!(v >= 0.0 && v <= 1.0)) throw py::value_error(std::string(what) + " must be in [0, 1], not " + std::to_string(v));
     if (*o != autodiff::OptimizerKind::kSgd && cfg_.spec.optimizer.momentum != 0.0)
       throw py::value_error("momentum applies to sgd/momentum, not " + optimizer);
     cfg_.epochs = epochs;
     cfg_.lr = lr;
     cfg_.schedule = schedule;
-    cfg_.threads = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    cfg_.threads = intra_op_threads(threads);
     cfg_.seed = seed;
     cfg_.spec.accumulate = static_cast<int>(accumulate);
     cfg_.batch_size = batch_size * accumulate;  // a step's batch: accumulate micro-batches of batch_size
@@ -130,6 +161,7 @@ class PyTrainer {
   }
 
   void resume(const py::object& where) {
+    Busy busy(running_, "resume");
     const std::string path = fspath(where);
     Status st = [&] {
       py::gil_scoped_release nogil;
@@ -141,6 +173,7 @@ class PyTrainer {
 
   py::dict fit(const py::object& data, const py::object& x, const py::object& y, const py::object& test,
                const py::object& on_step, const py::object& on_epoch, const py::object& on_checkpoint, int workers) {
+    Busy busy(running_, "fit");
     // Under `mpirun -n N` each process would train alone, record its own run and write the same
     // checkpoints: the data-parallel trainer is the CLI's (cli/train_command.cpp sets up the ranks).
     if (dist::launched_by_mpi())
@@ -220,9 +253,15 @@ class PyTrainer {
 
     std::atomic<bool> stop{false};
     py::object error;  // the first exception a callback raised (or KeyboardInterrupt)
+    fit_thread_ = std::this_thread::get_id();  // the callbacks run on this thread
     auto call = [&](const py::object& fn, py::object arg) {  // with the GIL held
       if (fn.is_none() || stop.load()) return;
       try {
+        struct InCallback {
+          bool& flag;
+          explicit InCallback(bool& f) : flag(f) { flag = true; }
+          ~InCallback() { flag = false; }
+        } in_callback(in_callback_);
         fn(arg);
       } catch (py::error_already_set& e) {
         e.restore();
@@ -290,6 +329,7 @@ class PyTrainer {
 
   // Test loss and accuracy of the current weights on a data set's test split, or arrays.
   py::tuple evaluate(const py::object& data, const py::object& x, const py::object& y) {
+    Busy busy(running_, "evaluate", in_own_callback());
     SourcePtr src;
     if (!data.is_none()) {
       Expected<SourcePtr> s = formats::open_dataset_split(fspath(data), "test", formats::image_channels(graph_));
@@ -311,7 +351,10 @@ class PyTrainer {
     return py::make_tuple(loss, acc);
   }
 
-  std::shared_ptr<GraphHandle> graph() const { return std::make_shared<GraphHandle>(trainer_->trained_graph()); }
+  std::shared_ptr<GraphHandle> graph() {
+    Busy busy(running_, "graph", in_own_callback());
+    return std::make_shared<GraphHandle>(trainer_->trained_graph());
+  }
   int64_t step() const { return trainer_->global_step(); }
 
  private:
@@ -331,6 +374,12 @@ class PyTrainer {
   train::TrainConfig cfg_;
   std::map<std::string, std::string> hyper_;
   std::unique_ptr<train::Trainer> trainer_;
+  // Whether the caller is fit()'s own callback (GIL held): evaluate() and graph() may read there.
+  bool in_own_callback() const { return in_callback_ && std::this_thread::get_id() == fit_thread_; }
+
+  std::atomic<const char*> running_{nullptr};  // the call using the trainer (Busy), or null
+  bool in_callback_ = false;                   // a fit() callback runs (read with the GIL held)
+  std::thread::id fit_thread_;
   bool record_;
   std::string db_, name_, resumed_from_;
 };

@@ -147,6 +147,57 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run("runs", "export-trace", "1")
     check(rc == 2, "export-trace without --chrome is a usage error")
 
+    # Another program's SQLite database: refused by every subcommand, not one table added to it.
+    foreign = os.path.join(tmp, "photos.db")
+    con = sqlite3.connect(foreign)
+    con.execute("CREATE TABLE photos(id INTEGER, name TEXT)")
+    con.commit()
+    con.close()
+    for args in (["list"], ["show", "last"], ["metrics", "last"]):
+        rc, out, err = run("runs", *args, "--db", foreign)
+        check(rc == 1 and "not an insight database" in err and foreign in err,
+              "runs %s refuses a foreign SQLite database naming it (%s)" % (args[0], err.strip()))
+    rc, out, err = run("run", lenet, "--db", foreign)
+    check(rc == 0 and "not an insight database" in err, "run goes on without recording into a foreign database")
+    con = sqlite3.connect(foreign)
+    check([r[0] for r in con.execute("SELECT name FROM sqlite_master")] == ["photos"], "the foreign database is left as it was")
+    con.close()
+
+    # A FIFO as the database: every subcommand refuses it at once (they hung).
+    fifo = os.path.join(tmp, "fifo.db")
+    os.mkfifo(fifo)
+    for args in (["list"], ["show", "1"], ["compare", "1", "2"], ["metrics", "1"], ["lineage", "1"],
+                 ["export-trace", "1", "--chrome", os.path.join(tmp, "t.json")], ["check"]):
+        try:
+            rc, out, err = run("runs", *args, "--db", fifo)
+            check(rc == 1 and "FIFO" in err and fifo in err, "runs %s refuses a FIFO naming it (%s)" % (args[0], err.strip()))
+        except subprocess.TimeoutExpired:
+            check(False, "runs %s on a FIFO hangs" % args[0])
+
+    # runs check and runs recover: an intact store checks ok; one with pages cut off its end is
+    # found damaged, and what it still holds is salvaged into a new database that checks ok.
+    rc, out, err = run("runs", "check")
+    check(rc == 0 and ": ok (schema" in out, "runs check: the store is intact (%s)" % out.strip())
+    cut = os.path.join(tmp, "cut.db")
+    con = sqlite3.connect(db)  # the WAL's pages into the file first, as a last close does
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    with open(db, "rb") as f:
+        whole = f.read()
+    with open(cut, "wb") as f:
+        f.write(whole[: len(whole) - (len(whole) // 4096 // 3) * 4096])
+    rc, out, err = run("runs", "check", "--db", cut)
+    check(rc == 1 and "DAMAGED" in out and "runs recover" in out, "runs check finds the cut pages (%s)" % out.strip()[:300])
+    salvaged = os.path.join(tmp, "salvaged.db")
+    rc, out, err = run("runs", "recover", "--db", cut, "--out", salvaged)
+    check(rc == 0 and "salvaged" in out and os.path.exists(salvaged), "runs recover writes a new database (%s%s)" % (out, err))
+    rc, out, err = run("runs", "check", "--db", salvaged)
+    check(rc == 0, "the salvaged database checks ok (%s)" % out.strip())
+    rc, out, err = run("runs", "list", "--db", salvaged)
+    check(rc == 0 and ("lenet" in out or "recovered-" in out), "the salvaged database lists its runs (%s)" % out[:300])
+    rc, out, err = run("runs", "recover", "--db", cut, "--out", salvaged)
+    check(rc == 1 and "exists" in err, "runs recover never overwrites (%s)" % err.strip())
+
 if failures:
     print("%d check(s) failed" % len(failures))
     sys.exit(1)

@@ -1,6 +1,7 @@
 // Tests for insight/chrome_import.cpp: Chrome traces (PyTorch's profiler export and the like) read
 // as engine spans for a run logged from Python, and clear errors for files that are not traces.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -83,4 +84,39 @@ TEST(ChromeImport, ErrorsNameTheFileAndTheReason) {
 }
 
 }  // namespace
+TEST(ChromeImport, SpansWithNegativeDurationsOrTimesBeyondAnyClockAreSkippedAndCounted) {
+  const std::string p = write("bad_spans.json", R"({"traceEvents": [
+    {"ph": "X", "name": "good", "ts": 10, "dur": 2, "pid": 1, "tid": 1},
+    {"ph": "X", "name": "negative", "ts": 10, "dur": -5, "pid": 1, "tid": 1},
+    {"ph": "X", "name": "far", "ts": 1e300, "dur": 1, "pid": 1, "tid": 1},
+    {"ph": "X", "name": "long", "ts": 10, "dur": 1e300, "pid": 1, "tid": 1},
+    {"ph": "B", "name": "backwards", "ts": 50, "pid": 1, "tid": 2},
+    {"ph": "E", "ts": 40, "pid": 1, "tid": 2}
+  ]})");
+  auto t = read_chrome_spans(p);
+  ASSERT_TRUE(t.has_value()) << t.error().to_string();
+  ASSERT_EQ(t->spans.size(), 1u);
+  EXPECT_EQ(t->spans[0].name, "good");
+  EXPECT_EQ(t->invalid, 4);
+  EXPECT_NE(t->first_invalid.find("event 1 ('negative')"), std::string::npos) << t->first_invalid;
+  for (const observe::Span& s : t->spans) EXPECT_GE(s.end_ns, s.start_ns);
+
+  const std::string only_bad = write("only_bad.json", R"([{"ph": "X", "name": "n", "ts": 1, "dur": -1}])");
+  auto none = read_chrome_spans(only_bad);
+  ASSERT_FALSE(none.has_value());
+  EXPECT_NE(none.error().message.find("no valid spans"), std::string::npos) << none.error().message;
+}
+
+TEST(ChromeImport, AFifoIsRefusedWithoutBlocking) {
+  const std::string p = write("placeholder", "");
+  const std::string fifo = p + ".fifo";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto t = read_chrome_spans(fifo);  // opening it would wait for a writer forever
+  ASSERT_FALSE(t.has_value());
+  EXPECT_EQ(t.error().where, fifo);
+  EXPECT_NE(t.error().message.find("FIFO"), std::string::npos) << t.error().message;
+  std::filesystem::remove(fifo);
+}
+
 }  // namespace tessera::insight

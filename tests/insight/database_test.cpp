@@ -213,4 +213,90 @@ TEST(Database, DefaultPathFollowsXdg) {
 }
 
 }  // namespace
+TEST(Database, AnotherProgramsSqliteDatabaseIsRefusedAndLeftAsItWas) {
+  const std::string path = temp_path("foreign_sqlite.db");
+  raw_exec(path, "CREATE TABLE photos(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO photos VALUES (1, 'cat');");
+  const auto size = std::filesystem::file_size(path);
+  for (const bool read_only : {false, true}) {
+    OpenOptions o;
+    o.read_only = read_only;
+    auto db = Database::open(path, o);
+    ASSERT_FALSE(db.has_value()) << read_only;
+    EXPECT_EQ(db.error().where, path);
+    EXPECT_NE(db.error().message.find("not an insight database (a SQLite database with other tables: photos)"), std::string::npos)
+        << db.error().message;
+  }
+  // Not one table added, not even WAL mode.
+  EXPECT_EQ(raw_text(path, "SELECT COUNT(*) FROM sqlite_master;"), "1");
+  EXPECT_EQ(raw_text(path, "PRAGMA journal_mode;"), "delete");
+  EXPECT_EQ(std::filesystem::file_size(path), size);
+  // An empty SQLite file is a new database.
+  const std::string empty = temp_path("empty_sqlite.db");
+  raw_exec(empty, "PRAGMA user_version = 0;");
+  EXPECT_TRUE(Database::open(empty).has_value());
+}
+
+TEST(Database, AFifoOrAFolderAsTheDatabaseIsRefusedWithoutBlocking) {
+  const std::string fifo = temp_path("db.fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const bool read_only : {false, true}) {
+    OpenOptions o;
+    o.read_only = read_only;
+    auto db = Database::open(fifo, o);  // SQLite would wait for a writer forever
+    ASSERT_FALSE(db.has_value());
+    EXPECT_EQ(db.error().where, fifo);
+    EXPECT_NE(db.error().message.find("FIFO"), std::string::npos) << db.error().message;
+  }
+  std::filesystem::remove(fifo);
+  const std::string dir = temp_path("db_folder");
+  std::filesystem::create_directories(dir);
+  auto db = Database::open(dir);
+  ASSERT_FALSE(db.has_value());
+  EXPECT_NE(db.error().message.find("a directory"), std::string::npos) << db.error().message;
+}
+
+TEST(Database, MigratesVersion3MetricsToNullableValuesKeepingRowids) {
+  const std::string path = temp_path("v3.db");
+  {
+    auto db = Database::open(path);
+    ASSERT_TRUE(db.has_value());
+  }
+  // Back to the v3 table (value NOT NULL), with rows whose rowids are not dense.
+  raw_exec(path, R"sql(
+    DROP TABLE metrics;
+    CREATE TABLE metrics (run INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL, step INTEGER NOT NULL,
+                          epoch INTEGER NOT NULL, value REAL NOT NULL, wall_ns INTEGER NOT NULL);
+    CREATE INDEX metrics_by_run ON metrics(run, name, step);
+    INSERT INTO metrics(rowid, run, name, step, epoch, value, wall_ns) VALUES (5, 1, 'loss', 0, 0, 2.5, 1), (9, 1, 'loss', 1, 0, 1.5, 2);
+    PRAGMA user_version = 3;)sql");
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.has_value()) << db.error().to_string();
+  EXPECT_EQ(db->schema_version(), 4);
+  EXPECT_EQ(raw_text(path, "SELECT group_concat(rowid || ':' || value, ',') FROM metrics;"), "5:2.5,9:1.5");
+  EXPECT_EQ(raw_text(path, "SELECT \"notnull\" FROM pragma_table_info('metrics') WHERE name = 'value';"), "0");
+  EXPECT_EQ(raw_text(path, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'metrics_by_run';"), "1");
+}
+
+TEST(Database, ReadOnlyOpenWaitsForTheWriterInsteadOfReadingTheFileAsImmutable) {
+  const std::string path = temp_path("ro_busy.db");
+  {
+    auto db = Database::open(path);
+    ASSERT_TRUE(db.has_value());
+    ASSERT_TRUE(db->begin_run("x", "g").has_value());
+  }
+  // A writer in the middle of a transaction: a reader sees the last commit, through the WAL.
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE; INSERT INTO runs(command, graph_name, status, started_ns) "
+                                "VALUES('y', 'g', 'running', 1);", nullptr, nullptr, nullptr), SQLITE_OK);
+  OpenOptions o;
+  o.read_only = true;
+  auto db = Database::open(path, o);
+  ASSERT_TRUE(db.has_value()) << db.error().to_string();
+  EXPECT_EQ(*db->count_runs(), 1);
+  sqlite3_exec(other, "COMMIT;", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  EXPECT_EQ(*db->count_runs(), 2);  // a live reader of the WAL (an immutable one would see the old file)
+}
+
 }  // namespace tessera::insight

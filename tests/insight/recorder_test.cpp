@@ -5,12 +5,15 @@
 
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #define XXH_INLINE_ALL
@@ -299,6 +302,101 @@ TEST(Recorder, FileChecksumIsXxh3OfTheBytesAcrossReadChunks) {
   EXPECT_EQ(content_hash(bytes), expected);
   EXPECT_NE(content_hash("abc"), content_hash("abd"));
   EXPECT_FALSE(file_checksum(temp_path("missing.bin")).has_value());
+}
+
+TEST(Recorder, NanAndInfinityMetricsAreStoredAndTheBatchAroundThemKept) {
+  const std::string path = temp_path("nan.db");
+  int64_t run = -1;
+  {
+    auto rec = Recorder::open(path);
+    ASSERT_TRUE(rec.has_value());
+    run = *(*rec)->start_run(info("nan"));
+    for (int i = 0; i < 299; ++i) (*rec)->on_metric("loss", i, 0, 1.0 / (i + 1));
+    (*rec)->on_metric("loss", 299, 0, std::nan(""));  // a diverging loss: was "NOT NULL constraint failed"
+    (*rec)->on_metric("grad_norm", 299, 0, INFINITY);
+    (*rec)->on_metric("grad_norm", 300, 0, -INFINITY);
+    ASSERT_TRUE((*rec)->flush().is_ok()) << (*rec)->flush().error().to_string();
+    ASSERT_TRUE((*rec)->finish_run(RunStatus::kFinished).is_ok());
+  }
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.has_value());
+  auto points = run_metrics(*db, run);
+  ASSERT_TRUE(points.has_value());
+  ASSERT_EQ(points->size(), 302u);  // all 299 of the batch kept
+  std::map<std::pair<std::string, int64_t>, double> v;
+  for (const MetricPoint& p : *points) v[{p.name, p.step}] = p.value;
+  auto at = [&](const char* name, int64_t step) { return v[{name, step}]; };
+  EXPECT_TRUE(std::isnan(at("loss", 299)));
+  EXPECT_EQ(at("grad_norm", 299), INFINITY);
+  EXPECT_EQ(at("grad_norm", 300), -INFINITY);
+  EXPECT_DOUBLE_EQ(at("loss", 0), 1.0);
+  // NaN is never the best; the final value is what was logged last.
+  for (const MetricSummary& m : summarize_metrics(*points))
+    if (m.name == "loss") {
+      EXPECT_TRUE(std::isnan(m.final_value));
+      EXPECT_DOUBLE_EQ(m.best_value, 1.0 / 299);
+    }
+  Reader r(path);
+  EXPECT_EQ(r.text("SELECT status FROM runs"), "finished");
+}
+
+TEST(Recorder, ABatchMeetingAnotherWritersLockIsKeptAndWrittenOnceTheLockIsFree) {
+  const std::string path = temp_path("busy.db");
+  RecorderOptions o;
+  o.open.busy_timeout_ms = 50;
+  o.flush_interval_ms = 20;
+  auto rec = Recorder::open(path, o);
+  ASSERT_TRUE(rec.has_value());
+  const int64_t run = *(*rec)->start_run(info("busy"));
+  sqlite3* other = nullptr;  // another process's writer, holding the lock far past the busy timeout
+  ASSERT_EQ(sqlite3_open(path.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE;", nullptr, nullptr, nullptr), SQLITE_OK);
+  for (int i = 0; i < 100; ++i) (*rec)->on_metric("loss", i, 0, i);
+  Status st = (*rec)->flush();
+  ASSERT_FALSE(st.is_ok());  // not committed yet, and said so
+  EXPECT_NE(st.error().message.find("another process held the write lock"), std::string::npos) << st.error().message;
+  for (int i = 100; i < 150; ++i) (*rec)->on_metric("loss", i, 0, i);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // several failed attempts
+  sqlite3_exec(other, "COMMIT;", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  Status later = (*rec)->flush();
+  EXPECT_TRUE(later.is_ok()) << later.error().to_string();
+  ASSERT_TRUE((*rec)->finish_run(RunStatus::kFinished).is_ok());
+  Reader r(path);
+  EXPECT_EQ(r.number("SELECT COUNT(*) FROM metrics WHERE run = " + std::to_string(run)), 150);
+  EXPECT_EQ(r.number("SELECT COUNT(DISTINCT step) FROM metrics"), 150);  // each once
+  EXPECT_EQ(r.text("SELECT status FROM runs"), "finished");
+  EXPECT_EQ(r.text("SELECT error FROM runs"), "NULL");
+}
+
+TEST(Recorder, RecordsLostForGoodMakeTheRunFailedNotFinished) {
+  const std::string path = temp_path("lost.db");
+  auto rec = Recorder::open(path);
+  ASSERT_TRUE(rec.has_value());
+  ASSERT_TRUE((*rec)->start_run(info("lost")).has_value());
+  // A failure that no retry mends: the table is gone (a damaged or tampered file).
+  {
+    sqlite3* other = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &other), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(other, "DROP TABLE metrics;", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(other);
+  }
+  (*rec)->on_metric("loss", 0, 0, 1.0);
+  EXPECT_FALSE((*rec)->flush().is_ok());
+  Status st = (*rec)->finish_run(RunStatus::kFinished);
+  EXPECT_FALSE(st.is_ok());  // the caller hears of the loss too
+  Reader r(path);
+  EXPECT_EQ(r.text("SELECT status FROM runs"), "failed");
+  EXPECT_NE(r.text("SELECT error FROM runs").find("incomplete record"), std::string::npos) << r.text("SELECT error FROM runs");
+}
+
+TEST(Recorder, ChecksumsRefuseAFifoWithoutBlocking) {
+  const std::string fifo = temp_path("ck.fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto sum = file_checksum(fifo);
+  ASSERT_FALSE(sum.has_value());
+  EXPECT_NE(sum.error().message.find("FIFO"), std::string::npos) << sum.error().message;
+  std::filesystem::remove(fifo);
 }
 
 // The real thing: a process writing spans and metrics is killed with SIGKILL mid-run.

@@ -123,4 +123,59 @@ def test_chrome_trace_begin_end_pairs(tmp_path, db):
     ]))
     with tessera.insight.run("trace", db=db) as run:
         r = run.log_trace(t)
-    assert r == {"spans": 2, "skipped": 1}
+    assert r == {"spans": 2, "skipped": 1, "invalid": 0}
+
+
+def test_nan_and_inf_metrics_are_kept_with_their_batch(db):
+    """One NaN made finish() raise 'NOT NULL constraint failed' and lost the 299 points around it."""
+    import math
+    with tessera.insight.run("nan-loss", db=db) as run:
+        for step in range(299):
+            run.log(step, loss=1.0 / (step + 1))
+        run.log(299, loss=float("nan"), grad=np.float32("inf"))
+        run.log(300, loss=np.float32("nan"))
+        rid = run.id
+    m = tessera.insight.metrics(rid, db=db)
+    assert len(m["loss"]["value"]) == 301
+    assert math.isnan(m["loss"]["value"][299]) and math.isnan(m["loss"]["value"][300])
+    assert m["grad"]["value"][0] == math.inf
+    r = next(r for r in tessera.insight.runs(db) if r["id"] == rid)
+    assert r["status"] == "finished"
+
+
+def test_fifos_and_foreign_databases_are_refused_without_blocking(tmp_path, db):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with tessera.insight.run("fifo", db=db) as run:
+        for call in (lambda: run.log_trace(fifo), lambda: run.log_checkpoint(fifo, 1),
+                     lambda: run.log_dataset("train", fifo)):
+            with pytest.raises(tessera.Error, match="FIFO"):
+                call()
+    with pytest.raises(tessera.Error, match="FIFO"):
+        tessera.insight.runs(db=fifo)
+    with pytest.raises(tessera.Error, match="FIFO"):
+        tessera.insight.start_run("x", db=fifo)
+    import sqlite3
+    foreign = tmp_path / "photos.db"
+    con = sqlite3.connect(foreign)
+    con.execute("CREATE TABLE photos(id INTEGER)")
+    con.commit()
+    con.close()
+    for call in (lambda: tessera.insight.runs(db=foreign), lambda: tessera.insight.start_run("x", db=foreign)):
+        with pytest.raises(tessera.Error, match="not an insight database"):
+            call()
+    con = sqlite3.connect(foreign)
+    assert [r[0] for r in con.execute("SELECT name FROM sqlite_master")] == ["photos"]
+    con.close()
+
+
+def test_invalid_trace_spans_are_skipped_with_a_warning(tmp_path, db):
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "name": "ok", "ts": 1, "dur": 2, "pid": 1, "tid": 1},
+        {"ph": "X", "name": "neg", "ts": 1, "dur": -2, "pid": 1, "tid": 1},
+        {"ph": "X", "name": "far", "ts": 1e300, "dur": 2, "pid": 1, "tid": 1}]}))
+    with tessera.insight.run("bad-spans", db=db) as run:
+        with pytest.warns(UserWarning, match="2 invalid span"):
+            r = run.log_trace(trace)
+    assert r["spans"] == 1 and r["invalid"] == 2

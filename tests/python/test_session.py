@@ -149,3 +149,66 @@ def test_strings_and_integers_round_trip():
     g.set_outputs([tessera.ops.Add(a, a)])
     (r,) = tessera.InferenceSession(g).run(None, {"a": np.array([1, 40000], np.uint16)})
     assert r.dtype == np.uint16 and list(r) == [2, 14464]
+
+
+def test_one_session_from_eight_threads_waits_and_matches_one_thread():
+    """The README's promise: a second thread waits (it deadlocked: the session's lock was taken
+    before the GIL was released)."""
+    import threading
+    sess = tessera.InferenceSession(ROOT / "samples" / "lenet.json", threads=1)
+    rng = np.random.default_rng(1)
+    xs = [rng.random((2, 1, 28, 28), dtype=np.float32) for _ in range(8)]
+    want = [sess.run(None, {"x": x})[0] for x in xs]
+    got, errors = {}, []
+
+    def work(i):
+        try:
+            for _ in range(20):
+                got[i] = sess.run(None, {"x": xs[i]})[0]
+                _ = sess.plan  # the properties take the same lock
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "deadlock"
+    assert not errors, errors
+    for i in range(8):
+        np.testing.assert_array_equal(got[i], want[i])
+
+
+def test_close_waits_for_a_running_call_and_later_runs_raise():
+    import threading
+    sess = tessera.InferenceSession(ROOT / "samples" / "lenet.json", threads=1)
+    x = np.random.default_rng(2).random((256, 1, 28, 28), dtype=np.float32)
+    done, errors = [], []
+
+    def work():
+        try:
+            for _ in range(5):
+                done.append(sess.run(None, {"x": x})[0].shape)
+        except ValueError as e:
+            errors.append(str(e))
+
+    t = threading.Thread(target=work)
+    t.start()
+    while not done and t.is_alive():
+        pass
+    sess.close()  # waits for the call in progress; the worker's next call raises
+    t.join(timeout=60)
+    assert not t.is_alive(), "deadlock"
+    assert sess.closed and done
+    assert all("closed" in e for e in errors)
+    with pytest.raises(ValueError, match="closed"):
+        sess.run(None, {"x": x})
+
+
+def test_thread_counts_take_the_cli_ranges():
+    for bad in [-1, 257, 1024, 100000]:
+        with pytest.raises(ValueError, match=r"threads must be 0 .* or in \[1, 256\]"):
+            tessera.InferenceSession(ROOT / "samples" / "lenet.json", threads=bad)
+    with pytest.raises(ValueError, match="inter_op_threads"):
+        tessera.InferenceSession(ROOT / "samples" / "lenet.json", inter_op_threads=65)

@@ -122,3 +122,54 @@ def test_fit_refuses_mpirun_and_an_unwritable_checkpoint_folder(monkeypatch, tmp
     with pytest.raises(tessera.Error, match="file/ck.*cannot create the folder"):
         t.fit(x=x, y=y, test=False, on_step=lambda s: steps.append(s))
     assert steps == []
+
+
+def test_a_trainer_does_one_call_at_a_time():
+    """Two threads in fit() segfaulted in bind_feeds; fit() from its own on_step trained 7 steps of
+    a 4-batch epoch. Both are refused now; reads between steps from a callback still work."""
+    import threading
+    x, y = np.zeros((256, 1, 28, 28), np.float32), np.zeros(256, np.int64)
+    t = tessera.Trainer(ROOT / "samples" / "mlp.json", record=False, epochs=1, batch_size=64, threads=1)
+    inner, reads = [], []
+
+    def on_step(s):
+        try:
+            t.fit(x=x, y=y, test=False)
+        except RuntimeError as e:
+            inner.append(str(e))
+        reads.append(t.graph() is not None)
+
+    r = t.fit(x=x, y=y, test=False, on_step=on_step)
+    assert r["steps"] == 4 and t.step == 4
+    assert len(inner) == 4 and all("is in fit()" in m for m in inner)
+    assert reads == [True] * 4
+
+    # A fresh trainer (the first one has trained its one epoch: a second fit() has no steps left).
+    t = tessera.Trainer(ROOT / "samples" / "mlp.json", record=False, epochs=1, batch_size=64, threads=1)
+    started, results = threading.Event(), []
+
+    def slow_step(s):
+        started.set()
+        import time
+        time.sleep(0.05)
+
+    def first():
+        results.append(t.fit(x=x, y=y, test=False, on_step=slow_step))
+
+    th = threading.Thread(target=first)
+    th.start()
+    assert started.wait(60)
+    with pytest.raises(RuntimeError, match="is in fit"):
+        t.fit(x=x, y=y, test=False)
+    th.join(120)
+    assert results and results[0]["steps"] == 4
+    assert t.evaluate(x=x, y=y) is not None  # free again
+
+
+def test_trainer_ranges_are_the_clis():
+    mlp = ROOT / "samples" / "mlp.json"
+    for kwargs, match in [({"momentum": 5.0}, "momentum must be in"), ({"momentum": -0.1}, "momentum must be in"),
+                          ({"weight_decay": -1.0}, "weight_decay must be in"), ({"lr": float("inf")}, "lr"),
+                          ({"lr": float("nan")}, "lr"), ({"threads": 100000}, "threads"), ({"threads": 1024}, "threads")]:
+        with pytest.raises(ValueError, match=match):
+            tessera.Trainer(mlp, record=False, **kwargs)
