@@ -339,6 +339,14 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
       while (watching.load()) {
         if (g_terminated.load()) {
           if (rank != 0 || !rec.active()) {
+            if (rank != 0 && rank_recorder) {
+              // Rank 0 killed (SIGKILL, the OOM killer) cannot record its run: a rank on its machine
+              // that sees its process gone does, after the moment a living rank 0 needs to.
+              std::this_thread::sleep_for(std::chrono::milliseconds(300));
+              (void)rank_recorder->record_if_owner_gone(
+                  "rank 0 died (killed or crashed) at about step " + std::to_string(trainer.global_step()) + " of " +
+                  std::to_string(world) + " ranks; recorded by rank " + std::to_string(rank) + ". The last checkpoint is intact");
+            }
             if (rank != 0) std::this_thread::sleep_for(std::chrono::seconds(2));  // mpirun's SIGKILL comes first
             std::_Exit(143);
           }
@@ -429,7 +437,7 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
   if (tty) std::cerr << "\n";
   if (!result) return rec.fail(result.error().within(o.file));
   if (const double others = load.others_cores(); others >= 0) {
-    std::cerr << "load: " << load.describe() << " while training\n";
+    std::cerr << "load: " << load.describe() << " while training" << (world > 1 ? " (this job's other ranks among them)" : "") << "\n";
     rec.metric("train/other_load_cores", others, trainer.global_step());
   }
   if (result->interrupted) std::cerr << "stopped by the user at step " << result->steps << "\n";

@@ -2,19 +2,20 @@
 // SQLite transactions.
 #include "insight/recorder.h"
 
-#include "engine/core/file_kind.h"
-
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
-#include <iterator>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "engine/core/file_kind.h"
 #include "engine/ir/text.h"
 #include "insight/sql.h"
 
@@ -230,6 +231,24 @@ Status Recorder::detach() {
   finished_ = true;
   stmts_.reset();
   return write_status();
+}
+
+Expected<bool> Recorder::record_if_owner_gone(const std::string& why) {
+  if (!attached_) return make_error("not attached to a run", db_.path());
+  {
+    Stmt st(db_.handle(), "SELECT pid, host FROM runs WHERE id = ? AND status = 'running';");
+    st.bind(1, run_id_);
+    if (st.step() != SQLITE_ROW) return false;  // recorded already (by its owner)
+    const pid_t pid = static_cast<pid_t>(st.i64(0));
+    if (st.is_null(0) || st.text(1) != host_name() || pid <= 0) return false;  // cannot see it
+    if (kill(pid, 0) == 0 || errno != ESRCH) return false;                     // alive
+  }
+  Stmt up(db_.handle(), "UPDATE runs SET status = 'failed', ended_ns = ?, error = ? WHERE id = ? AND status = 'running';");
+  up.bind(1, wall_ns());
+  up.bind(2, why);
+  up.bind(3, run_id_);
+  if (!up.run()) return db_.error("cannot record the end of run " + std::to_string(run_id_));
+  return sqlite3_changes(db_.handle()) == 1;
 }
 
 Status Recorder::prepare_statements() {

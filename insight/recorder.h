@@ -89,6 +89,10 @@ class Recorder final : public observe::TraceSink, public observe::SnapshotSink, 
   // destructor) stops without touching the run's status.
   Status attach_run(int64_t run);
   Status detach();
+  // For an attached recorder whose run's owner is gone (its process, on this host, no longer
+  // exists: killed) while the run is still "running": records it failed with `why`, so that the
+  // status and the reason come from whichever rank survives. Returns whether it did.
+  Expected<bool> record_if_owner_gone(const std::string& why);
   int64_t run_id() const { return run_id_; }
   const std::string& path() const { return db_.path(); }
 
