@@ -18,6 +18,7 @@
 
 #include <unistd.h>
 
+#include "engine/core/cpu_load.h"
 #include "engine/core/strings.h"
 #include "engine/observe/sinks.h"
 #include "engine/train/checkpoint.h"
@@ -76,52 +77,15 @@ const std::string& last_error() { return g_last_error; }
 
 int default_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-namespace {
+LoadProbe::LoadProbe() : start_(read_cpu_times()) {}
 
-// Jiffies the whole machine spent busy (every field of /proc/stat's "cpu" line but idle and
-// iowait), and this process's (utime + stime of /proc/self/stat): -1 where /proc cannot be read.
-int64_t machine_busy_jiffies() {
-  std::FILE* f = std::fopen("/proc/stat", "r");
-  if (!f) return -1;
-  long long v[10] = {};
-  const int n = std::fscanf(f, "cpu %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3], &v[4],
-                            &v[5], &v[6], &v[7], &v[8], &v[9]);
-  std::fclose(f);
-  if (n < 4) return -1;
-  return v[0] + v[1] + v[2] + v[5] + v[6] + v[7];  // user nice system irq softirq steal
-}
-
-int64_t own_jiffies() {
-  std::FILE* f = std::fopen("/proc/self/stat", "r");
-  if (!f) return -1;
-  char buf[1024] = {};
-  const size_t got = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  const char* p = std::strrchr(buf, ')');  // the command name may hold spaces
-  if (!p || got == 0) return -1;
-  long long utime = 0, stime = 0;
-  // Fields after the name: state(3) ... utime(14) stime(15).
-  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld", &utime, &stime) != 2) return -1;
-  return utime + stime;
-}
-
-}  // namespace
-
-LoadProbe::LoadProbe() : t0_(observe::now_ns()), busy0_(machine_busy_jiffies()), own0_(own_jiffies()) {}
-
-double LoadProbe::others_cores() const {
-  const int64_t busy = machine_busy_jiffies(), own = own_jiffies();
-  const double seconds = static_cast<double>(observe::now_ns() - t0_) / 1e9;
-  if (busy < 0 || own < 0 || busy0_ < 0 || own0_ < 0 || seconds < 0.05) return -1;
-  const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
-  return std::max(0.0, static_cast<double>((busy - busy0_) - (own - own0_)) / hz / seconds);
-}
+double LoadProbe::others_cores() const { return tessera::others_cores(start_, read_cpu_times()); }
 
 std::string LoadProbe::describe() const {
   const double others = others_cores();
   if (others < 0) return "other load unknown";
   char buf[128];
-  std::snprintf(buf, sizeof buf, "other processes kept %.2f of %u cores busy", others, std::max(1u, std::thread::hardware_concurrency()));
+  std::snprintf(buf, sizeof buf, "other processes kept %.2f of %d cores busy", others, hardware_threads());
   return buf;
 }
 
@@ -349,6 +313,7 @@ int run_run(const RunOptions& o) {
     stages::SessionOptions so;
     so.threads = threads;
     so.inter_op_threads = o.inter_op;
+    so.adapt_threads = o.threads <= 0;  // the default follows the load; --threads N is kept
     so.trace = rec.trace();
     so.snapshots = rec.snapshots();  // every stage and pass, weights elided (the studio steps through them)
     stages::Session session(*g, reg, so);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 
+#include "engine/core/cpu_load.h"
 #include "engine/core/tensor.h"
 #include "engine/ir/graph.h"
 #include "engine/observe/sinks.h"
@@ -217,7 +218,7 @@ class LoadProbe {
   std::string describe() const;
 
  private:
-  int64_t t0_, busy0_, own0_;
+  CpuTimes start_;
 };
 // Feeds from NAME=FILE.npy specs, random tensors (seeded) for the other inputs with symbolic dims
 // sized by SYMBOL=SIZE specs (default 1). `source` says where each came from.

@@ -2,6 +2,7 @@
 // with a progress line, evaluation after each epoch, checkpoints and resume.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -12,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -151,7 +153,7 @@ namespace {
 // the graph's structure, the datasets' sizes) are broadcast, and a rank started otherwise stops
 // naming the first setting that differs (else it would train something else silently, or pair
 // collectives of different sizes and hang).
-Status check_ranks_agree(dist::Communicator& comm, std::map<std::string, std::string> mine) {
+Status rank_agrees(dist::Communicator& comm, std::map<std::string, std::string> mine) {
   mine.erase("threads");  // a rank's own business (its kernels' split, not what is trained)
   mine.erase("data");     // paths may differ between machines; the sizes below may not
   mine["resume"] = mine["resume"] == "-" ? "no" : "yes";  // only rank 0 reads the checkpoint (Trainer::resume)
@@ -177,6 +179,28 @@ Status check_ranks_agree(dist::Communicator& comm, std::map<std::string, std::st
                         ": every rank of an mpirun job must be started with the same command and files");
   }
   return make_error("this rank's settings differ from rank 0's: every rank of an mpirun job must be started with the same command");
+}
+
+// rank_agrees on every rank, and then every rank learns the first rank that differs and its
+// reason, so that rank 0 records the run failed with it (it was left "running", then read as
+// crashed, when the other rank's abort killed it).
+Status check_ranks_agree(dist::Communicator& comm, std::map<std::string, std::string> mine) {
+  const Status own = rank_agrees(comm, std::move(mine));
+  std::vector<float> differs(static_cast<size_t>(comm.size()), 0.0f);
+  if (!own.is_ok()) differs[static_cast<size_t>(comm.rank())] = 1.0f;
+  RETURN_IF_ERROR(comm.allreduce_sum(differs.data(), comm.size()));
+  const auto first = std::find_if(differs.begin(), differs.end(), [](float f) { return f > 0; });
+  if (first == differs.end()) return Status::ok();
+  const int who = static_cast<int>(first - differs.begin());
+  std::string why = who == comm.rank() ? own.error().message : std::string();
+  const bool mine_first = who == comm.rank();
+  int64_t n = static_cast<int64_t>(why.size());
+  RETURN_IF_ERROR(comm.broadcast(&n, sizeof n, who));
+  why.resize(static_cast<size_t>(n));
+  RETURN_IF_ERROR(comm.broadcast(why.data(), n, who));
+  if (mine_first) return own;
+  if (why.rfind("this rank's ", 0) == 0) why = "its " + why.substr(12);
+  return make_error("rank " + std::to_string(who) + " of " + std::to_string(comm.size()) + " was started otherwise: " + why);
 }
 
 int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* comm, int world, int rank,
@@ -205,6 +229,9 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
   int local_ranks = 1;
   if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); v && world > 1) local_ranks = std::max(1, std::atoi(v));
   cfg.threads = o.threads > 0 ? o.threads : std::max(1, default_threads() / local_ranks);
+  // Threads by default follow the load (one core taken by another process: one thread fewer);
+  // --threads N (and --deterministic) keep N, so runs repeat bit for bit.
+  cfg.adapt_threads = o.threads <= 0 && !o.deterministic;
   cfg.inter_op_threads = o.inter_op;
   cfg.seed = o.seed;
   cfg.spec.accumulate = static_cast<int>(o.accumulate);
@@ -275,7 +302,16 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
     mine["graph"] = train::hex64(ir::structural_hash(*graph));
     mine["training examples"] = std::to_string((*train_src)->size());
     mine["test examples"] = *test_src ? std::to_string((*test_src)->size()) : "none";
-    if (Status st = check_ranks_agree(*comm, std::move(mine)); !st.is_ok()) return fail(st.error());
+    if (Status st = check_ranks_agree(*comm, std::move(mine)); !st.is_ok()) {
+      // Rank 0 records the job that could not start, with the reason, before any rank ends the
+      // job (every rank got the same error: they all wait here for it).
+      const int rc = rank == 0 ? start_recording(o.record, "train", insight::run_name(graph->name(), o.file), o.seed,
+                                                 train_hyperparams(o, world))
+                                     .fail(st.error())
+                               : fail(st.error());
+      (void)comm->barrier();
+      return rc;
+    }
   }
 
   RunRecording rec = start_recording(o.record, "train", insight::run_name(graph->name(), o.file), o.seed,

@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "engine/core/file_kind.h"
@@ -23,6 +25,30 @@ std::string host_name() {
   char buf[256] = {};
   if (gethostname(buf, sizeof buf - 1) != 0) return {};
   return buf;
+}
+
+int64_t process_start(int64_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return -1;
+  char buf[1024] = {};
+  const size_t got = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  const char* p = got > 0 ? std::strrchr(buf, ')') : nullptr;  // the command name may hold spaces
+  if (!p) return -1;
+  // After the name: state (field 3) ... starttime (22).
+  long long start = -1;
+  if (std::sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %lld", &start) != 1)
+    return -1;
+  return start;
+}
+
+bool process_alive(int64_t pid, int64_t start) {
+  if (pid <= 0) return false;
+  if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
+  if (start < 0) return true;  // recorded before v4, or /proc unreadable: the pid decides
+  const int64_t now = process_start(pid);
+  return now < 0 || now == start;
 }
 
 std::string default_database_path(const std::string& tessera_db, const std::string& xdg_data_home,
@@ -235,15 +261,15 @@ Expected<int> Database::mark_crashed_runs(int64_t now_ns, int64_t stale_ns) {
   };
   std::vector<Dead> dead;
   {
-    Stmt st(db_.get(), "SELECT id, host, pid, COALESCE(heartbeat_ns, started_ns) FROM runs WHERE status = 'running';");
+    Stmt st(db_.get(), "SELECT id, host, pid, COALESCE(heartbeat_ns, started_ns), COALESCE(pid_start, -1) FROM runs "
+                       "WHERE status = 'running';");
     if (!st.ok()) return error("cannot read the runs");
     int rc;
     while ((rc = st.step()) == SQLITE_ROW) {
       const int64_t last_seen = st.i64(3);
       bool gone = now_ns - last_seen > stale_ns;
       if (!gone && !st.is_null(2) && st.text(1) == host) {
-        const pid_t pid = static_cast<pid_t>(st.i64(2));
-        gone = pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+        gone = st.i64(2) > 0 && !process_alive(st.i64(2), st.i64(4));
       }
       if (gone) dead.push_back({st.i64(0), last_seen});
     }
@@ -261,8 +287,8 @@ Expected<int> Database::mark_crashed_runs(int64_t now_ns, int64_t stale_ns) {
 
 Expected<int64_t> Database::begin_run(const std::string& command, const std::string& graph_name) {
   Stmt st(db_.get(),
-          "INSERT INTO runs(command, graph_name, name, status, started_ns, heartbeat_ns, pid, host) "
-          "VALUES(?, ?, ?, 'running', ?, ?, ?, ?);");
+          "INSERT INTO runs(command, graph_name, name, status, started_ns, heartbeat_ns, pid, host, pid_start) "
+          "VALUES(?, ?, ?, 'running', ?, ?, ?, ?, ?);");
   const int64_t now = wall_ns();
   st.bind(1, command);
   st.bind(2, graph_name);
@@ -271,6 +297,7 @@ Expected<int64_t> Database::begin_run(const std::string& command, const std::str
   st.bind(5, now);
   st.bind(6, static_cast<int64_t>(getpid()));
   st.bind(7, host_name());
+  st.bind(8, process_start(getpid()));
   if (!st.run()) return error("cannot record a run");
   return static_cast<int64_t>(sqlite3_last_insert_rowid(db_.get()));
 }

@@ -41,6 +41,12 @@ struct OpenOptions {
 int64_t wall_ns();
 // This machine's host name ("" when unknown).
 std::string host_name();
+// When process `pid` started, in clock ticks after boot (/proc/PID/stat), or -1 when it does not
+// exist or cannot be read. With the pid, it names one process: pids are reused.
+int64_t process_start(int64_t pid);
+// Whether the process `pid` that started at `start` (-1: unknown, the pid alone decides) still
+// runs on this machine.
+bool process_alive(int64_t pid, int64_t start);
 
 class Database {
  public:

@@ -2,11 +2,9 @@
 // SQLite transactions.
 #include "insight/recorder.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <climits>
 #include <filesystem>
 #include <fstream>
@@ -236,12 +234,11 @@ Status Recorder::detach() {
 Expected<bool> Recorder::record_if_owner_gone(const std::string& why) {
   if (!attached_) return make_error("not attached to a run", db_.path());
   {
-    Stmt st(db_.handle(), "SELECT pid, host FROM runs WHERE id = ? AND status = 'running';");
+    Stmt st(db_.handle(), "SELECT pid, host, COALESCE(pid_start, -1) FROM runs WHERE id = ? AND status = 'running';");
     st.bind(1, run_id_);
     if (st.step() != SQLITE_ROW) return false;  // recorded already (by its owner)
-    const pid_t pid = static_cast<pid_t>(st.i64(0));
-    if (st.is_null(0) || st.text(1) != host_name() || pid <= 0) return false;  // cannot see it
-    if (kill(pid, 0) == 0 || errno != ESRCH) return false;                     // alive
+    if (st.is_null(0) || st.text(1) != host_name() || st.i64(0) <= 0) return false;  // cannot see it
+    if (process_alive(st.i64(0), st.i64(2))) return false;
   }
   Stmt up(db_.handle(), "UPDATE runs SET status = 'failed', ended_ns = ?, error = ? WHERE id = ? AND status = 'running';");
   up.bind(1, wall_ns());
@@ -265,7 +262,7 @@ Expected<int64_t> Recorder::start_run(const RunInfo& info) {
   {
     Stmt st(db_.handle(),
             "INSERT INTO runs(command, graph_name, name, kind, engine_version, host, pid, seed, status, started_ns, "
-            "heartbeat_ns, steady_offset_ns) VALUES(?,?,?,?,?,?,?,?,'running',?,?,?);");
+            "heartbeat_ns, steady_offset_ns, pid_start) VALUES(?,?,?,?,?,?,?,?,'running',?,?,?,?);");
     st.bind(1, info.command);
     st.bind(2, info.graph_name);
     st.bind(3, info.name.empty() ? info.graph_name : info.name);
@@ -277,6 +274,7 @@ Expected<int64_t> Recorder::start_run(const RunInfo& info) {
     st.bind(9, now);
     st.bind(10, now);
     st.bind(11, now - observe::now_ns());
+    st.bind(12, process_start(getpid()));
     if (!st.run()) {
       Error e = db_.error("cannot record the run");
       (void)db_.exec("ROLLBACK;");

@@ -211,8 +211,11 @@ const std::vector<const char*>& schema_migrations() {
       )sql",
       // v3 -> v4: a metric may be NaN (a diverging loss is a fact to keep). SQLite stores a NaN
       // REAL as NULL, which NOT NULL refused, losing the whole batch: value is nullable now and
-      // NULL reads as NaN. Rows keep their rowids (ties of a step are ordered by rowid).
+      // NULL reads as NaN. Rows keep their rowids (ties of a step are ordered by rowid). And a
+      // run's process is known by its pid and its start time (clock ticks after boot, /proc): a pid
+      // alone is reused, and a reused one kept a killed run "running".
       R"sql(
+      ALTER TABLE runs ADD COLUMN pid_start INTEGER;
       CREATE TABLE metrics_v4 (
         run INTEGER NOT NULL REFERENCES runs(id),
         name TEXT NOT NULL,

@@ -57,6 +57,10 @@ Expected<std::vector<Tensor>> Session::run(const runtime::Feeds& feeds) {
   last_program_ = p;
   RunOptions ro;
   ro.trace = options_.trace;
+  if (options_.adapt_threads) {
+    if (!governor_) governor_ = std::make_unique<LoadGovernor>();
+    ro.threads = governor_->threads_for(options_.threads);
+  }
   return p->run(feeds, ro);
 }
 

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/core/cpu_load.h"
 #include "engine/stages/optimise.h"
 #include "engine/stages/program.h"
 
@@ -33,6 +34,9 @@ struct SessionOptions {
   const autodiff::TrainingSpec* training = nullptr;  // compile the training step of the graph
   bool donate_inputs = false;           // StageContext::donate_inputs: fed tensors may be overwritten
   const dist::DataParallel* data_parallel = nullptr;  // StageContext::data_parallel
+  // Each run takes fewer intra-op threads while other processes keep cores busy (LoadGovernor):
+  // with one of two cores taken, 2 threads were 3x slower than 1. Off: always `threads` (bench).
+  bool adapt_threads = false;
 };
 
 // Every artefact of one compilation, for printing (`tessera passes`, the studio's pass stepper).
@@ -73,6 +77,7 @@ class Session {
   std::unique_ptr<StageContext> last_context_;
   int64_t last_compile_ns_ = 0;
   Program* last_program_ = nullptr;
+  std::unique_ptr<LoadGovernor> governor_;  // when options_.adapt_threads
 };
 
 // Runs the six stages' first five on `graph` and keeps every printed artefact.

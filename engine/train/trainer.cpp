@@ -134,6 +134,7 @@ Status Trainer::init() {
   stages::SessionOptions so;
   so.threads = config_.threads;
   so.inter_op_threads = config_.inter_op_threads;
+  so.adapt_threads = config_.adapt_threads;
   if (config_.trace) {
     sampled_trace_ = std::make_unique<SampledTrace>(config_.trace);
     so.trace = sampled_trace_.get();
@@ -162,6 +163,7 @@ Status Trainer::init() {
   stages::SessionOptions eo;
   eo.threads = config_.threads;
   eo.inter_op_threads = config_.inter_op_threads;
+  eo.adapt_threads = config_.adapt_threads;
   sessions_->eval = std::make_unique<stages::Session>(autodiff::evaluation_graph(forward_, config_.spec), registry_, eo);
   return Status::ok();
 }

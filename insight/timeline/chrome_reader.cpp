@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <unordered_map>
@@ -235,7 +236,8 @@ std::string base_name(const std::string& path) {
 }  // namespace
 
 Expected<Loaded> load_chrome_trace(const std::string& path, const ChromeLimits& limits) {
-  RETURN_IF_ERROR(require_regular_file(path));  // a FIFO would block the viewer
+  std::error_code exists_error;
+  if (std::filesystem::exists(path, exists_error)) RETURN_IF_ERROR(require_regular_file(path));  // a FIFO would block the viewer
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in)
     return make_error("cannot open the trace file (does it exist and is it readable?)", path);

@@ -141,6 +141,7 @@ class PyTrainer {
     cfg_.lr = lr;
     cfg_.schedule = schedule;
     cfg_.threads = intra_op_threads(threads);
+    cfg_.adapt_threads = threads == 0;  // the default follows the load; threads=N is kept
     cfg_.seed = seed;
     cfg_.spec.accumulate = static_cast<int>(accumulate);
     cfg_.batch_size = batch_size * accumulate;  // a step's batch: accumulate micro-batches of batch_size

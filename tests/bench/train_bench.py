@@ -330,8 +330,9 @@ def run_tessera(tessera, cfg, graph):
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "bench.db")
         cmd = [tessera, "train", graph, "--data", cfg["data"], "--batch", str(cfg["batch"]), "--lr", str(cfg["lr"]),
-               "--optimizer", cfg["optimizer"], "--threads", str(cfg["threads"]), "--seed", str(cfg["seed"]),
-               "--no-eval", "--db", db, "--json"]
+               "--optimizer", cfg["optimizer"], "--seed", str(cfg["seed"]), "--no-eval", "--db", db, "--json"]
+        if not cfg.get("tessera_auto"):
+            cmd += ["--threads", str(cfg["threads"])]
         if cfg.get("steps"):
             cmd += ["--max-steps", str(cfg["steps"])]
         else:
@@ -449,6 +450,10 @@ def main():
     ap.add_argument("--torch-noise", action="store_true",
                     help="also train with PyTorch on 1 thread: how far two PyTorch runs drift apart (the floor of max step Δ)")
     ap.add_argument("--json-out")
+    ap.add_argument("--busy", type=int, default=0,
+                    help="keep N cores busy with busy-loop processes for the whole benchmark (training under load)")
+    ap.add_argument("--tessera-auto", action="store_true",
+                    help="run tessera without --threads: its default, one per core, fewer while other processes hold cores")
     args = ap.parse_args()
     if args.threads < 1 or args.repeats < 1 or args.steps < 0:
         ap.error("--threads and --repeats must be >= 1, --steps >= 0")
@@ -459,13 +464,23 @@ def main():
         if m not in MODELS:
             ap.error("unknown model %s (expected %s)" % (m, ", ".join(MODELS)))
     rows = []
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
+    try:
+        run_all(args, names, rows)
+    finally:
+        for b in busy:
+            b.kill()
+    report(args, rows)
+
+
+def run_all(args, names, rows):
     with tempfile.TemporaryDirectory() as tmp:
         plan = [(m, None) for m in names]
         if args.onnx:
             plan += [(m + "-onnx", m) for m in ("lenet", "mlp") if m in names]
         for label, onnx_of in plan:
             base = onnx_of or label
-            cfg = dict(MODELS[base], threads=args.threads, seed=args.seed)
+            cfg = dict(MODELS[base], threads=args.threads, seed=args.seed, tessera_auto=args.tessera_auto)
             cfg["graph"] = os.path.join(ROOT, cfg["graph"])
             if not cfg["data"].startswith("/"):
                 cfg["data"] = os.path.join(ROOT, cfg["data"])
@@ -491,9 +506,13 @@ def main():
             if args.torch_noise:
                 row["torch_1_thread_rel_diff"] = compare(run_torch(dict(cfg, threads=1))["losses"], p["losses"])
             rows.append(row)
+
+
+def report(args, rows):
     torch_version = rows[0]["torch"].get("torch", "?") if rows else "?"
-    print("%s, %d thread(s), seed %d, torch %s, median of %d run(s) per side" %
-          (cpu_name(), args.threads, args.seed, torch_version, args.repeats))
+    print("%s, %d thread(s)%s, seed %d, torch %s, median of %d run(s) per side%s" %
+          (cpu_name(), args.threads, " (tessera: its default, following the load)" if args.tessera_auto else "", args.seed,
+           torch_version, args.repeats, ", %d core(s) kept busy by other processes" % args.busy if args.busy else ""))
     noise = args.torch_noise
     print("%-10s %6s %12s %12s %6s %6s %10s %10s %12s %12s %10s%s" % (
         "model", "steps", "tessera/s", "torch/s", "ratio", "best", "tessera MB", "torch MB", "tessera loss",

@@ -173,10 +173,16 @@ def main():
                            timeout=60)
         took = time.time() - start
         assert r.returncode != 0 and want in r.stderr and took < 30, (r.returncode, took, r.stderr[-1500:])
+    # Rank 0 records the job that could not start, with the reason (it was left "running").
+    db0 = f"{tmp}/differ.db"
+    r = subprocess.run(MPIRUN + ["-n", "1"] + mlp[:-1] + good + ["--db", db0, ":", "-n", "1"] + mlp + good + ["--lr", "0.1"],
+                       capture_output=True, text=True, timeout=60)
+    (differ,) = json.loads(run([t, "runs", "list", "--db", db0, "--json"]).stdout)
+    assert differ["status"] == "failed" and "rank 1 of 2 was started otherwise: its lr is 0.1" in differ.get("error", ""), differ
     r = run(MPIRUN + ["-n", "2"] + mlp + good + ["--inter-op", "2"])
     assert r.returncode != 0 and "data parallel needs --inter-op 1" in r.stderr, r.stderr[-1500:]
-    print(f"ok: a rank with a bad dataset, another --lr or --seed stops the job in {took:.1f} s naming rank 1 and the setting; "
-          "--inter-op 2 refused")
+    print(f"ok: a rank with a bad dataset, another --lr or --seed stops the job in {took:.1f} s naming rank 1 and the setting "
+          "(rank 0 records the run failed with it); --inter-op 2 refused")
 
     # 1b. The cost model (scripts/dp_cost_model.py) against the measured 2-rank run: the bytes it
     #     models per step (4 per parameter) are the bytes the split stage's buckets all-reduce, and

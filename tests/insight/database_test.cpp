@@ -125,6 +125,27 @@ TEST(Database, MarksRunsOfDeadProcessesAndStaleHeartbeatsCrashed) {
   EXPECT_EQ(raw_text(path, "SELECT ended_ns FROM runs WHERE id = 1;"), std::to_string(now));
 }
 
+TEST(Database, ARunWhosePidWasReusedIsCrashed) {
+  // A killed run's pid given to another process kept it "running" (the stress harness found one
+  // after 2,000 processes): the pid's start time tells them apart.
+  const std::string path = temp_path("reused.db");
+  ASSERT_TRUE(Database::open(path).has_value());
+  const int64_t now = wall_ns();
+  const int64_t mine = process_start(getpid());
+  ASSERT_GT(mine, 0);
+  raw_exec(path, "INSERT INTO runs(id, command, graph_name, status, started_ns, heartbeat_ns, pid, host, pid_start) VALUES "
+                 "(1, 'reused pid', 'g', 'running', " + std::to_string(now) + ", " + std::to_string(now) + ", " +
+                     std::to_string(getpid()) + ", '" + host_name() + "', " + std::to_string(mine - 1) + "),"
+                 "(2, 'this process', 'g', 'running', " + std::to_string(now) + ", " + std::to_string(now) + ", " +
+                     std::to_string(getpid()) + ", '" + host_name() + "', " + std::to_string(mine) + ");");
+  ASSERT_TRUE(Database::open(path).has_value());
+  EXPECT_EQ(raw_text(path, "SELECT status FROM runs WHERE id = 1;"), "crashed");
+  EXPECT_EQ(raw_text(path, "SELECT status FROM runs WHERE id = 2;"), "running");
+  EXPECT_TRUE(process_alive(getpid(), mine));
+  EXPECT_FALSE(process_alive(getpid(), mine + 1));
+  EXPECT_EQ(process_start(dead_pid()), -1);
+}
+
 TEST(Database, ForeignFileIsRefusedNamingIt) {
   const std::string path = temp_path("not_a_db.db");
   std::ofstream(path) << "this is not an SQLite database, just some text that is long enough to matter";
@@ -268,6 +289,7 @@ TEST(Database, MigratesVersion3MetricsToNullableValuesKeepingRowids) {
                           epoch INTEGER NOT NULL, value REAL NOT NULL, wall_ns INTEGER NOT NULL);
     CREATE INDEX metrics_by_run ON metrics(run, name, step);
     INSERT INTO metrics(rowid, run, name, step, epoch, value, wall_ns) VALUES (5, 1, 'loss', 0, 0, 2.5, 1), (9, 1, 'loss', 1, 0, 1.5, 2);
+    ALTER TABLE runs DROP COLUMN pid_start;
     PRAGMA user_version = 3;)sql");
   auto db = Database::open(path);
   ASSERT_TRUE(db.has_value()) << db.error().to_string();

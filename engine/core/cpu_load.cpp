@@ -1,0 +1,90 @@
+// Other processes' load on the cores, from /proc, and the thread count that follows it.
+#include "engine/core/cpu_load.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+namespace tessera {
+
+namespace {
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int64_t machine_busy_jiffies() {
+  std::FILE* f = std::fopen("/proc/stat", "r");
+  if (!f) return -1;
+  long long v[8] = {};
+  const int n = std::fscanf(f, "cpu %lld %lld %lld %lld %lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                            &v[6], &v[7]);
+  std::fclose(f);
+  if (n < 4) return -1;
+  return v[0] + v[1] + v[2] + v[5] + v[6] + v[7];  // user nice system (idle iowait) irq softirq steal
+}
+
+int64_t own_jiffies() {
+  std::FILE* f = std::fopen("/proc/self/stat", "r");
+  if (!f) return -1;
+  char buf[1024] = {};
+  const size_t got = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  const char* p = got > 0 ? std::strrchr(buf, ')') : nullptr;  // the command name may hold spaces
+  if (!p) return -1;
+  long long utime = 0, stime = 0;
+  // After the name: state (field 3) ... utime (14) stime (15).
+  if (std::sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld", &utime, &stime) != 2) return -1;
+  return utime + stime;
+}
+
+}  // namespace
+
+CpuTimes read_cpu_times() { return CpuTimes{machine_busy_jiffies(), own_jiffies(), steady_ns()}; }
+
+double others_cores(const CpuTimes& from, const CpuTimes& to) {
+  const double seconds = static_cast<double>(to.wall_ns - from.wall_ns) / 1e9;
+  if (!from.known() || !to.known() || seconds < 0.05) return -1;
+  static const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  return std::max(0.0, static_cast<double>((to.machine_busy - from.machine_busy) - (to.own - from.own)) / hz / seconds);
+}
+
+int hardware_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+int threads_for_load(int requested, int cores, double others_cores) {
+  const int free_cores = static_cast<int>(std::lround(static_cast<double>(cores) - std::max(0.0, others_cores)));
+  return std::clamp(std::min(requested, free_cores), 1, std::max(1, requested));
+}
+
+int LoadGovernor::threads_for(int requested) {
+  std::lock_guard<std::mutex> lk(mu_);
+  ++calls_;
+  const int64_t now = steady_ns();
+  if (!last_.known() || now - last_.wall_ns >= interval_ns_) {
+    const CpuTimes t = read_cpu_times();
+    if (last_.known()) {
+      if (const double o = others_cores(last_, t); o >= 0) others_ = o;
+    }
+    last_ = t;
+  }
+  const int n = threads_for_load(requested, hardware_threads(), others_);
+  if (n < requested) ++reduced_;
+  return n;
+}
+
+int64_t LoadGovernor::reduced() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return reduced_;
+}
+
+int64_t LoadGovernor::calls() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return calls_;
+}
+
+}  // namespace tessera
