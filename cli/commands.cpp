@@ -313,7 +313,6 @@ int run_run(const RunOptions& o) {
     stages::SessionOptions so;
     so.threads = threads;
     so.inter_op_threads = o.inter_op;
-    so.adapt_threads = o.threads <= 0;  // the default follows the load; --threads N is kept
     so.trace = rec.trace();
     so.snapshots = rec.snapshots();  // every stage and pass, weights elided (the studio steps through them)
     stages::Session session(*g, reg, so);

@@ -230,8 +230,8 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
   if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); v && world > 1) local_ranks = std::max(1, std::atoi(v));
   cfg.threads = o.threads > 0 ? o.threads : std::max(1, default_threads() / local_ranks);
   // Threads by default follow the load (one core taken by another process: one thread fewer);
-  // --threads N (and --deterministic) keep N, so runs repeat bit for bit.
-  cfg.adapt_threads = o.threads <= 0 && !o.deterministic;
+  // --threads N keeps N, so runs repeat bit for bit; ranks of a job keep their share.
+  cfg.adapt_threads = o.threads <= 0 && world == 1;
   cfg.inter_op_threads = o.inter_op;
   cfg.seed = o.seed;
   cfg.spec.accumulate = static_cast<int>(o.accumulate);

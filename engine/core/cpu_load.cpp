@@ -1,6 +1,7 @@
 // Other processes' load on the cores, from /proc, and the thread count that follows it.
 #include "engine/core/cpu_load.h"
 
+#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
 
 namespace tessera {
@@ -43,9 +45,28 @@ int64_t own_jiffies() {
   return utime + stime;
 }
 
+// Sum over this process's threads of the time spent runnable on a run queue (the second field of
+// /proc/self/task/TID/schedstat, in ns).
+int64_t own_wait_ns() {
+  DIR* dir = ::opendir("/proc/self/task");
+  if (!dir) return -1;
+  int64_t total = 0;
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    const std::string path = std::string("/proc/self/task/") + e->d_name + "/schedstat";
+    std::FILE* f = std::fopen(path.c_str(), "r");
+    if (!f) continue;  // the thread ended
+    long long run = 0, wait = 0;
+    if (std::fscanf(f, "%lld %lld", &run, &wait) == 2) total += wait;
+    std::fclose(f);
+  }
+  ::closedir(dir);
+  return total;
+}
+
 }  // namespace
 
-CpuTimes read_cpu_times() { return CpuTimes{machine_busy_jiffies(), own_jiffies(), steady_ns()}; }
+CpuTimes read_cpu_times() { return CpuTimes{machine_busy_jiffies(), own_jiffies(), own_wait_ns(), steady_ns()}; }
 
 double others_cores(const CpuTimes& from, const CpuTimes& to) {
   const double seconds = static_cast<double>(to.wall_ns - from.wall_ns) / 1e9;
@@ -56,23 +77,29 @@ double others_cores(const CpuTimes& from, const CpuTimes& to) {
 
 int hardware_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
-int threads_for_load(int requested, int cores, double others_cores) {
-  const int free_cores = static_cast<int>(std::lround(static_cast<double>(cores) - std::max(0.0, others_cores)));
-  return std::clamp(std::min(requested, free_cores), 1, std::max(1, requested));
+int next_thread_count(int current, int requested, int cores, double others, double waiting) {
+  requested = std::max(1, requested);
+  current = std::clamp(current, 1, requested);
+  if (current > 1 && waiting > 0.3 && others > 0.3) return current - 1;
+  if (current < requested && waiting < 0.3 && others < static_cast<double>(cores - current) - 0.5) return current + 1;
+  return current;
 }
 
 int LoadGovernor::threads_for(int requested) {
   std::lock_guard<std::mutex> lk(mu_);
   ++calls_;
+  if (current_ == 0) current_ = std::max(1, requested);
   const int64_t now = steady_ns();
   if (!last_.known() || now - last_.wall_ns >= interval_ns_) {
     const CpuTimes t = read_cpu_times();
-    if (last_.known()) {
-      if (const double o = others_cores(last_, t); o >= 0) others_ = o;
+    if (last_.known() && t.own_wait_ns >= 0 && last_.own_wait_ns >= 0) {
+      const double others = others_cores(last_, t);
+      const double waiting = static_cast<double>(t.own_wait_ns - last_.own_wait_ns) / static_cast<double>(now - last_.wall_ns);
+      if (others >= 0) current_ = next_thread_count(current_, requested, hardware_threads(), others, waiting);
     }
     last_ = t;
   }
-  const int n = threads_for_load(requested, hardware_threads(), others_);
+  const int n = std::clamp(current_, 1, std::max(1, requested));
   if (n < requested) ++reduced_;
   return n;
 }

@@ -4,7 +4,8 @@
 // core is taken: 5,592 against 16,196 images/s, AMD EPYC, 2 cores); PyTorch collapses the same way.
 //
 //   LoadGovernor governor;                                   // one per session
-//   cpu::set_intra_op_threads(governor.threads_for(2));      // before each run: 1 while a core is taken
+//   const int n = governor.threads_for(2);                   // before each run: 1 while a core is taken
+//   // ... run a program compiled for n threads (Session keeps one per count)
 //
 //   const CpuTimes a = read_cpu_times();  ...  double busy = others_cores(a, read_cpu_times());
 #pragma once
@@ -17,11 +18,12 @@ namespace tessera {
 struct CpuTimes {
   int64_t machine_busy = -1;  // jiffies every core spent busy (user, nice, system, irq, softirq, steal)
   int64_t own = -1;           // jiffies of this process (all its threads)
+  int64_t own_wait_ns = -1;   // ns this process's threads spent runnable but waiting for a core
   int64_t wall_ns = 0;        // steady clock at the reading
   bool known() const { return machine_busy >= 0 && own >= 0; }
 };
 
-// Reads /proc/stat and /proc/self/stat (unknown fields stay -1 where they cannot be read).
+// Reads /proc/stat, /proc/self/stat and /proc/self/task/*/schedstat (unknown fields stay -1).
 CpuTimes read_cpu_times();
 
 // The cores other processes kept busy on average between two readings (-1 when unknown or when
@@ -31,13 +33,16 @@ double others_cores(const CpuTimes& from, const CpuTimes& to);
 // Hardware threads of this machine (at least 1).
 int hardware_threads();
 
-// The rule of LoadGovernor: `requested` less the cores other processes keep busy beyond what this
-// machine's `cores` leave free (rounded to the nearest core), never under 1 nor over `requested`.
-int threads_for_load(int requested, int cores, double others_cores);
+// The rule of LoadGovernor, from one interval's readings: `current` threads, of at most
+// `requested`, on `cores`, while other processes used `others` cores and this process's threads
+// waited `waiting` cores' worth for a core. One thread fewer when our threads wait (> 0.3) and
+// someone else is at work (> 0.3: not only our own loader and writer threads); one more when the
+// cores others leave free hold it (others below cores - current - 0.5). What others use is what
+// they got, which our spinning threads squeeze: waiting is the signal to step down, not others.
+int next_thread_count(int current, int requested, int cores, double others, double waiting);
 
-// The intra-op threads to use now: the requested count, less the cores other processes kept busy
-// over the last interval (rounded to the nearest core), never under 1. Re-read at most once an
-// interval; thread-safe.
+// The intra-op threads to use now, following next_thread_count once an interval (0.5 s); starts
+// at the requested count. Thread-safe.
 class LoadGovernor {
  public:
   explicit LoadGovernor(int64_t interval_ns = 500'000'000) : interval_ns_(interval_ns) {}
@@ -50,7 +55,7 @@ class LoadGovernor {
   mutable std::mutex mu_;
   int64_t interval_ns_;
   CpuTimes last_;
-  double others_ = 0;
+  int current_ = 0;  // 0: not started
   int64_t reduced_ = 0, calls_ = 0;
 };
 

@@ -303,9 +303,7 @@ Expected<std::vector<Tensor>> Program::run(const runtime::Feeds& feeds, const Ru
     own[static_cast<size_t>(v)] = 1;
   }
   int n = static_cast<int>(plan_.steps.size());
-  // Fewer threads than the plan's when other processes hold cores (kernels run correctly on any
-  // count up to the one they were created for).
-  cpu::set_intra_op_threads(options.threads > 0 ? std::min(options.threads, plan_.threads) : plan_.threads);
+  cpu::set_intra_op_threads(plan_.threads);
 
   if (pool_->size() == 1 || n <= 1) {
     for (int i = 0; i < n; ++i) RETURN_IF_ERROR(run_step(i, state, 0));

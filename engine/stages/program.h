@@ -27,7 +27,6 @@ class ThreadPool;
 
 struct RunOptions {
   observe::TraceSink* trace = nullptr;  // spans for every step, when set
-  int threads = 0;  // intra-op threads of this run, at most the plan's (0: the plan's); LoadGovernor
 };
 
 class Program {

@@ -38,14 +38,19 @@ Session::Session(ir::Graph graph, const ops::OpRegistry& registry, SessionOption
 
 Session::~Session() = default;
 
-Expected<Program*> Session::compile(const InputShapes& shapes) {
-  if (auto it = programs_.find(shapes); it != programs_.end()) return it->second.get();
+Expected<Program*> Session::compile(const InputShapes& shapes) { return compile_for(shapes, options_.threads); }
+
+Expected<Program*> Session::compile_for(const InputShapes& shapes, int threads) {
+  const auto key = std::make_pair(shapes, threads);
+  if (auto it = programs_.find(key); it != programs_.end()) return it->second.get();
   int64_t start = observe::now_ns();
-  TRY(Compilation c, compile_all(graph_, registry_, shapes, options_, devices_, false));
+  SessionOptions options = options_;
+  options.threads = threads;
+  TRY(Compilation c, compile_all(graph_, registry_, shapes, options, devices_, false));
   last_compile_ns_ = observe::now_ns() - start;
   last_context_ = std::move(c.context);
   Program* p = c.program.get();
-  programs_.emplace(shapes, std::move(c.program));
+  programs_.emplace(key, std::move(c.program));
   return p;
 }
 
@@ -53,14 +58,18 @@ Expected<std::vector<Tensor>> Session::run(const runtime::Feeds& feeds) {
   InputShapes shapes;
   for (const auto& [name, t] : feeds)
     if (t.is_tensor()) shapes[name] = t.shape();  // a sequence's length does not specialise the program
-  TRY(Program * p, compile(shapes));
+  // With adapt_threads, a program per thread count the load calls for: oneDNN's primitives keep
+  // the thread count they were created for (their parallel regions name it), so fewer threads
+  // need primitives made for fewer.
+  int threads = options_.threads;
+  if (options_.adapt_threads) {
+    if (!governor_) governor_ = std::make_unique<LoadGovernor>();
+    threads = governor_->threads_for(options_.threads);
+  }
+  TRY(Program * p, compile_for(shapes, threads));
   last_program_ = p;
   RunOptions ro;
   ro.trace = options_.trace;
-  if (options_.adapt_threads) {
-    if (!governor_) governor_ = std::make_unique<LoadGovernor>();
-    ro.threads = governor_->threads_for(options_.threads);
-  }
   return p->run(feeds, ro);
 }
 

@@ -35,7 +35,9 @@ struct SessionOptions {
   bool donate_inputs = false;           // StageContext::donate_inputs: fed tensors may be overwritten
   const dist::DataParallel* data_parallel = nullptr;  // StageContext::data_parallel
   // Each run takes fewer intra-op threads while other processes keep cores busy (LoadGovernor):
-  // with one of two cores taken, 2 threads were 3x slower than 1. Off: always `threads` (bench).
+  // with one of two cores taken, 2 threads were 3x slower than 1. A program is compiled for each
+  // thread count used (an arena each; weights fed, as in training, are not duplicated). Off:
+  // always `threads` (bench, inference).
   bool adapt_threads = false;
 };
 
@@ -73,7 +75,8 @@ class Session {
   const ops::OpRegistry& registry_;
   SessionOptions options_;
   backend::DeviceSet devices_;
-  std::map<InputShapes, std::unique_ptr<Program>> programs_;
+  Expected<Program*> compile_for(const InputShapes& shapes, int threads);
+  std::map<std::pair<InputShapes, int>, std::unique_ptr<Program>> programs_;  // by shapes and threads
   std::unique_ptr<StageContext> last_context_;
   int64_t last_compile_ns_ = 0;
   Program* last_program_ = nullptr;

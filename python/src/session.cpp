@@ -100,7 +100,6 @@ class PySession {
     ir::Graph g = graph_from(source);
     for (ir::ValueId v : g.inputs()) inputs_.push_back(arg(g, v));
     for (ir::ValueId v : g.outputs()) outputs_.push_back(arg(g, v));
-    const bool adapt = threads == 0;  // the default follows the load; threads=N is kept
     threads = intra_op_threads(threads);
     if (inter_op_threads < 1 || inter_op_threads > cpu::kMaxInterOpThreads)
       throw py::value_error("inter_op_threads must be in [1, " + std::to_string(cpu::kMaxInterOpThreads) + "], not " +
@@ -108,7 +107,6 @@ class PySession {
     stages::SessionOptions so;
     so.threads = threads;
     so.inter_op_threads = inter_op_threads;
-    so.adapt_threads = adapt;
     so.pipeline = pipeline;
     session_ = std::make_unique<stages::Session>(std::move(g), registry(), so);
   }

@@ -14,15 +14,20 @@
 namespace tessera {
 namespace {
 
-TEST(CpuLoad, ThreadsFollowTheCoresOthersLeaveFree) {
-  EXPECT_EQ(threads_for_load(2, 2, 0.0), 2);
-  EXPECT_EQ(threads_for_load(2, 2, 0.3), 2);   // a browser's idle tabs
-  EXPECT_EQ(threads_for_load(2, 2, 0.99), 1);  // one core taken
-  EXPECT_EQ(threads_for_load(2, 2, 2.0), 1);   // never under 1
-  EXPECT_EQ(threads_for_load(4, 8, 3.0), 4);   // cores enough for the request
-  EXPECT_EQ(threads_for_load(8, 8, 3.0), 5);
-  EXPECT_EQ(threads_for_load(1, 2, 0.0), 1);   // never over the request
-  EXPECT_EQ(threads_for_load(0, 2, 0.0), 1);
+TEST(CpuLoad, ThreadsStepDownWhenOursWaitForCoresOthersTakeAndBackUpWhenTheyAreFree) {
+  // 2 threads on 2 cores, a busy loop on one: it got half a core, our threads waited half a core.
+  EXPECT_EQ(next_thread_count(2, 2, 2, 0.5, 0.5), 1);
+  // Our own loader thread competing (nobody else at work): stay.
+  EXPECT_EQ(next_thread_count(2, 2, 2, 0.05, 0.6), 2);
+  // 1 thread, the loop still at work (a whole core now): stay; it stopped: back to 2.
+  EXPECT_EQ(next_thread_count(1, 2, 2, 0.98, 0.0), 1);
+  EXPECT_EQ(next_thread_count(1, 2, 2, 0.02, 0.0), 2);
+  // A browser's idle tabs change nothing; never under 1 nor over the request.
+  EXPECT_EQ(next_thread_count(2, 2, 2, 0.2, 0.1), 2);
+  EXPECT_EQ(next_thread_count(1, 2, 2, 1.5, 0.9), 1);
+  EXPECT_EQ(next_thread_count(1, 1, 8, 0.0, 0.0), 1);
+  EXPECT_EQ(next_thread_count(4, 8, 8, 3.0, 0.0), 5);   // one step at a time
+  EXPECT_EQ(next_thread_count(5, 8, 8, 3.0, 0.0), 5);   // 8 - 3 cores free: 5
 }
 
 TEST(CpuLoad, ABusyChildIsAnotherProcessesLoadAndOurOwnWorkIsNot) {
@@ -44,6 +49,7 @@ TEST(CpuLoad, ABusyChildIsAnotherProcessesLoadAndOurOwnWorkIsNot) {
   const double others = others_cores(a, b);
   EXPECT_GT(others, 0.3) << "the spinning child (one core for 0.7 s) was not seen";
   EXPECT_GT(b.own, a.own) << "our own spinning is ours";
+  EXPECT_GE(b.own_wait_ns, a.own_wait_ns);
   EXPECT_EQ(others_cores(a, a), -1) << "readings closer than 50 ms say nothing";
 }
 
