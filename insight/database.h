@@ -65,6 +65,10 @@ class Database {
   // corrupt or full database, what to do about it. `what` says what was being done.
   Error error(const std::string& what) const;
 
+  // Lets go of the connection without closing it: a forked child's copy, which must not touch the
+  // parent's connection (closing it could run a checkpoint from the child).
+  void abandon() { (void)db_.release(); }
+
   // Marks runs still "running" as "crashed" when their process is gone (same host, kill(pid, 0)
   // fails) or their heartbeat is older than `stale_ns` at `now_ns` (wall clock). Returns how many.
   Expected<int> mark_crashed_runs(int64_t now_ns, int64_t stale_ns);

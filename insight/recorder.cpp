@@ -190,7 +190,7 @@ struct Recorder::Statements {
 };
 
 Recorder::Recorder(Database db, RecorderOptions options)
-    : db_(std::move(db)), options_(options), pending_(std::make_unique<Batch>()) {}
+    : db_(std::move(db)), options_(options), owner_pid_(::getpid()), pending_(std::make_unique<Batch>()) {}
 
 Expected<std::unique_ptr<Recorder>> Recorder::open(const std::string& path, RecorderOptions options) {
   TRY(Database db, Database::open(path, options.open));
@@ -198,13 +198,31 @@ Expected<std::unique_ptr<Recorder>> Recorder::open(const std::string& path, Reco
 }
 
 Recorder::~Recorder() {
+  if (forked()) {
+    // A copy of the parent's recorder in a forked child: its writer thread does not exist here
+    // and its SQLite connection is the parent's (SQLite connections must not cross fork()). Touch
+    // neither: leave the thread and leak the connection and its statements.
+    if (writer_.joinable()) writer_.detach();
+    (void)stmts_.release();
+    (void)sync_.release();
+    db_.abandon();
+    return;
+  }
   if (run_id_ >= 0 && !finished_) {
     if (attached_) (void)detach();
     else (void)finish_run(RunStatus::kFailed, "the recorder was closed before the run finished");
   }
 }
 
+Status Recorder::forked_error() const {
+  return make_error("this run is recorded by process " + std::to_string(owner_pid_) + ", and this is a child it forked " +
+                        "(a DataLoader worker?): SQLite connections do not survive fork(); log from the process that "
+                        "started the run",
+                    db_.path());
+}
+
 Status Recorder::attach_run(int64_t run) {
+  if (forked()) return forked_error();
   if (run_id_ >= 0) return make_error("this recorder already records run " + std::to_string(run_id_), db_.path());
   {
     Stmt st(db_.handle(), "SELECT status FROM runs WHERE id = ?;");
@@ -219,12 +237,13 @@ Status Recorder::attach_run(int64_t run) {
 }
 
 Status Recorder::detach() {
+  if (forked()) return forked_error();
   if (!attached_ || finished_) return make_error("not attached to a run", db_.path());
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    std::lock_guard<std::mutex> lk(sync_->mu);
     stop_ = true;
   }
-  wake_.notify_one();
+  sync_->wake.notify_one();
   if (writer_.joinable()) writer_.join();
   finished_ = true;
   stmts_.reset();
@@ -255,6 +274,7 @@ Status Recorder::prepare_statements() {
 }
 
 Expected<int64_t> Recorder::start_run(const RunInfo& info) {
+  if (forked()) return forked_error();
   if (run_id_ >= 0) return make_error("this recorder already records run " + std::to_string(run_id_), db_.path());
   RETURN_IF_ERROR(prepare_statements());
   const int64_t now = wall_ns();
@@ -299,50 +319,50 @@ Expected<int64_t> Recorder::start_run(const RunInfo& info) {
 }
 
 void Recorder::on_span(const observe::Span& span) {
-  if (run_id_ < 0) return;
-  std::lock_guard<std::mutex> lk(mu_);
+  if (run_id_ < 0 || forked()) return;  // a forked child's records have no writer
+  std::lock_guard<std::mutex> lk(sync_->mu);
   if (pending_->spans.size() + pending_->memory.size() >= options_.max_queued_spans) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   pending_->spans.push_back(span);
   ++enqueued_seq_;
-  if (++pending_count_ == options_.batch_records) wake_.notify_one();
+  if (++pending_count_ == options_.batch_records) sync_->wake.notify_one();
 }
 
 void Recorder::on_memory(const observe::MemoryEvent& event) {
-  if (run_id_ < 0) return;
-  std::lock_guard<std::mutex> lk(mu_);
+  if (run_id_ < 0 || forked()) return;  // a forked child's records have no writer
+  std::lock_guard<std::mutex> lk(sync_->mu);
   if (pending_->spans.size() + pending_->memory.size() >= options_.max_queued_spans) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   pending_->memory.push_back(event);
   ++enqueued_seq_;
-  if (++pending_count_ == options_.batch_records) wake_.notify_one();
+  if (++pending_count_ == options_.batch_records) sync_->wake.notify_one();
 }
 
 void Recorder::on_snapshot(const observe::Snapshot& snapshot) {
-  if (run_id_ < 0) return;
-  std::lock_guard<std::mutex> lk(mu_);
+  if (run_id_ < 0 || forked()) return;  // a forked child's records have no writer
+  std::lock_guard<std::mutex> lk(sync_->mu);
   pending_->snapshots.push_back(snapshot);
   ++enqueued_seq_;
-  if (++pending_count_ == options_.batch_records) wake_.notify_one();
+  if (++pending_count_ == options_.batch_records) sync_->wake.notify_one();
 }
 
 void Recorder::on_metric(const std::string& name, int64_t step, int64_t epoch, double value) {
-  if (run_id_ < 0) return;
+  if (run_id_ < 0 || forked()) return;  // a forked child's records have no writer
   Metric m{name, step, epoch, wall_ns(), value};
-  std::lock_guard<std::mutex> lk(mu_);
+  std::lock_guard<std::mutex> lk(sync_->mu);
   pending_->metrics.push_back(std::move(m));
   ++enqueued_seq_;
-  if (++pending_count_ == options_.batch_records) wake_.notify_one();
+  if (++pending_count_ == options_.batch_records) sync_->wake.notify_one();
 }
 
 void Recorder::enqueue_other(Other o) {
-  if (run_id_ < 0) return;
+  if (run_id_ < 0 || forked()) return;  // a forked child's records have no writer
   o.wall = wall_ns();
-  std::lock_guard<std::mutex> lk(mu_);
+  std::lock_guard<std::mutex> lk(sync_->mu);
   pending_->others.push_back(std::move(o));
   ++enqueued_seq_;
   ++pending_count_;
@@ -382,36 +402,37 @@ void Recorder::log_hyperparam(const std::string& key, const std::string& value) 
 }
 
 Status Recorder::flush() {
+  if (forked()) return forked_error();  // no writer thread here: waiting would never end
   if (run_id_ < 0 || finished_) return write_status();
-  std::unique_lock<std::mutex> lk(mu_);
+  std::unique_lock<std::mutex> lk(sync_->mu);
   const uint64_t target = enqueued_seq_;
   // Until everything queued is committed, or one whole attempt begun after this call has failed
   // (an attempt under way now may predate records queued just before).
   const uint64_t give_up = attempts_ + 2;
   flush_asked_ = true;
-  wake_.notify_one();
-  flushed_.wait(lk, [&] {
+  sync_->wake.notify_one();
+  sync_->flushed.wait(lk, [&] {
     if (committed_seq_ >= target) return true;
     if (attempts_ >= give_up) return true;
     flush_asked_ = true;  // the writer's next attempt at once
-    wake_.notify_one();
+    sync_->wake.notify_one();
     return false;
   });
   return write_status_;  // ok when committed; else the failure of the last attempt
 }
 
 Status Recorder::write_status() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  std::lock_guard<std::mutex> lk(sync_->mu);
   return write_status_;
 }
 
 void Recorder::writer_loop() {
-  std::unique_lock<std::mutex> lk(mu_);
+  std::unique_lock<std::mutex> lk(sync_->mu);
   int64_t last_heartbeat = wall_ns();
   std::unique_ptr<Batch> retry;  // records whose transaction met a passing failure, oldest first
   int final_attempts = 0;
   for (;;) {
-    wake_.wait_for(lk, std::chrono::milliseconds(options_.flush_interval_ms),
+    sync_->wake.wait_for(lk, std::chrono::milliseconds(options_.flush_interval_ms),
                    [&] { return stop_ || flush_asked_ || pending_count_ >= options_.batch_records; });
     std::unique_ptr<Batch> batch = std::move(pending_);
     // Recycle the last drained batch: its vectors keep their capacity, so that a producer's
@@ -451,7 +472,7 @@ void Recorder::writer_loop() {
     }
     if (!keep) committed_seq_ = seq;  // written, or lost for good: nothing left to wait for
     ++attempts_;
-    flushed_.notify_all();
+    sync_->flushed.notify_all();
     if (stop && !keep) return;
   }
 }
@@ -591,13 +612,14 @@ int64_t Recorder::intern(const std::string& text) {
 }
 
 Status Recorder::finish_run(RunStatus status, const std::string& error) {
+  if (forked()) return forked_error();
   if (run_id_ < 0) return make_error("no run was started", db_.path());
   if (finished_) return make_error("run " + std::to_string(run_id_) + " is already finished", db_.path());
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    std::lock_guard<std::mutex> lk(sync_->mu);
     stop_ = true;
   }
-  wake_.notify_one();
+  sync_->wake.notify_one();
   if (writer_.joinable()) writer_.join();
   finished_ = true;
   std::string message = error;

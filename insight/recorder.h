@@ -17,10 +17,16 @@
 // and memory events beyond the queue capacity are dropped (counted, reported in the run's error
 // column at the end); metrics, snapshots, checkpoints and lineage never are.
 //
+// Fork: SQLite connections must not cross fork(). In a forked child (a Python DataLoader worker
+// that inherited a run) every call refuses ("a child it forked ...") or drops its record, and the
+// destructor touches neither the connection nor the writer thread (which the child does not have).
+//
 // Durability: everything committed survives a SIGKILL of the process (WAL); a killed run keeps
 // what was flushed up to the kill (at most one flush interval old) and is marked "crashed" by the
 // next Database::open (its pid is gone or its heartbeat stale).
 #pragma once
+
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -130,6 +136,8 @@ class Recorder final : public observe::TraceSink, public observe::SnapshotSink, 
   // The writer's failure while records await a retry or were lost (ok once a retry commits them).
   Status write_status() const;
   int64_t dropped_spans() const { return dropped_.load(); }
+  // Whether this is a forked child's copy of the recorder (every call then refuses or drops).
+  bool forked() const { return ::getpid() != owner_pid_; }
 
  private:
   struct Metric {
@@ -147,15 +155,24 @@ class Recorder final : public observe::TraceSink, public observe::SnapshotSink, 
   void enqueue_other(Other o);
   int64_t intern(const std::string& text);  // writer thread: the strings row of `text` (-1: error)
 
+  Status forked_error() const;
+
   Database db_;
   RecorderOptions options_;
+  pid_t owner_pid_;  // the process that opened the connection
   int64_t run_id_ = -1;
   bool finished_ = false;
   bool attached_ = false;
 
-  mutable std::mutex mu_;
-  std::condition_variable wake_;       // the writer: records waiting, a flush asked, or stop
-  std::condition_variable flushed_;    // flush(): the writer committed up to a sequence number
+  // The writer's synchronisation, on the heap: a forked child's copy may hold a condition
+  // variable the parent's writer was waiting on, whose destruction would wait for ever there; the
+  // child's destructor leaks it instead.
+  struct Sync {
+    std::mutex mu;
+    std::condition_variable wake;     // the writer: records waiting, a flush asked, or stop
+    std::condition_variable flushed;  // flush(): the writer committed up to a sequence number
+  };
+  std::unique_ptr<Sync> sync_ = std::make_unique<Sync>();
   std::unique_ptr<Batch> pending_, spare_;
   size_t pending_count_ = 0;
   uint64_t enqueued_seq_ = 0, committed_seq_ = 0;  // committed: written, or lost for good

@@ -59,6 +59,7 @@ PyRun::~PyRun() {
 
 insight::Recorder& PyRun::live() {
   if (!rec_) throw py::value_error("the run is finished");
+  if (rec_->forked()) check(rec_->flush());  // raises: a forked child (a DataLoader worker) cannot log
   return *rec_;
 }
 

@@ -390,6 +390,36 @@ TEST(Recorder, RecordsLostForGoodMakeTheRunFailedNotFinished) {
   EXPECT_NE(r.text("SELECT error FROM runs").find("incomplete record"), std::string::npos) << r.text("SELECT error FROM runs");
 }
 
+TEST(Recorder, AForkedChildNeitherWritesNorHangsNorTouchesTheParentsConnection) {
+  // SQLite connections must not cross fork(): a Python DataLoader worker inherits the run.
+  const std::string path = temp_path("fork.db");
+  auto rec = Recorder::open(path);
+  ASSERT_TRUE(rec.has_value());
+  const int64_t run = *(*rec)->start_run(info("fork"));
+  (*rec)->on_metric("loss", 0, 0, 1.0);
+  ASSERT_TRUE((*rec)->flush().is_ok());
+  const pid_t child = fork();
+  if (child == 0) {
+    int code = 0;
+    (*rec)->on_metric("loss", 99, 0, 9.0);               // dropped
+    Status f = (*rec)->flush();                           // refused at once (there is no writer thread)
+    if (f.is_ok() || f.error().message.find("forked") == std::string::npos) code = 1;
+    if ((*rec)->finish_run(RunStatus::kFinished).is_ok()) code = 2;
+    rec->reset();                                         // the destructor leaves the connection alone
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  (*rec)->on_metric("loss", 1, 0, 0.5);
+  ASSERT_TRUE((*rec)->finish_run(RunStatus::kFinished).is_ok());
+  Reader r(path);
+  EXPECT_EQ(r.number("SELECT COUNT(*) FROM metrics WHERE run = " + std::to_string(run)), 2);  // the child's is not there
+  EXPECT_EQ(r.text("SELECT status FROM runs"), "finished");
+  EXPECT_EQ(r.text("PRAGMA integrity_check"), "ok");
+}
+
 TEST(Recorder, ChecksumsRefuseAFifoWithoutBlocking) {
   const std::string fifo = temp_path("ck.fifo");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);

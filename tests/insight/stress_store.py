@@ -140,6 +140,25 @@ class Harness:
             for bad in ("malformed", "disk image", "Segmentation", "AddressSanitizer", "runtime error:"):
                 if bad in err:
                     self.fail(f"a '{k}' process printed '{bad}':\n{err[-2000:]}")
+        # Processes started by those (the ranks of an mpirun killed with SIGKILL end on their own,
+        # when they notice) must end too before the check: a live rank's run is rightly "running".
+        while True:
+            left = self.writers_alive()
+            if not left:
+                break
+            if time.time() > deadline:
+                for pid in left:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                self.fail(f"processes {left} of this database did not end within 60 s of the round's end (a hang)")
+            time.sleep(0.2)
+
+    def writers_alive(self):
+        """Pids of processes whose command line names this database (orphaned ranks among them)."""
+        out = subprocess.run(["pgrep", "-f", self.db], capture_output=True, text=True).stdout.split()
+        return [int(p) for p in out if int(p) != os.getpid()]
 
     def fail(self, what):
         print(f"stress_store: FAILED after {self.counts['rounds']} round(s): {what}\n  (database kept: {self.db})")

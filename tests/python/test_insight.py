@@ -179,3 +179,24 @@ def test_invalid_trace_spans_are_skipped_with_a_warning(tmp_path, db):
         with pytest.warns(UserWarning, match="2 invalid span"):
             r = run.log_trace(trace)
     assert r["spans"] == 1 and r["invalid"] == 2
+
+
+def test_a_forked_child_cannot_log_to_its_parents_run(db):
+    """A PyTorch DataLoader worker (fork) inherits the run: SQLite connections must not cross fork()."""
+    with tessera.insight.run("forked", db=db) as run:
+        run.log(0, loss=1.0)
+        run.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                run.log(1, loss=2.0)
+            except tessera.Error as e:
+                code = 0 if "forked" in str(e) else 2
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+        run.log(2, loss=0.5)
+        rid = run.id
+    m = tessera.insight.metrics(rid, db=db)
+    assert list(m["loss"]["step"]) == [0, 2]
