@@ -7,10 +7,9 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 
+#include "engine/core/cpu_load.h"
 #include "engine/core/file_kind.h"
 #include "insight/schema.h"
 #include "insight/sql.h"
@@ -27,28 +26,16 @@ std::string host_name() {
   return buf;
 }
 
-int64_t process_start(int64_t pid) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
-  std::FILE* f = std::fopen(path.c_str(), "r");
-  if (!f) return -1;
-  char buf[1024] = {};
-  const size_t got = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  const char* p = got > 0 ? std::strrchr(buf, ')') : nullptr;  // the command name may hold spaces
-  if (!p) return -1;
-  // After the name: state (field 3) ... starttime (22).
-  long long start = -1;
-  if (std::sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %lld", &start) != 1)
-    return -1;
-  return start;
-}
+int64_t process_start(int64_t pid) { return pid > 0 ? process_stat(pid).start : -1; }
 
 bool process_alive(int64_t pid, int64_t start) {
   if (pid <= 0) return false;
   if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
-  if (start < 0) return true;  // recorded before v4, or /proc unreadable: the pid decides
-  const int64_t now = process_start(pid);
-  return now < 0 || now == start;
+  const ProcessStat now = process_stat(pid);
+  // A zombie has ended (a killed rank whose parent, mpirun, died too waits for init to reap it).
+  if (now.state == 'Z' || now.state == 'X') return false;
+  if (start < 0 || now.start < 0) return true;  // recorded before v4, or /proc unreadable: the pid decides
+  return now.start == start;
 }
 
 std::string default_database_path(const std::string& tessera_db, const std::string& xdg_data_home,

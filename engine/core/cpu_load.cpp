@@ -32,17 +32,8 @@ int64_t machine_busy_jiffies() {
 }
 
 int64_t own_jiffies() {
-  std::FILE* f = std::fopen("/proc/self/stat", "r");
-  if (!f) return -1;
-  char buf[1024] = {};
-  const size_t got = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  const char* p = got > 0 ? std::strrchr(buf, ')') : nullptr;  // the command name may hold spaces
-  if (!p) return -1;
-  long long utime = 0, stime = 0;
-  // After the name: state (field 3) ... utime (14) stime (15).
-  if (std::sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld", &utime, &stime) != 2) return -1;
-  return utime + stime;
+  const ProcessStat s = process_stat();
+  return s.utime < 0 ? -1 : s.utime + s.stime;
 }
 
 // Sum over this process's threads of the time spent runnable on a run queue (the second field of
@@ -65,6 +56,24 @@ int64_t own_wait_ns() {
 }
 
 }  // namespace
+
+ProcessStat process_stat(int64_t pid) {
+  const std::string path = pid > 0 ? "/proc/" + std::to_string(pid) + "/stat" : std::string("/proc/self/stat");
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return {};
+  char buf[1024] = {};
+  const size_t got = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  const char* p = got > 0 ? std::strrchr(buf, ')') : nullptr;  // the command name may hold spaces
+  if (!p) return {};
+  // After the name: state (field 3) ... utime (14) stime (15) ... starttime (22).
+  char state = 0;
+  long long utime = 0, stime = 0, start = 0;
+  if (std::sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld %*d %*d %*d %*d %*d %*d %lld", &state, &utime,
+                  &stime, &start) != 4)
+    return {};
+  return ProcessStat{state, utime, stime, start};
+}
 
 CpuTimes read_cpu_times() { return CpuTimes{machine_busy_jiffies(), own_jiffies(), own_wait_ns(), steady_ns()}; }
 

@@ -26,6 +26,15 @@ struct CpuTimes {
 // Reads /proc/stat, /proc/self/stat and /proc/self/task/*/schedstat (unknown fields stay -1).
 CpuTimes read_cpu_times();
 
+// Fields of /proc/PID/stat: CPU time (clock ticks, all threads) and the start time (clock ticks
+// after boot: with the pid, it names one process, since pids are reused).
+struct ProcessStat {
+  char state = 0;  // R, S, D, ... Z: a zombie (ended, not yet reaped: kill(pid, 0) still succeeds)
+  int64_t utime = -1, stime = -1, start = -1;
+};
+// Process `pid`'s (0: this process's); all -1 when it does not exist or cannot be read.
+ProcessStat process_stat(int64_t pid = 0);
+
 // The cores other processes kept busy on average between two readings (-1 when unknown or when
 // they are under 50 ms apart).
 double others_cores(const CpuTimes& from, const CpuTimes& to);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sqlite3.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/core/cpu_load.h"
 #include "insight/database.h"
 
 namespace tessera::insight {
@@ -144,6 +146,13 @@ TEST(Database, ARunWhosePidWasReusedIsCrashed) {
   EXPECT_TRUE(process_alive(getpid(), mine));
   EXPECT_FALSE(process_alive(getpid(), mine + 1));
   EXPECT_EQ(process_start(dead_pid()), -1);
+  // A zombie (ended, not reaped) is not alive, though kill(pid, 0) still succeeds.
+  const pid_t zombie = fork();
+  if (zombie == 0) _exit(0);
+  for (int i = 0; i < 200 && process_stat(zombie).state != 'Z'; ++i) usleep(5000);
+  EXPECT_EQ(kill(zombie, 0), 0);
+  EXPECT_FALSE(process_alive(zombie, process_start(zombie)));
+  waitpid(zombie, nullptr, 0);
 }
 
 TEST(Database, ForeignFileIsRefusedNamingIt) {
