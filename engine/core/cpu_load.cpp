@@ -96,7 +96,6 @@ int next_thread_count(int current, int requested, int cores, double others, doub
 
 int LoadGovernor::threads_for(int requested) {
   std::lock_guard<std::mutex> lk(mu_);
-  ++calls_;
   if (current_ == 0) current_ = std::max(1, requested);
   const int64_t now = steady_ns();
   if (!last_.known() || now - last_.wall_ns >= interval_ns_) {
@@ -108,19 +107,7 @@ int LoadGovernor::threads_for(int requested) {
     }
     last_ = t;
   }
-  const int n = std::clamp(current_, 1, std::max(1, requested));
-  if (n < requested) ++reduced_;
-  return n;
-}
-
-int64_t LoadGovernor::reduced() const {
-  std::lock_guard<std::mutex> lk(mu_);
-  return reduced_;
-}
-
-int64_t LoadGovernor::calls() const {
-  std::lock_guard<std::mutex> lk(mu_);
-  return calls_;
+  return std::clamp(current_, 1, std::max(1, requested));
 }
 
 }  // namespace tessera

@@ -56,16 +56,12 @@ class LoadGovernor {
  public:
   explicit LoadGovernor(int64_t interval_ns = 500'000'000) : interval_ns_(interval_ns) {}
   int threads_for(int requested);
-  // Calls that got fewer threads than requested, and all calls (for reports).
-  int64_t reduced() const;
-  int64_t calls() const;
 
  private:
-  mutable std::mutex mu_;
+  std::mutex mu_;
   int64_t interval_ns_;
   CpuTimes last_;
   int current_ = 0;  // 0: not started
-  int64_t reduced_ = 0, calls_ = 0;
 };
 
 }  // namespace tessera
