@@ -220,6 +220,18 @@ Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std
 }
 
 int run_info(const InfoOptions& o) {
+  if (o.devices) {
+    const backend::DeviceSet set = backend::DeviceSet::discover(false);
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& d : set.all()) {
+      if (o.json) arr.push_back({{"name", d->name()}, {"description", d->description()}});
+      else std::cout << d->name() << "  " << d->description() << "\n";
+    }
+    if (o.json) print_json({{"devices", arr}, {"cuda_unavailable", set.cuda_unavailable()}});
+    else if (!set.cuda_unavailable().empty()) std::cout << "no CUDA device: " << set.cuda_unavailable() << "\n";
+    if (o.file.empty()) return 0;
+  }
+  if (o.file.empty()) return fail(make_error("info needs a graph FILE (or --devices)"));
   const ops::OpRegistry reg = ops::make_default_registry();
   auto doc = formats::load_typed_document(o.file, reg);
   if (!doc) return fail(doc.error());
@@ -313,6 +325,7 @@ int run_run(const RunOptions& o) {
     stages::SessionOptions so;
     so.threads = threads;
     so.inter_op_threads = o.inter_op;
+    so.device = o.device;
     so.trace = rec.trace();
     so.snapshots = rec.snapshots();  // every stage and pass, weights elided (the studio steps through them)
     stages::Session session(*g, reg, so);

@@ -36,6 +36,7 @@ std::string printable(std::string_view text);
 struct InfoOptions {
   std::string file;
   bool json = false;
+  bool devices = false;  // --devices: list the devices (FILE optional)
 };
 int run_info(const InfoOptions& o);
 
@@ -104,6 +105,7 @@ struct RunOptions {
   int threads = 0;          // 0: one per hardware thread
   int inter_op = 1;         // steps run at once
   bool reference = false;   // the reference executor instead of the six stages
+  std::string device = "auto";  // cpu | cuda | cuda:N | auto
   bool json = false;
   std::string checkpoint;   // load the params from a training checkpoint first
   RecordOptions record;
@@ -120,6 +122,7 @@ struct TrainOptions {
   uint64_t seed = 0;
   int threads = 0, workers = -1;  // workers -1: auto (loader_workers in train_command.cpp)
   int inter_op = 1;  // steps run at once
+  std::string device = "auto";
   std::string checkpoint_dir, resume, save;
   bool json = false, no_eval = false;
   bool deterministic = false;  // under mpirun: gradients summed in rank order (bitwise repeatable)
@@ -146,6 +149,7 @@ struct PassesOptions {
   int accumulate = 1;       // with train: the last micro-batch's step under gradient accumulation
   bool sync_bn = false;     // with world_size: batch norms synchronised over the ranks
   double bucket_mb = 0, first_bucket_mb = 0;  // their bucket caps in MiB (0: not given, DDP's 25 and 1)
+  std::string device = "auto";
   RecordOptions record;
 };
 int run_passes(const PassesOptions& o);
@@ -161,6 +165,7 @@ struct BenchOptions {
   uint64_t seed = 0;
   bool json = false;
   bool trace_timed = false;  // also record every kernel span of the timed runs (tracing overhead)
+  std::string device = "auto";
   RecordOptions record;
 };
 int run_bench(const BenchOptions& o);

@@ -105,12 +105,14 @@ int run_passes(const PassesOptions& o) {
     if (Status st = autodiff::add_step_input_shapes(*g, spec, shapes); !st) return rec.fail(st.error().within(o.file));
   }
   so.trace = rec.trace();
-  backend::DeviceSet devices = backend::DeviceSet::standard(false);
+  so.device = o.device;
+  backend::DeviceSet devices = backend::DeviceSet::discover(false, o.device.rfind("cpu", 0) != 0);
   auto c = stages::compile_all(*g, reg, shapes, so, devices, o.print_ir);
   if (!c) return rec.fail(c.error().within(o.file));
   const stages::StageContext& ctx = *c->context;
   std::cout << "compiled '" << printable(g->name()) << "' (" << printable(o.file) << ")\n";
-  std::cout << "pipeline: " << (o.pipeline.empty() ? stages::default_optimise_pipeline() : o.pipeline) << "\n";
+  std::cout << "pipeline: " << c->pipeline << "\n";
+  std::cout << "device: " << (c->preferred.empty() ? std::string("cpu") : c->preferred) << "\n";
   for (const stages::StageReport& s : ctx.stages) {
     std::printf("%-9s %12s  %5d -> %5d nodes  %s\n", s.stage.c_str(), ms(s.duration_ns).c_str(), s.nodes_before,
                 s.nodes_after, s.summary.c_str());
@@ -140,8 +142,9 @@ int run_bench(const BenchOptions& o) {
   stages::SessionOptions so;
   so.threads = o.threads > 0 ? o.threads : default_threads();
   so.inter_op_threads = o.inter_op;
+  so.device = o.device;
   RunRecording rec = start_recording(o.record, "bench", g->name(), o.seed,
-                                     {{"file", o.file}, {"threads", std::to_string(so.threads)},
+                                     {{"file", o.file}, {"threads", std::to_string(so.threads)}, {"device", o.device},
                                       {"runs", std::to_string(o.runs)}, {"warmup", std::to_string(o.warmup)}});
   rec.log_graph(*g);
   so.trace = rec.trace();  // compile stages and passes
@@ -186,8 +189,20 @@ int run_bench(const BenchOptions& o) {
       ++reference[s.why_reference];
       ++reference_steps;
     }
+  // The device, and why there is no GPU when auto found none.
+  const std::string device = session.device() ? *session.device() : std::string("cpu");
+  std::string device_line = device;
+  if (const backend::Device* d = session.devices().find(device)) device_line += " (" + d->description() + ")";
+  if (!session.devices().cuda_unavailable().empty()) device_line += "; no CUDA device: " + session.devices().cuda_unavailable();
+  int off_device = 0;
+  for (const stages::Step& s : plan.steps)
+    off_device += s.kind != stages::Step::Kind::kCopy && plan.devices[static_cast<size_t>(s.device)] != device;
   if (o.json) {
-    nlohmann::json j{{"median_ms", median},       {"min_ms", min},
+    nlohmann::json arenas = nlohmann::json::object();
+    for (size_t d = 0; d < plan.devices.size(); ++d) arenas[plan.devices[d]] = plan.memory[d].arena_bytes;
+    nlohmann::json j{{"median_ms", median},       {"min_ms", min}, {"device", device},
+                     {"cuda_unavailable", session.devices().cuda_unavailable()}, {"arena_bytes", arenas},
+                     {"steps_off_device", off_device},
                      {"compile_ms", compile_ms},  {"peak_bytes", plan.peak_bytes()},
                      {"gflops", gflops},          {"lower_bound_bytes", plan.lower_bound_bytes()},
                      {"threads", so.threads},     {"inter_op", so.inter_op_threads}, {"runs", o.runs},
@@ -200,6 +215,12 @@ int run_bench(const BenchOptions& o) {
   int fast = 0;
   for (const stages::Step& s : plan.steps) fast += s.kind == stages::Step::Kind::kKernel;
   std::printf("%s: %d runs on %d thread(s)\n", o.file.c_str(), o.runs, so.threads);
+  std::printf("  device: %s\n", printable(device_line).c_str());
+  if (plan.devices.size() > 1) {
+    for (size_t d = 0; d < plan.devices.size(); ++d)
+      std::printf("  arena on %s: %.2f MB\n", plan.devices[d].c_str(), static_cast<double>(plan.memory[d].arena_bytes) / 1e6);
+    std::printf("  %d step(s) not on %s (see `tessera passes --device %s --print-ir`)\n", off_device, device.c_str(), device.c_str());
+  }
   std::printf("  median %.3f ms, min %.3f ms\n", median, min);
   std::printf("  compile (prepare..load) %.1f ms; %zu steps, %d fast kernels\n", compile_ms, plan.steps.size(), fast);
   std::printf("  peak arena %.2f MB (lifetime lower bound %.2f MB)\n", static_cast<double>(plan.peak_bytes()) / 1e6,

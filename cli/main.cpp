@@ -94,8 +94,10 @@ int main(int argc, char** argv) {
 
   InfoOptions info;
   CLI::App* info_cmd = app.add_subcommand("info", "Print a graph's inputs, outputs, op counts, parameter count and FLOPs");
-  info_cmd->add_option("FILE", info.file, "Graph file (.tsr, .json, .tir or .onnx)")->required();
+  info_cmd->add_option("FILE", info.file, "Graph file (.tsr, .json, .tir or .onnx)");
   info_cmd->add_flag("--json", info.json, "Print the same as one JSON object");
+  info_cmd->add_flag("--devices", info.devices, "List the devices (CPU, CUDA GPUs) and why no GPU is usable, if none is");
+  const std::string device_help = "cpu | cuda | cuda:N | auto (default: the first GPU when there is one, else cpu)";
 
   RunOptions run;
   CLI::App* run_cmd = app.add_subcommand(
@@ -105,6 +107,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--output-dir,-o", run.output_dir, "Write each output to DIR/<output name>.npy");
   run_cmd->add_option("--seed", run.seed, "Seed for random inputs (default 0)")->check(kSeedRange);
   run_cmd->add_option("--dim", run.dims, "SYMBOL=SIZE: size of a symbolic dimension in random inputs (default 1)")->check(kDimSpec);
+  run_cmd->add_option("--device", run.device, device_help);
   run_cmd->add_option("--threads,-t", run.threads, "Threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
   run_cmd->add_option("--inter-op", run.inter_op, "Steps run at once, each with --threads (default 1: in order)")
       ->check(CLI::Range(1, 64));
@@ -133,6 +136,7 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--loss", train.loss, "softmax-cross-entropy | mse | bce-with-logits | output (the graph's output is the loss)");
   train_cmd->add_option("--output", train.output, "The graph value the loss is computed from (default: the first output)");
   train_cmd->add_option("--seed", train.seed, "Seed of the data order (default 0)")->check(kSeedRange);
+  train_cmd->add_option("--device", train.device, device_help);
   train_cmd->add_option("--threads,-t", train.threads, "Threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
   train_cmd->add_option("--workers", train.workers, "Data loader threads (0: in the training thread; default 1, or 0 for several ranks whose threads fill this machine's cores)")->check(CLI::Range(0, 64));
   train_cmd->add_option("--inter-op", train.inter_op, "Steps run at once, each with --threads (default 1: in order)")
@@ -166,6 +170,7 @@ int main(int argc, char** argv) {
   CLI::App* passes_cmd = app.add_subcommand(
       "passes", "Compile a graph and print each stage and each pass that changed it (name, time, node counts)");
   passes_cmd->add_option("FILE", passes.file, "Graph file (.tsr, .json, .tir or .onnx)")->required();
+  passes_cmd->add_option("--device", passes.device, device_help);
   passes_cmd->add_option("--pipeline", passes.pipeline, "Optimise pipeline, e.g. \"canonicalize,constant-fold,dce,cse,fold-batchnorm,fuse,dce,layout\"");
   passes_cmd->add_option("--dump", passes.dump_dir, "Write every snapshot to DIR/NNN-stage-pass.tir");
   passes_cmd->add_option("--dim", passes.dims, "SYMBOL=SIZE: bind a symbolic input dimension (default 1)")->check(kDimSpec);
@@ -189,6 +194,7 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("FILE", bench.file, "Graph file (.tsr, .json, .tir or .onnx)")->required();
   bench_cmd->add_option("--input,-i", bench.inputs, "NAME=FILE.npy: feed graph input NAME (repeatable)");
   bench_cmd->add_option("--dim", bench.dims, "SYMBOL=SIZE: size of a symbolic dimension (default 1)")->check(kDimSpec);
+  bench_cmd->add_option("--device", bench.device, device_help);
   bench_cmd->add_option("--threads,-t", bench.threads, "Threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
   bench_cmd->add_option("--inter-op", bench.inter_op, "Steps run at once, each with --threads (default 1: in order)")
       ->check(CLI::Range(1, 64));

@@ -233,6 +233,7 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
   // --threads N keeps N, so runs repeat bit for bit; ranks of a job keep their share.
   cfg.adapt_threads = o.threads <= 0 && world == 1;
   cfg.inter_op_threads = o.inter_op;
+  cfg.device = o.device;
   cfg.seed = o.seed;
   cfg.spec.accumulate = static_cast<int>(o.accumulate);
   // Checkpoints record the global batch (micro-batches x ranks): resumable on other rank counts.

@@ -272,6 +272,10 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
     } else {
       st.why_reference = n.op + ": " + (all_static ? "nested graphs run on the reference interpreter" : "symbolic shape");
     }
+    if (st.kind == Step::Kind::kReference && !devs[static_cast<size_t>(st.device)]->runs_reference())
+      return make_error(ir::describe_node(n) + ": placed on " + plan.devices[static_cast<size_t>(st.device)] +
+                            ", which runs no reference kernels, but no kernel of it takes this node (" + st.why_reference + ")",
+                        {}, id);
     if (st.kind == Step::Kind::kReference) {
       st.impl = "ref";
       if (!def->reference) return make_error(ir::describe_node(n) + ": no kernel and no reference kernel", {}, id);
@@ -312,7 +316,11 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
       else
         s.bytes = backend::plain_bytes(g.value(n.outputs[i]).type);
     }
-    if (st.kind == Step::Kind::kCopy && plan.slots[static_cast<size_t>(n.inputs[0])].kind == ValueSlot::Kind::kDynamic)
+    // A copy of a value the host makes at run time stays dynamic on the host side; on a device
+    // the host cannot address it is planned (its type is static there: the device's kernels
+    // need that) and the copy reads the host tensor.
+    if (st.kind == Step::Kind::kCopy && plan.slots[static_cast<size_t>(n.inputs[0])].kind == ValueSlot::Kind::kDynamic &&
+        (devs[static_cast<size_t>(st.device)]->host_accessible() || !g.value(n.outputs[0]).type.is_static()))
       plan.slots[static_cast<size_t>(n.outputs[0])].kind = ValueSlot::Kind::kDynamic;
     if (st.kernel) st.scratch_bytes = st.kernel->scratch_bytes();
     for (ir::ValueId v : n.inputs)

@@ -5,7 +5,9 @@
 
 namespace tessera::stages {
 
-std::string default_optimise_pipeline() { return std::string(passes::kDefaultPipeline) + ",layout"; }
+std::string default_optimise_pipeline(bool host_only) {
+  return std::string(passes::kDefaultPipeline) + (host_only ? ",layout" : "");
+}
 
 Expected<PlacedGraph> optimise(PlacedGraph placed, const std::string& pipeline, StageContext& ctx) {
   int64_t start = observe::now_ns();

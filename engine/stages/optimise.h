@@ -13,8 +13,9 @@
 
 namespace tessera::stages {
 
-// The default pipeline of the optimise stage.
-std::string default_optimise_pipeline();
+// The default pipeline of the optimise stage. The layout pass (oneDNN's blocked formats) runs
+// only when every node is on the host: other devices read plain buffers.
+std::string default_optimise_pipeline(bool host_only = true);
 
 Expected<PlacedGraph> optimise(PlacedGraph placed, const std::string& pipeline, StageContext& ctx);
 

@@ -196,12 +196,27 @@ Status Program::run_step(int index, RunState& state, int worker) {
   } else if (st.kind == Step::Kind::kCopy) {
     ir::ValueId in = n.inputs[0], out = n.outputs[0];
     const ValueSlot& so = plan_.slots[static_cast<size_t>(out)];
+    const ValueSlot& si = plan_.slots[static_cast<size_t>(in)];
     if (so.kind == ValueSlot::Kind::kDynamic) {
       state.dynamic[static_cast<size_t>(out)] = tensor_of(in, state).clone();
     } else {
+      // The copy goes through the stream of the end the host cannot address (the device's), and
+      // waits for it only when the host reads the result.
       backend::Device* dst = devices_[static_cast<size_t>(so.device)];
-      RETURN_IF_ERROR(dst->stream().copy(address(out, state), address(in, state), so.bytes));
-      RETURN_IF_ERROR(dst->stream().synchronize());
+      backend::Device* src = devices_[static_cast<size_t>(si.device)];
+      backend::Device* via = dst->host_accessible() ? src : dst;
+      const void* from = address(in, state);
+      Tensor staged;
+      if (si.kind == ValueSlot::Kind::kDynamic) {  // a host tensor made at run time
+        staged = tensor_of(in, state).contiguous();
+        if (staged.nbytes() != so.bytes)
+          return fail(make_error("copy of " + std::to_string(staged.nbytes()) + " bytes into a planned " +
+                                 std::to_string(so.bytes) + "-byte buffer on " + plan_.devices[static_cast<size_t>(so.device)]));
+        from = staged.raw_data();
+      }
+      Status s = via->stream().copy(address(out, state), from, so.bytes);
+      if (s.is_ok() && (dst->host_accessible() || si.kind == ValueSlot::Kind::kDynamic)) s = via->stream().synchronize();
+      if (!s.is_ok()) return fail(s.error());
     }
   } else {
     const ops::OpDef* def = registry_.find(n.op);

@@ -15,10 +15,15 @@ Expected<Compilation> compile_all(ir::Graph graph, const ops::OpRegistry& regist
   ctx.data_parallel = options.data_parallel;
   TRY(PreparedGraph prepared, prepare(std::move(graph), shapes, ctx));
   if (keep_text) c.prepared = prepared.print();
-  TRY(PlacedGraph placed, split(std::move(prepared), devices, options.device, ctx));
+  TRY(std::string device, devices.resolve(options.device));
+  TRY(PlacedGraph placed, split(std::move(prepared), devices, device, ctx));
   if (keep_text) c.placed = placed.print();
-  std::string pipeline = options.pipeline.empty() ? default_optimise_pipeline() : options.pipeline;
+  bool host_only = true;
+  for (ir::NodeId id : placed.graph.node_ids()) host_only &= placed.device(id) == kHostDevice;
+  std::string pipeline = options.pipeline.empty() ? default_optimise_pipeline(host_only) : options.pipeline;
+  c.pipeline = pipeline;
   TRY(PlacedGraph optimised, optimise(std::move(placed), pipeline, ctx));
+  RETURN_IF_ERROR(refit(optimised, devices, registry));
   if (keep_text) c.optimised = optimised.print();
   c.device_of = optimised.device_of;
   c.fallbacks = optimised.fallbacks;
@@ -33,7 +38,7 @@ Session::Session(ir::Graph graph, const ops::OpRegistry& registry, SessionOption
     : graph_(std::move(graph)),
       registry_(registry),
       options_(std::move(options)),
-      devices_(backend::DeviceSet::standard(options_.test_device)),
+      devices_(backend::DeviceSet::discover(options_.test_device, options_.device.rfind("cpu", 0) != 0)),
       last_context_(std::make_unique<StageContext>(registry)) {}
 
 Session::~Session() = default;

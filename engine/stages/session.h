@@ -27,7 +27,9 @@ struct SessionOptions {
   // two OpenMP teams contending for the cores.
   int inter_op_threads = 1;
   std::string pipeline;                 // optimise pipeline; empty: default_optimise_pipeline()
-  std::string device = kHostDevice;     // preferred device
+  // Preferred device: cpu, cuda, cuda:N, auto (the first GPU, else cpu) or cpu:test. Nodes go
+  // there when it has a kernel for them, else to the CPU with the reason (Compilation::fallbacks).
+  std::string device = kHostDevice;
   bool test_device = false;             // add the CPU-side test device "cpu:test"
   observe::TraceSink* trace = nullptr;
   observe::SnapshotSink* snapshots = nullptr;
@@ -45,6 +47,7 @@ struct SessionOptions {
 struct Compilation {
   std::unique_ptr<StageContext> context;
   std::string prepared, placed, optimised;  // printed artefacts (filled when keep_text)
+  std::string pipeline;                     // the optimise pipeline that ran
   std::unique_ptr<Program> program;
   // The placement of the optimised graph (by its node ids; program->plan().graph has the same
   // ids), and the nodes the split kept off the preferred device, with the reason.
@@ -69,6 +72,8 @@ class Session {
   const StageContext& context() const { return *last_context_; }
   int64_t last_compile_ns() const { return last_compile_ns_; }
   const backend::DeviceSet& devices() const { return devices_; }
+  // The device options.device names here ("auto" resolved), or why it names none.
+  Expected<std::string> device() const { return devices_.resolve(options_.device); }
 
  private:
   ir::Graph graph_;

@@ -47,4 +47,10 @@ struct PlacedGraph {
 Expected<PlacedGraph> split(PreparedGraph prepared, const backend::DeviceSet& devices, const std::string& preferred,
                             StageContext& ctx);
 
+// After the optimiser: places the nodes it made (place_new_nodes), moves to the host every node
+// its device cannot run (a fused form the device has no kernel for), with the reason in
+// fallbacks, bypasses copies that became same-device, and cuts the new cross-device edges.
+// Nothing to do when every node is on the host.
+Status refit(PlacedGraph& placed, const backend::DeviceSet& devices, const ops::OpRegistry& registry);
+
 }  // namespace tessera::stages

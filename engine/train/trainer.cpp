@@ -135,6 +135,7 @@ Status Trainer::init() {
   so.threads = config_.threads;
   so.inter_op_threads = config_.inter_op_threads;
   so.adapt_threads = config_.adapt_threads;
+  so.device = config_.device;
   if (config_.trace) {
     sampled_trace_ = std::make_unique<SampledTrace>(config_.trace);
     so.trace = sampled_trace_.get();
@@ -164,6 +165,7 @@ Status Trainer::init() {
   eo.threads = config_.threads;
   eo.inter_op_threads = config_.inter_op_threads;
   eo.adapt_threads = config_.adapt_threads;
+  eo.device = config_.device;
   sessions_->eval = std::make_unique<stages::Session>(autodiff::evaluation_graph(forward_, config_.spec), registry_, eo);
   return Status::ok();
 }

@@ -96,7 +96,8 @@ py::dict plan_dict(const stages::ExecutionPlan& plan) {
 
 class PySession {
  public:
-  PySession(const py::handle& source, int threads, int inter_op_threads, const std::string& pipeline) {
+  PySession(const py::handle& source, int threads, int inter_op_threads, const std::string& pipeline,
+            const std::string& device) {
     ir::Graph g = graph_from(source);
     for (ir::ValueId v : g.inputs()) inputs_.push_back(arg(g, v));
     for (ir::ValueId v : g.outputs()) outputs_.push_back(arg(g, v));
@@ -108,10 +109,14 @@ class PySession {
     so.threads = threads;
     so.inter_op_threads = inter_op_threads;
     so.pipeline = pipeline;
+    so.device = device;
     session_ = std::make_unique<stages::Session>(std::move(g), registry(), so);
+    if (Expected<std::string> d = session_->device(); !d) throw py::value_error(d.error().message);
+    else device_ = *d;
   }
 
   const std::vector<NodeArg>& inputs() const { return inputs_; }
+  const std::string& device() const { return device_; }
   const std::vector<NodeArg>& outputs() const { return outputs_; }
 
   // Threads: run() converts its inputs with the GIL held, then releases the GIL and only then
@@ -225,6 +230,7 @@ class PySession {
 
   std::vector<NodeArg> inputs_, outputs_;
   std::unique_ptr<stages::Session> session_;
+  std::string device_;
   std::mutex mu_;
 };
 
@@ -277,10 +283,14 @@ void bind_session(py::module_& m) {
 `source` is a path (.onnx, .tsr, .json, .tir) or a tessera.Graph. One compiled program is kept per
 set of input shapes. C-contiguous inputs of the right dtype are read in place (no copy); outputs are
 arrays over the engine's own buffers (no copy). Engine errors raise tessera.Error.)doc")
-      .def(py::init<const py::handle&, int, int, const std::string&>(), py::arg("source"), py::arg("threads") = 0,
-           py::arg("inter_op_threads") = 1, py::arg("pipeline") = "",
+      .def(py::init<const py::handle&, int, int, const std::string&, const std::string&>(), py::arg("source"),
+           py::arg("threads") = 0, py::arg("inter_op_threads") = 1, py::arg("pipeline") = "", py::arg("device") = "auto",
            "threads: intra-op threads (0: one per hardware thread); pipeline: the optimise passes "
-           "(empty: the default pipeline, as `tessera passes` prints it).")
+           "(empty: the default pipeline, as `tessera passes` prints it); device: cpu, cuda, cuda:N or "
+           "auto (the first GPU when there is one, else cpu; ValueError when a GPU is asked for and none "
+           "is usable, with the reason).")
+      .def_property_readonly("device", [](const PySession& s) { return s.device(); },
+                             "The device the session runs on (\"auto\" resolved): \"cpu\" or \"cuda:N\".")
       .def("get_inputs", &PySession::inputs, "The graph inputs, as NodeArg (name, shape, type).")
       .def("get_outputs", &PySession::outputs, "The graph outputs, as NodeArg (name, shape, type).")
       .def("run", &PySession::run, py::arg("output_names"), py::arg("input_feed"),
@@ -314,6 +324,15 @@ arrays over the engine's own buffers (no copy). Engine errors raise tessera.Erro
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](PySession& s, py::args) { s.close(); });
 
+  m.def("devices", [] {
+          const backend::DeviceSet set = backend::DeviceSet::discover(false);
+          py::list out;
+          for (const auto& d : set.all())
+            out.append(py::dict("name"_a = d->name(), "description"_a = d->description()));
+          return py::dict("devices"_a = out, "cuda_unavailable"_a = set.cuda_unavailable());
+        },
+        "The devices sessions may use: {'devices': [{'name', 'description'}], 'cuda_unavailable': why no GPU "
+        "is listed ('' when one is)}.");
   m.def("compile", [](const py::handle& source, const py::dict& shapes, const py::dict& dims, const std::string& pipeline) {
           ir::Graph g = graph_from(source);
           stages::InputShapes sh = shapes_for(g, shapes, dims);

@@ -102,7 +102,7 @@ class PyTrainer {
             const py::object& momentum, bool nesterov, const py::object& weight_decay, const std::string& schedule,
             int64_t epochs, int64_t batch_size, uint64_t seed, int threads, const std::string& checkpoint_dir,
             int64_t checkpoint_every, int64_t max_steps, const std::string& output, bool record,
-            const std::string& db, const std::string& name, int64_t accumulate)
+            const std::string& db, const std::string& name, int64_t accumulate, const std::string& device)
       : record_(record), db_(db), name_(name) {
     if (py::isinstance<GraphHandle>(source)) {
       graph_ = source.cast<const GraphHandle&>().graph;
@@ -141,6 +141,11 @@ class PyTrainer {
     cfg_.lr = lr;
     cfg_.schedule = schedule;
     cfg_.threads = intra_op_threads(threads);
+    {
+      Expected<std::string> d = backend::DeviceSet::discover(false, device.rfind("cpu", 0) != 0).resolve(device);
+      if (!d) throw py::value_error(d.error().message);
+      cfg_.device = *d;
+    }
     cfg_.adapt_threads = threads == 0;  // the default follows the load; threads=N is kept
     cfg_.seed = seed;
     cfg_.spec.accumulate = static_cast<int>(accumulate);
@@ -403,13 +408,14 @@ tessera.insight.default_database()). Callbacks get dicts of Python numbers; an e
 training after the current step and is raised by fit(); so is Ctrl+C (the run is marked stopped).)doc")
       .def(py::init<const py::handle&, const std::string&, const std::string&, double, const py::object&, bool,
                     const py::object&, const std::string&, int64_t, int64_t, uint64_t, int, const std::string&, int64_t,
-                    int64_t, const std::string&, bool, const std::string&, const std::string&, int64_t>(),
+                    int64_t, const std::string&, bool, const std::string&, const std::string&, int64_t,
+                    const std::string&>(),
            py::arg("graph"), py::arg("loss") = "softmax-cross-entropy", py::arg("optimizer") = "sgd",
            py::arg("lr") = 0.01, py::arg("momentum") = py::none(), py::arg("nesterov") = false,
            py::arg("weight_decay") = py::none(), py::arg("schedule") = "constant", py::arg("epochs") = 1,
            py::arg("batch_size") = 64, py::arg("seed") = 0, py::arg("threads") = 0, py::arg("checkpoint_dir") = "",
            py::arg("checkpoint_every") = 0, py::arg("max_steps") = 0, py::arg("output") = "", py::arg("record") = true,
-           py::arg("db") = "", py::arg("name") = "", py::arg("accumulate") = 1)
+           py::arg("db") = "", py::arg("name") = "", py::arg("accumulate") = 1, py::arg("device") = "auto")
       .def("fit", &PyTrainer::fit, py::arg("data") = py::none(), py::arg("x") = py::none(), py::arg("y") = py::none(),
            py::arg("test") = py::none(), py::arg("on_step") = py::none(), py::arg("on_epoch") = py::none(),
            py::arg("on_checkpoint") = py::none(), py::arg("workers") = 1,

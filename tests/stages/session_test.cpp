@@ -171,6 +171,79 @@ TEST(Session, SplitsAcrossTheTestDeviceWithCopies) {
   EXPECT_EQ(s.context().stages.size(), 5u);
 }
 
+TEST(Session, NodesTheOptimiserMakesGoWhereTheyCanRunWithTheirCopies) {
+  // MatMul + Relu on the test device are fused into FusedMatMul, which the test device cannot
+  // run: the refit after the optimiser moves it to the CPU with the reason and cuts its edges.
+  ir::Graph g = parse(kBranches);
+  SessionOptions o;
+  o.test_device = true;
+  backend::DeviceSet devices = backend::DeviceSet::standard(true);
+  auto c = compile_all(g, registry(), {{"x", {4, 8}}}, o, devices, false);
+  ASSERT_TRUE(c.has_value()) << c.error().to_string();
+  const ir::Graph& pg = c->program->plan().graph;
+  bool fused_on_cpu = false;
+  for (ir::NodeId id : pg.node_ids())
+    if (pg.node(id).op == "FusedMatMul") {
+      EXPECT_EQ(c->device_of[static_cast<size_t>(id)], "cpu");
+      fused_on_cpu = true;
+      bool reason = false;
+      for (const Placement& p : c->fallbacks)
+        reason |= p.node == id && p.reason.find("after optimisation") != std::string::npos;
+      EXPECT_TRUE(reason) << "no fallback entry with the reason for the fused node";
+    }
+  EXPECT_TRUE(fused_on_cpu);
+  auto dev = [&](ir::NodeId id) {
+    return static_cast<size_t>(id) < c->device_of.size() && !c->device_of[static_cast<size_t>(id)].empty()
+               ? c->device_of[static_cast<size_t>(id)] : std::string("cpu");
+  };
+  for (ir::NodeId id : pg.node_ids()) {
+    const ir::Node& n = pg.node(id);
+    for (ir::ValueId v : n.inputs) {
+      const ir::Value& val = pg.value(v);
+      if (n.op == "Copy") {
+        EXPECT_NE(val.kind, ir::ValueKind::kParam) << "weights are placed at load, not copied per run";
+        const std::string from = val.kind == ir::ValueKind::kNodeOutput ? dev(val.producer) : "cpu";
+        EXPECT_NE(from, dev(id)) << "a copy within one device: " << n.name;
+        continue;
+      }
+      if (val.kind == ir::ValueKind::kNodeOutput) EXPECT_EQ(dev(val.producer), dev(id)) << "edge %" << v;
+    }
+  }
+  Tensor x = random_tensor({4, 8}, 9);
+  auto want = runtime::run_reference(g, registry(), {{"x", x}});
+  ASSERT_TRUE(want.has_value());
+  auto got = c->program->run({{"x", x}});
+  ASSERT_TRUE(got.has_value()) << got.error().to_string();
+  expect_close((*got)[0], (*want)[0]);
+  expect_close((*got)[1], (*want)[1]);
+}
+
+TEST(Session, ResolvesDeviceChoicesWithReasons) {
+  backend::DeviceSet devices = backend::DeviceSet::discover(true);
+  bool has_gpu = devices.find("cuda:0") != nullptr;
+  auto a = devices.resolve("auto");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(*a, has_gpu ? "cuda:0" : "cpu");
+  EXPECT_EQ(*devices.resolve("cpu"), "cpu");
+  EXPECT_EQ(*devices.resolve("cpu:test"), "cpu:test");
+  auto bad = devices.resolve("tpu");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find("expected cpu, cuda, cuda:N or auto"), std::string::npos) << bad.error().message;
+  auto far = devices.resolve("cuda:99");
+  ASSERT_FALSE(far.has_value());
+  if (!has_gpu) {
+    EXPECT_FALSE(devices.cuda_unavailable().empty());
+    EXPECT_NE(far.error().message.find(devices.cuda_unavailable()), std::string::npos) << far.error().message;
+    // A session asked for a GPU it cannot have fails with the reason, not a crash.
+    SessionOptions o;
+    o.device = "cuda";
+    Session s(parse(kBranches), registry(), o);
+    auto r = s.run({{"x", random_tensor({4, 8}, 1)}});
+    ASSERT_FALSE(r.has_value());
+    EXPECT_NE(r.error().message.find("no CUDA device is usable"), std::string::npos) << r.error().message;
+  }
+}
+
 TEST(Session, RunsControlFlowThroughTheReferenceFallback) {
   ir::Graph g = parse(R"(graph "control_flow" {
   input %0 "cond" : bool[]
