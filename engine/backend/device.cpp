@@ -138,14 +138,21 @@ const Plugin& plugin() {
       p.why = "TESSERA_NO_CUDA is set";
       return;
     }
-    if (void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL); !driver) {
+    // Where to look: $TESSERA_CUDA_PLUGIN (then loaded even without a driver, so that CUDA itself
+    // says what is missing), then beside this program or module (../lib, ../../lib: the build
+    // tree's lib/), then an installed ../lib/tessera, then the build tree this came from.
+    std::vector<std::string> candidates;
+    const char* env = std::getenv("TESSERA_CUDA_PLUGIN");
+    if (env && *env) {
+      if (access(env, F_OK) != 0) {
+        p.why = std::string("TESSERA_CUDA_PLUGIN names ") + env + ", which does not exist";
+        return;
+      }
+      candidates.push_back(env);
+    } else if (void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL); !driver) {
       p.why = "no NVIDIA driver (libcuda.so.1 cannot be loaded)";
       return;
     }
-    // Where to look: $TESSERA_CUDA_PLUGIN, then beside this program or module (../lib, ../../lib:
-    // the build tree's lib/), then an installed ../lib/tessera, then the build tree this came from.
-    std::vector<std::string> candidates;
-    if (const char* env = std::getenv("TESSERA_CUDA_PLUGIN"); env && *env) candidates.push_back(env);
     if (std::string dir = plugin_dir_of_this_module(); !dir.empty())
       for (const char* rel : {"/libtessera_cuda.so", "/../lib/libtessera_cuda.so", "/../../lib/libtessera_cuda.so",
                               "/../lib/tessera/libtessera_cuda.so"})
@@ -174,7 +181,7 @@ const Plugin& plugin() {
 
 }  // namespace
 
-DeviceSet DeviceSet::discover(bool with_test_device, bool with_cuda) {
+DeviceSet DeviceSet::discover(bool with_test_device, bool with_cuda, bool tf32) {
   DeviceSet s = standard(with_test_device);
   if (!with_cuda) return s;
   const Plugin& p = plugin();
@@ -183,7 +190,7 @@ DeviceSet DeviceSet::discover(bool with_test_device, bool with_cuda) {
     return s;
   }
   std::string why;
-  if (p.add(kPluginAbi, &s, &why) == 0) s.cuda_unavailable_ = why.empty() ? "no CUDA device" : why;
+  if (p.add(kPluginAbi, &s, tf32, &why) == 0) s.cuda_unavailable_ = why.empty() ? "no CUDA device" : why;
   return s;
 }
 

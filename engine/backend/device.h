@@ -65,8 +65,8 @@ class DeviceSet {
   // "cpu" always; "cpu:test" when asked (tests of placement and copies).
   static DeviceSet standard(bool with_test_device);
   // standard() plus every usable CUDA device (cuda:0, cuda:1, ...) when `with_cuda`; why none
-  // is usable is kept (cuda_unavailable()).
-  static DeviceSet discover(bool with_test_device, bool with_cuda = true);
+  // is usable is kept (cuda_unavailable()). tf32: f32 matrix work on TF32 tensor cores.
+  static DeviceSet discover(bool with_test_device, bool with_cuda = true, bool tf32 = true);
   void add(std::unique_ptr<Device> d) { devices_.push_back(std::move(d)); }
   Device* find(const std::string& name) const;
   const std::vector<std::unique_ptr<Device>>& all() const { return devices_; }
@@ -85,7 +85,7 @@ class DeviceSet {
 // The plugin's entry point (engine/cuda/plugin.cpp): adds its devices to `set`, or says why
 // there are none. `abi` must be kPluginAbi (plugin and engine of one build).
 inline constexpr int kPluginAbi = 1;
-using AddDevicesFn = int (*)(int abi, DeviceSet* set, std::string* why);
+using AddDevicesFn = int (*)(int abi, DeviceSet* set, bool tf32, std::string* why);
 inline constexpr const char* kAddDevicesSymbol = "tessera_cuda_add_devices";
 
 // Host memory, 64-byte aligned (the CPU device's allocator; also used for staging).

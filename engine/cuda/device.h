@@ -1,5 +1,5 @@
-// CUDA device discovery and a first element-wise kernel (the CUDA backend grows from here in the
-// six-stage engine issue). Host-side header: no CUDA headers leak to callers.
+// CUDA device discovery (device.cu), used by the plugin (plugin.cpp) and the NCCL test. Host-side
+// header: no CUDA headers leak to callers.
 //
 //   std::string why;
 //   if (cuda::device_count(&why) == 0) { /* skip: `why` says what is missing */ }
@@ -16,7 +16,5 @@ namespace tessera::cuda {
 int device_count(std::string* why);
 // Name and compute capability of device `index`, e.g. "NVIDIA H100 (sm_90)".
 std::string device_description(int index);
-// out = a + b on device 0 for two f32 tensors of the same shape (copies in and out).
-Expected<Tensor> add_f32(const Tensor& a, const Tensor& b);
 
 }  // namespace tessera::cuda

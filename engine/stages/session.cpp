@@ -38,7 +38,7 @@ Session::Session(ir::Graph graph, const ops::OpRegistry& registry, SessionOption
     : graph_(std::move(graph)),
       registry_(registry),
       options_(std::move(options)),
-      devices_(backend::DeviceSet::discover(options_.test_device, options_.device.rfind("cpu", 0) != 0)),
+      devices_(backend::DeviceSet::discover(options_.test_device, options_.device.rfind("cpu", 0) != 0, options_.tf32)),
       last_context_(std::make_unique<StageContext>(registry)) {}
 
 Session::~Session() = default;

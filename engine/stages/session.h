@@ -30,6 +30,7 @@ struct SessionOptions {
   // Preferred device: cpu, cuda, cuda:N, auto (the first GPU, else cpu) or cpu:test. Nodes go
   // there when it has a kernel for them, else to the CPU with the reason (Compilation::fallbacks).
   std::string device = kHostDevice;
+  bool tf32 = true;  // CUDA: f32 matrix work (cuBLAS, cuDNN) on TF32 tensor cores; false: full f32
   bool test_device = false;             // add the CPU-side test device "cpu:test"
   observe::TraceSink* trace = nullptr;
   observe::SnapshotSink* snapshots = nullptr;

@@ -8,6 +8,7 @@
 #include "engine/data/fingerprint.h"
 #include "engine/dist/communicator.h"
 #include "engine/ops/infer.h"
+#include "engine/backend/device.h"
 #include "engine/train/trainer.h"
 #include "formats/dataset_path.h"
 #include "formats/document.h"
@@ -142,7 +143,7 @@ class PyTrainer {
     cfg_.schedule = schedule;
     cfg_.threads = intra_op_threads(threads);
     {
-      Expected<std::string> d = backend::DeviceSet::discover(false, device.rfind("cpu", 0) != 0).resolve(device);
+      Expected<std::string> d = tessera::backend::DeviceSet::discover(false, device.rfind("cpu", 0) != 0).resolve(device);
       if (!d) throw py::value_error(d.error().message);
       cfg_.device = *d;
     }

@@ -136,6 +136,38 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run("run", text_model, "--input", "x=" + os.path.join(tmp, "x.npy"))
     check(rc == 1 and "'x'" in err, "a float .npy for a string input is refused naming it (%s)" % err.strip())
 
+# Devices: --device on every command, `info --devices`, and the CUDA plugin loaded at run time.
+rc, out, err = run("info", "--devices", "--json")
+check(rc == 0, "info --devices --json exits 0 (%s)" % err.strip())
+devices = json.loads(out) if rc == 0 else {"devices": [], "cuda_unavailable": ""}
+names = [d["name"] for d in devices["devices"]]
+check(names[:1] == ["cpu"] and all(d["description"] for d in devices["devices"]), "the CPU is listed first, described (%s)" % out)
+has_gpu = any(n.startswith("cuda:") for n in names)
+check(has_gpu or devices["cuda_unavailable"], "without a GPU, info says why (%s)" % devices["cuda_unavailable"])
+for cmd in (["run", lenet], ["bench", lenet, "--runs", "1", "--warmup", "0"], ["passes", lenet]):
+    rc, out, err = run(*cmd, "--device", "tpu")
+    check(rc == 1 and "expected cpu, cuda, cuda:N or auto" in err, "%s --device tpu is refused (%s)" % (cmd[0], err.strip()))
+    rc, out, err = run(*cmd, "--device", "cuda:99")
+    check(rc == 1 and "cuda:99" in err, "%s --device cuda:99 is refused naming it (%s)" % (cmd[0], err.strip()))
+    rc, out, err = run(*cmd, "--device", "cpu")
+    check(rc == 0, "%s --device cpu exits 0 (%s)" % (cmd[0], err.strip()))
+if not has_gpu:
+    rc, out, err = run("run", lenet, "--device", "cuda")
+    check(rc == 1 and devices["cuda_unavailable"] in err, "run --device cuda says why there is no GPU (%s)" % err.strip())
+    rc, out, err = run("bench", lenet, "--runs", "1", "--warmup", "0")
+    check(rc == 0 and "device: cpu" in out and "no CUDA device: " in out, "bench (auto) runs on the CPU and says why (%s)" % out)
+plugin = os.environ.get("TESSERA_TEST_CUDA_PLUGIN", "")
+if plugin and not has_gpu:
+    # The plugin loads here (no driver): CUDA itself says what is missing, not the loader.
+    env = dict(os.environ, TESSERA_CUDA_PLUGIN=plugin)
+    p = subprocess.run([tessera, "info", "--devices", "--json"], capture_output=True, text=True, env=env, timeout=60)
+    why = json.loads(p.stdout)["cuda_unavailable"] if p.returncode == 0 else p.stderr
+    check(p.returncode == 0 and why.startswith("cuda") and "cannot be loaded" not in why,
+          "the CUDA plugin loads and reports the runtime's reason (%s)" % why)
+    env["TESSERA_CUDA_PLUGIN"] = os.path.join(root, "no-such-plugin.so")
+    p = subprocess.run([tessera, "info", "--devices"], capture_output=True, text=True, env=env, timeout=60)
+    check(p.returncode == 0 and "does not exist" in p.stdout, "a missing TESSERA_CUDA_PLUGIN is named (%s)" % p.stdout.strip())
+
 if failures:
     print("%d check(s) failed" % len(failures))
     sys.exit(1)

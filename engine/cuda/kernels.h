@@ -1,0 +1,63 @@
+// Our own CUDA kernels (kernels.cu), as launchers on a stream. f32 throughout; index math in
+// int64. Every launcher returns the launch error ("" when the launch succeeded) and does nothing
+// for empty tensors. NaN propagates as ONNX and the reference kernels say (Relu(NaN) = NaN,
+// Max(NaN, x) = NaN, a row with a NaN softmaxes to NaN).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+namespace tessera::cuda {
+
+inline constexpr int kMaxRank = 8;
+
+// Element-wise functions of one input (alpha, beta: the op's attributes).
+enum class Unary : int {
+  kIdentity, kRelu, kLeakyRelu, kSigmoid, kTanh, kExp, kLog, kSqrt, kNeg, kAbs, kErf, kReciprocal,
+  kClip, kHardSigmoid, kHardSwish, kSwish, kGelu, kGeluTanh, kSoftplus, kFloor, kCeil, kSin, kCos, kElu,
+  kSelu, kSign, kRound, kMish
+};
+// Element-wise functions of two inputs, with ONNX (numpy) broadcasting.
+enum class Binary : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kPRelu };
+
+// Strides of an operand read as the output's shape (0 on broadcast dims).
+struct Broadcast {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};      // output dims
+  int64_t a[kMaxRank] = {};         // a's stride for each output dim
+  int64_t b[kMaxRank] = {};
+  bool a_plain = false, b_plain = false;  // reads exactly the output's index (no index math)
+};
+
+std::string unary(Unary op, const float* x, float* y, int64_t n, float alpha, float beta, cudaStream_t s);
+std::string binary(Binary op, const float* a, const float* b, float* y, int64_t n, const Broadcast& bc, cudaStream_t s);
+
+// y = act(y + bias[(i / inner) % bias_n] + z[i]) in place: the post-ops of FusedConv (inner = the
+// spatial size), FusedMatMul / FusedGemm (inner = 1). bias or z may be null.
+std::string epilogue(float* y, int64_t n, const float* bias, int64_t bias_n, int64_t inner, const float* z, Unary act,
+                     float alpha, float beta, cudaStream_t s);
+// y[i] = x[i] * scale[c] + shift[c], c = (i / inner) % channels (inference batch normalization).
+std::string channel_affine(const float* x, float* y, int64_t n, const float* scale, const float* shift,
+                           int64_t channels, int64_t inner, cudaStream_t s);
+// (Log)Softmax of x viewed as [outer, axis, inner] along the middle.
+std::string softmax(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner, bool log, cudaStream_t s);
+// Layer normalization of rows of `cols` values: y = (x - mean) / sqrt(var + eps) * scale + bias
+// (scale, bias: `cols` values; bias may be null).
+std::string layer_norm(const float* x, const float* scale, const float* bias, float* y, int64_t rows, int64_t cols,
+                       float eps, cudaStream_t s);
+enum class Reduce : int { kSum, kMean, kMax, kMin };
+// Reduces x viewed as [outer, axis, inner] along the middle into y [outer, inner].
+std::string reduce(Reduce op, const float* x, float* y, int64_t outer, int64_t axis, int64_t inner, cudaStream_t s);
+// y[i] = x[offset + sum_d index_d(i) * strides[d]] for the output's dims (Transpose, Slice,
+// Expand, broadcasting copies), of `elem` bytes per element (1, 2, 4 or 8).
+std::string strided_copy(const void* x, void* y, int elem, int rank, const int64_t* dims, const int64_t* strides,
+                         int64_t offset, int64_t n, cudaStream_t s);
+// Gather along an axis: x viewed as [outer, axis_dim, inner], indices (int64 or int32, negative
+// counting from the back), y as [outer, num_indices, inner]. An index out of range writes 0 and
+// sets *bad (device memory) to 1.
+std::string gather(const void* x, int elem, const void* indices, bool indices64, int64_t num_indices, void* y,
+                   int64_t outer, int64_t axis_dim, int64_t inner, int* bad, cudaStream_t s);
+
+}  // namespace tessera::cuda

@@ -1,0 +1,326 @@
+// The CUDA device through the six stages (engine/cuda/): each kernel against the reference
+// kernels on random inputs (odd sizes, broadcasting, empty and large tensors, NaN), every node of
+// those graphs placed on the GPU, no device memory allocated per run, and a CNN end to end.
+// TF32 is off here (full f32: the CPU's tolerance); one test runs with it on.
+// Exits 77 (ctest: skipped) when no CUDA device is usable, printing why.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <random>
+
+#include "engine/ops/infer.h"
+#include "engine/runtime/interpreter.h"
+#include "engine/stages/session.h"
+
+namespace tessera {
+namespace {
+
+const ops::OpRegistry& registry() {
+  static const ops::OpRegistry r = ops::make_default_registry();
+  return r;
+}
+
+Tensor random_tensor(Shape shape, uint32_t seed, float scale = 1.f) {
+  Tensor t(DType::kF32, std::move(shape));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, scale);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+Tensor ints(Shape shape, std::vector<int64_t> v) { return Tensor::from_vector<int64_t>(std::move(shape), std::move(v)); }
+
+// One graph: inputs (fed), params (weights), nodes; outputs the last node's outputs.
+struct Builder {
+  ir::Graph g{"cuda-test"};
+  runtime::Feeds feeds;
+  ir::ValueId input(const std::string& name, const Tensor& t) {
+    feeds[name] = t;
+    return g.add_input(name, ir::TensorType::of(t.dtype(), t.shape()));
+  }
+  ir::ValueId param(const std::string& name, const Tensor& t) { return g.add_param(name, t); }
+  ir::ValueId node(const std::string& op, std::vector<ir::ValueId> in, ir::Attributes attrs = {}, int outputs = 1) {
+    ir::NodeId n = g.add_node(op, std::move(in), outputs, op + std::to_string(g.num_nodes()), std::move(attrs));
+    return g.node(n).outputs[0];
+  }
+};
+
+struct Result {
+  std::vector<Tensor> got, want;
+  int steps_off_gpu = 0;
+  std::string off;
+};
+
+// Runs `b` on cuda:0 (3 times: no device allocation after the first) and on the reference kernels.
+Result run_both(Builder& b, std::vector<ir::ValueId> outputs, bool tf32 = false, const std::string& pipeline = "") {
+  b.g.set_outputs(std::move(outputs));
+  Result r;
+  auto want = runtime::run_reference(b.g, registry(), b.feeds);
+  EXPECT_TRUE(want.has_value()) << want.error().to_string();
+  if (!want) return r;
+  r.want = *want;
+  stages::SessionOptions o;
+  o.device = "cuda:0";
+  o.tf32 = tf32;
+  o.pipeline = pipeline;
+  stages::Session s(b.g, registry(), o);
+  auto got = s.run(b.feeds);
+  EXPECT_TRUE(got.has_value()) << got.error().to_string();
+  if (!got) return r;
+  r.got = *got;
+  const backend::Device* gpu = s.devices().find("cuda:0");
+  const size_t allocations = gpu->allocations();
+  for (int i = 0; i < 2; ++i) {
+    auto again = s.run(b.feeds);
+    EXPECT_TRUE(again.has_value());
+  }
+  EXPECT_EQ(gpu->allocations(), allocations) << "device memory allocated per run";
+  const stages::ExecutionPlan& plan = s.last_program()->plan();
+  for (const stages::Step& st : plan.steps)
+    if (st.kind != stages::Step::Kind::kCopy && plan.devices[static_cast<size_t>(st.device)] != "cuda:0") {
+      ++r.steps_off_gpu;
+      r.off += plan.graph.node(st.node).op + " (" + st.why_reference + ") ";
+    }
+  return r;
+}
+
+void expect_close(const Tensor& got, const Tensor& want, double rtol = 1e-4, double atol = 1e-5) {
+  ASSERT_EQ(got.dtype(), want.dtype());
+  ASSERT_EQ(got.shape(), want.shape());
+  double scale = 0;
+  for (int64_t i = 0; i < want.numel(); ++i)
+    if (std::isfinite(want.get(i))) scale = std::max(scale, std::fabs(want.get(i)));
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double w = want.get(i), g = got.get(i);
+    if (std::isnan(w)) {
+      ASSERT_TRUE(std::isnan(g)) << "element " << i << ": NaN expected, got " << g;
+    } else if (std::isinf(w)) {
+      ASSERT_EQ(g, w) << "element " << i;
+    } else {
+      ASSERT_NEAR(g, w, atol + rtol * scale) << "element " << i;
+    }
+  }
+}
+
+void check_all_on_gpu(Builder& b, std::vector<ir::ValueId> outs, double rtol = 1e-4) {
+  Result r = run_both(b, std::move(outs));
+  ASSERT_EQ(r.got.size(), r.want.size());
+  EXPECT_EQ(r.steps_off_gpu, 0) << "off the GPU: " << r.off;
+  for (size_t i = 0; i < r.got.size(); ++i) expect_close(r.got[i], r.want[i], rtol);
+}
+
+TEST(Cuda, UnaryOpsMatchTheReferenceOnOddSizesAndNaN) {
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Exp", "Abs", "Neg", "Erf", "Softplus", "HardSwish", "Floor", "Sin"})
+    for (int64_t n : {0, 1, 7, 1000, (1 << 20) + 3}) {
+      SCOPED_TRACE(std::string(op) + " n=" + std::to_string(n));
+      Tensor x = random_tensor({n}, 3, 4.f);
+      if (n > 2) x.data<float>()[1] = NAN;
+      Builder b;
+      check_all_on_gpu(b, {b.node(op, {b.input("x", x)})});
+    }
+}
+
+TEST(Cuda, BinaryOpsBroadcastLikeTheReference) {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{5}, {5}}, {{3, 1, 5}, {4, 1}}, {{2, 3, 4}, {}}, {{1}, {6, 7}}, {{0, 3}, {3}}, {{2, 1, 3, 1, 2}, {1, 4, 1, 5, 1}}};
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow"})
+    for (const auto& [sa, sb] : shapes) {
+      SCOPED_TRACE(std::string(op) + " " + shape_to_string(sa) + " " + shape_to_string(sb));
+      Builder b;
+      Tensor a = random_tensor(sa, 1), c = random_tensor(sb, 2);
+      if (std::string(op) == "Pow")
+        for (int64_t i = 0; i < a.numel(); ++i) a.data<float>()[i] = std::fabs(a.data<float>()[i]) + 0.1f;
+      if (a.numel() > 1) a.data<float>()[0] = NAN;  // Max(NaN, x) and Min(NaN, x) are NaN
+      check_all_on_gpu(b, {b.node(op, {b.input("a", a), b.input("b", c)})});
+    }
+}
+
+TEST(Cuda, MatMulAndGemmMatchTheReference) {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{5, 7}, {7, 4}}, {{2, 3, 5, 7}, {2, 3, 7, 4}}, {{6, 9, 33}, {33, 17}}, {{5, 7}, {3, 7, 4}}, {{7}, {7, 4}}, {{1, 1}, {1, 1}}};
+  for (const auto& [sa, sb] : shapes) {
+    SCOPED_TRACE(shape_to_string(sa) + " x " + shape_to_string(sb));
+    Builder b;
+    check_all_on_gpu(b, {b.node("MatMul", {b.input("a", random_tensor(sa, 1)), b.param("w", random_tensor(sb, 2))})});
+  }
+  for (int trans_b : {0, 1}) {
+    Builder b;
+    ir::ValueId a = b.input("a", random_tensor({8, 12}, 3));
+    ir::ValueId w = b.param("w", random_tensor(trans_b ? Shape{5, 12} : Shape{12, 5}, 4));
+    ir::ValueId c = b.param("c", random_tensor({5}, 5));
+    check_all_on_gpu(b, {b.node("Gemm", {a, w, c}, {{"transB", int64_t{trans_b}}, {"alpha", 0.5}})});
+  }
+}
+
+TEST(Cuda, FusedMatMulWithBiasAndGeluRunsOnTheGpu) {
+  // MatMul + Add(bias) + Gelu: the optimiser fuses them into FusedMatMul (cuBLAS + epilogue).
+  Builder b;
+  ir::ValueId x = b.input("x", random_tensor({4, 16, 32}, 1));
+  ir::ValueId mm = b.node("MatMul", {x, b.param("w", random_tensor({32, 24}, 2, 0.2f))});
+  ir::ValueId add = b.node("Add", {mm, b.param("bias", random_tensor({24}, 3))});
+  check_all_on_gpu(b, {b.node("Gelu", {add})});
+}
+
+TEST(Cuda, ConvolutionsAndPoolingMatchTheReference) {
+  struct Case {
+    Shape x, w;
+    std::vector<int64_t> pads, strides;
+    int64_t group;
+  };
+  for (const Case& c : {Case{{1, 3, 17, 13}, {5, 3, 3, 3}, {1, 1, 1, 1}, {2, 2}, 1},
+                        Case{{2, 8, 9, 9}, {8, 1, 3, 3}, {1, 1, 1, 1}, {1, 1}, 8},
+                        Case{{1, 4, 10, 10}, {6, 2, 1, 1}, {0, 0, 0, 0}, {1, 1}, 2},
+                        Case{{3, 2, 50}, {4, 2, 5}, {2, 2}, {1}, 1}}) {
+    SCOPED_TRACE(shape_to_string(c.x) + " * " + shape_to_string(c.w));
+    Builder b;
+    ir::ValueId x = b.input("x", random_tensor(c.x, 1));
+    ir::ValueId conv = b.node("Conv", {x, b.param("w", random_tensor(c.w, 2, 0.3f)), b.param("b", random_tensor({c.w[0]}, 3))},
+                              {{"pads", c.pads}, {"strides", c.strides}, {"group", c.group}});
+    check_all_on_gpu(b, {b.node("Relu", {conv})});
+  }
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    SCOPED_TRACE(op);
+    Builder b;
+    Tensor x = random_tensor({2, 3, 11, 8}, 4);
+    x.data<float>()[5] = NAN;
+    check_all_on_gpu(b, {b.node(op, {b.input("x", x)}, {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                                        {"strides", std::vector<int64_t>{2, 2}},
+                                                        {"pads", std::vector<int64_t>{1, 1, 1, 1}}})});
+  }
+  Builder b;
+  check_all_on_gpu(b, {b.node("GlobalAveragePool", {b.input("x", random_tensor({2, 5, 7, 3}, 5))})});
+}
+
+TEST(Cuda, RowOpsMatchTheReference) {
+  for (int64_t axis : {-1, 1, 0}) {
+    SCOPED_TRACE("softmax axis " + std::to_string(axis));
+    Builder b;
+    Tensor x = random_tensor({3, 5, 1000}, 1, 3.f);
+    x.data<float>()[7] = NAN;  // its row is NaN, the others are not touched
+    check_all_on_gpu(b, {b.node("Softmax", {b.input("x", x)}, {{"axis", axis}}),
+                         b.node("LogSoftmax", {b.input("y", random_tensor({4, 1, 9}, 2))}, {{"axis", axis}})});
+  }
+  {
+    Builder b;
+    ir::ValueId x = b.input("x", random_tensor({2, 7, 768}, 3));
+    check_all_on_gpu(b, {b.node("LayerNormalization", {x, b.param("s", random_tensor({768}, 4)), b.param("bias", random_tensor({768}, 5))},
+                                {{"axis", int64_t{-1}}, {"epsilon", 1e-5}})});
+  }
+  for (const auto& axes : {std::vector<int64_t>{2, 3}, std::vector<int64_t>{1}, std::vector<int64_t>{-1}}) {
+    Builder b;
+    ir::ValueId x = b.input("x", random_tensor({2, 3, 5, 6}, 6));
+    check_all_on_gpu(b, {b.node("ReduceMean", {x}, {{"axes", axes}, {"keepdims", int64_t{1}}}),
+                         b.node("ReduceSum", {x, b.param("axes", ints({static_cast<int64_t>(axes.size())}, axes))},
+                                {{"keepdims", int64_t{0}}})});
+  }
+  Builder b;
+  ir::ValueId x = b.input("x", random_tensor({2, 4, 3, 3}, 7));
+  Tensor var = random_tensor({4}, 11);
+  for (int64_t i = 0; i < 4; ++i) var.data<float>()[i] = std::fabs(var.data<float>()[i]) + 0.5f;
+  check_all_on_gpu(b, {b.node("BatchNormalization", {x, b.param("g", random_tensor({4}, 8)), b.param("be", random_tensor({4}, 9)),
+                                                     b.param("m", random_tensor({4}, 10)), b.param("v", var)})},
+                   1e-4);
+}
+
+TEST(Cuda, DataMovementMatchesTheReference) {
+  {
+    Builder b;
+    ir::ValueId x = b.input("x", random_tensor({2, 3, 4, 5}, 1));
+    check_all_on_gpu(b, {b.node("Transpose", {x}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}})});
+  }
+  {
+    Builder b;
+    ir::ValueId x = b.input("x", random_tensor({6, 10}, 2));
+    check_all_on_gpu(b, {b.node("Slice", {x, b.param("st", ints({2}, {1, -2})), b.param("en", ints({2}, {5, -100})),
+                                          b.param("ax", ints({2}, {0, 1})), b.param("sp", ints({2}, {2, -3}))})});
+  }
+  {
+    Builder b;
+    ir::ValueId a = b.input("a", random_tensor({2, 3, 4}, 3)), c = b.input("c", random_tensor({2, 5, 4}, 4));
+    check_all_on_gpu(b, {b.node("Concat", {a, c}, {{"axis", int64_t{1}}})});
+  }
+  {
+    Builder b;
+    ir::ValueId table = b.param("table", random_tensor({50, 16}, 5));
+    ir::ValueId idx = b.param("idx", ints({2, 3}, {0, 49, -1, 7, 7, 3}));
+    ir::ValueId g = b.node("Gather", {table, idx}, {{"axis", int64_t{0}}});
+    check_all_on_gpu(b, {b.node("Add", {g, b.input("x", random_tensor({2, 3, 16}, 6))})});
+  }
+  {
+    Builder b;
+    ir::ValueId x = b.input("x", random_tensor({3, 1, 4}, 7));
+    check_all_on_gpu(b, {b.node("Expand", {x, b.param("shape", ints({3}, {3, 5, 4}))})});
+  }
+  {
+    Builder b;
+    ir::ValueId x = b.input("x", random_tensor({2, 3, 4}, 8));
+    ir::ValueId r = b.node("Reshape", {x, b.param("shape", ints({2}, {6, 4}))});
+    check_all_on_gpu(b, {b.node("Relu", {r})});
+  }
+}
+
+TEST(Cuda, ASmallCnnRunsWhollyOnTheGpuWithTf32Close) {
+  Builder b;
+  ir::ValueId x = b.input("x", random_tensor({8, 3, 32, 32}, 1));
+  ir::ValueId c1 = b.node("Conv", {x, b.param("w1", random_tensor({16, 3, 3, 3}, 2, 0.3f)), b.param("b1", random_tensor({16}, 3))},
+                          {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  Tensor var = random_tensor({16}, 4);
+  for (int64_t i = 0; i < 16; ++i) var.data<float>()[i] = std::fabs(var.data<float>()[i]) + 0.5f;
+  ir::ValueId bn = b.node("BatchNormalization", {c1, b.param("g", random_tensor({16}, 5)), b.param("be", random_tensor({16}, 6)),
+                                                 b.param("m", random_tensor({16}, 7)), b.param("v", var)});
+  ir::ValueId r1 = b.node("Relu", {bn});
+  ir::ValueId p1 = b.node("MaxPool", {r1}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+  ir::ValueId gp = b.node("GlobalAveragePool", {p1});
+  ir::ValueId fl = b.node("Flatten", {gp});
+  ir::ValueId fc = b.node("Gemm", {fl, b.param("w2", random_tensor({10, 16}, 8, 0.3f)), b.param("b2", random_tensor({10}, 9))},
+                          {{"transB", int64_t{1}}});
+  ir::ValueId out = b.node("Softmax", {fc});
+  for (bool tf32 : {false, true}) {
+    SCOPED_TRACE(tf32 ? "TF32" : "f32");
+    Result r = run_both(b, {out}, tf32);
+    ASSERT_EQ(r.got.size(), 1u);
+    EXPECT_EQ(r.steps_off_gpu, 0) << r.off;
+    expect_close(r.got[0], r.want[0], tf32 ? 1e-2 : 1e-4);
+  }
+}
+
+TEST(Cuda, NodesWithoutACudaKernelFallBackToTheCpuWithTheirCopies) {
+  // Cumsum has no CUDA kernel: it runs on the CPU between two GPU nodes, through copies.
+  Builder b;
+  ir::ValueId x = b.input("x", random_tensor({4, 9}, 1));
+  ir::ValueId r = b.node("Relu", {x});
+  ir::ValueId c = b.node("CumSum", {r, b.param("axis", ints({}, {1}))});
+  ir::ValueId y = b.node("Exp", {c});
+  Result res = run_both(b, {y});
+  ASSERT_EQ(res.got.size(), 1u);
+  EXPECT_EQ(res.steps_off_gpu, 1) << res.off;
+  expect_close(res.got[0], res.want[0]);
+}
+
+TEST(Cuda, TooLargeAnAllocationIsAClearError) {
+  backend::DeviceSet set = backend::DeviceSet::discover(false);
+  backend::Device* gpu = set.find("cuda:0");
+  ASSERT_NE(gpu, nullptr);
+  auto m = gpu->allocate(size_t{1} << 52);
+  ASSERT_FALSE(m.has_value());
+  EXPECT_NE(m.error().message.find("cuda:0"), std::string::npos) << m.error().message;
+  EXPECT_NE(m.error().message.find(std::to_string(size_t{1} << 52)), std::string::npos) << m.error().message;
+  auto ok = gpu->allocate(1 << 20);  // the device still works after the failure
+  EXPECT_TRUE(ok.has_value());
+}
+
+}  // namespace
+}  // namespace tessera
+
+int main(int argc, char** argv) {
+  const tessera::backend::DeviceSet set = tessera::backend::DeviceSet::discover(false);
+  if (!set.find("cuda:0")) {
+    std::printf("no CUDA device (%s) - skipping GPU work\n", set.cuda_unavailable().c_str());
+    return 77;
+  }
+  std::printf("cuda:0: %s\n", set.find("cuda:0")->description().c_str());
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
