@@ -30,6 +30,13 @@ class Stream {
   // dst and src may each be host or this device's memory.
   virtual Status copy(void* dst, const void* src, size_t bytes) = 0;
   virtual Status synchronize() = 0;
+  // Graphs of work (CUDA graphs): what is enqueued between begin_capture() and end_capture() on
+  // the calling thread is recorded, not run; replay() runs the recording in one launch, with the
+  // same buffers. Streams that cannot capture say so (captures() false).
+  virtual bool captures() const { return false; }
+  virtual Status begin_capture() { return make_error("this stream cannot capture work"); }
+  virtual Expected<std::shared_ptr<void>> end_capture() { return make_error("this stream cannot capture work"); }
+  virtual Status replay(void* /*graph*/) { return make_error("this stream cannot replay work"); }
 };
 
 class Device {

@@ -4,6 +4,7 @@
 #include <cudnn.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include "engine/backend/device.h"
@@ -55,6 +56,42 @@ class CudaStream : public backend::Stream {
     if (e != cudaSuccess) return make_error(ctx_->name + ": a kernel or copy failed: " + error_text(e));
     return Status::ok();
   }
+  // CUDA graphs (off with TESSERA_CUDA_GRAPHS=0): capture on this thread only, so that another
+  // thread's CUDA calls (a second session's cudaMalloc) cannot invalidate the capture.
+  bool captures() const override {
+    static const bool on = [] {
+      const char* v = std::getenv("TESSERA_CUDA_GRAPHS");
+      return !(v && std::string(v) == "0");
+    }();
+    return on;
+  }
+  Status begin_capture() override {
+    cudaSetDevice(ctx_->device);
+    const cudaError_t e = cudaStreamBeginCapture(ctx_->stream, cudaStreamCaptureModeThreadLocal);
+    return e == cudaSuccess ? Status::ok() : make_error(ctx_->name + ": cannot capture a CUDA graph: " + error_text(e));
+  }
+  Expected<std::shared_ptr<void>> end_capture() override {
+    cudaGraph_t graph = nullptr;
+    cudaError_t e = cudaStreamEndCapture(ctx_->stream, &graph);
+    if (e != cudaSuccess) {
+      if (graph) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      return make_error(ctx_->name + ": capturing a CUDA graph failed: " + error_text(e));
+    }
+    cudaGraphExec_t exec = nullptr;
+    e = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return make_error(ctx_->name + ": instantiating a CUDA graph failed: " + error_text(e));
+    }
+    return std::shared_ptr<void>(static_cast<void*>(exec), [](void* x) { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(x)); });
+  }
+  Status replay(void* graph) override {
+    cudaSetDevice(ctx_->device);
+    const cudaError_t e = cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), ctx_->stream);
+    return e == cudaSuccess ? Status::ok() : make_error(ctx_->name + ": launching a CUDA graph: " + error_text(e));
+  }
 
  private:
   Context* ctx_;
@@ -73,6 +110,11 @@ class CudaDevice : public backend::Device {
       return make_error(c.name + ": cuBLAS: " + error_text(s));
     cublasSetStream(c.cublas, c.stream);
     cublasSetMathMode(c.cublas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+    // A workspace of its own, allocated once: cuBLAS then allocates nothing while a CUDA graph
+    // is captured (as PyTorch does).
+    TRY(d->workspace_, c.allocate(kCublasWorkspace));
+    if (cublasStatus_t s = cublasSetWorkspace(c.cublas, d->workspace_.get(), kCublasWorkspace); s != CUBLAS_STATUS_SUCCESS)
+      return make_error(c.name + ": cuBLAS workspace: " + error_text(s));
     if (cudnnStatus_t s = cudnnCreate(&c.cudnn); s != CUDNN_STATUS_SUCCESS)
       return make_error(c.name + ": cuDNN: " + error_text(s));
     cudnnSetStream(c.cudnn, c.stream);
@@ -161,9 +203,11 @@ class CudaDevice : public backend::Device {
     ctx_.device = index;
     ctx_.name = "cuda:" + std::to_string(index);
   }
+  static constexpr size_t kCublasWorkspace = size_t{32} << 20;
   Context ctx_;
   CudaStream stream_;
   backend::KernelRegistry kernels_;
+  std::shared_ptr<void> workspace_;
 };
 
 }  // namespace

@@ -95,6 +95,8 @@ Expected<std::unique_ptr<Program>> Program::load(ExecutionPlan plan, const backe
   int kernels = static_cast<int>(to_load.size());
   int threads = pl.threads;
   p->pool_ = std::make_unique<ThreadPool>(std::max(1, pl.workers), [threads](int) { cpu::set_intra_op_threads(threads); });
+  if (pl.workers <= 1)
+    p->segments_ = capture_segments(pl, [&](int d) { return p->devices_[static_cast<size_t>(d)]->stream().captures(); });
   ctx.finish_stage("load", start, g.num_nodes(), nullptr,
                    std::to_string(kernels) + " kernels loaded, arenas " + std::to_string(pl.peak_bytes()) +
                        " bytes, weights " + std::to_string(p->weight_bytes_) + " bytes");
@@ -109,6 +111,9 @@ std::string Program::print() const {
     os << "  arena on " << plan_.devices[d] << ": " << plan_.memory[d].arena_bytes << " bytes (lower bound "
        << plan_.memory[d].lower_bound_bytes << ")\n";
   os << "  weights: " << weight_bytes_ << " bytes\n";
+  for (const CaptureSegment& s : segments_)
+    os << "  graph of steps " << s.begin << ".." << s.end - 1 << " on " << plan_.devices[static_cast<size_t>(s.device)] << ": "
+       << (!s.failed.empty() ? "not captured: " + s.failed : s.graph ? std::string("captured, replayed each run") : std::string("captured at the second run")) << "\n";
   std::map<std::string, int> impls;
   for (const Step& s : plan_.steps) ++impls[s.impl];
   for (const auto& [impl, n] : impls) os << "  " << n << " x " << impl << "\n";
@@ -269,6 +274,9 @@ Status Program::run_step(int index, RunState& state, int worker) {
     }
   }
   if (state.options->trace) {
+    // A device step is enqueued, not run: wait for it so that the span is the kernel's time.
+    backend::Device* dev = devices_[static_cast<size_t>(st.device)];
+    if (!dev->host_accessible() && st.kind != Step::Kind::kCopy) RETURN_IF_ERROR(dev->stream().synchronize());
     observe::Span span;
     span.kind = st.kind == Step::Kind::kCopy ? observe::Span::Kind::kCopy : observe::Span::Kind::kKernel;
     span.name = n.name.empty() ? "#" + std::to_string(n.id) : n.name;
@@ -284,6 +292,53 @@ Status Program::run_step(int index, RunState& state, int worker) {
     state.options->trace->on_span(span);
   }
   return Status::ok();
+}
+
+std::vector<CaptureSegment> capture_segments(const ExecutionPlan& plan, const std::function<bool(int device)>& capturable) {
+  std::vector<CaptureSegment> out;
+  if (plan.workers > 1) return out;
+  auto capturable_step = [&](const Step& s) {
+    return s.kind != Step::Kind::kCopy && s.kind != Step::Kind::kReference && capturable(s.device);
+  };
+  const int n = static_cast<int>(plan.steps.size());
+  for (int i = 0; i < n;) {
+    if (!capturable_step(plan.steps[static_cast<size_t>(i)])) {
+      ++i;
+      continue;
+    }
+    CaptureSegment seg;
+    seg.begin = i;
+    seg.device = plan.steps[static_cast<size_t>(i)].device;
+    int kernels = 0;
+    while (i < n && capturable_step(plan.steps[static_cast<size_t>(i)]) && plan.steps[static_cast<size_t>(i)].device == seg.device) {
+      kernels += plan.steps[static_cast<size_t>(i)].kind == Step::Kind::kKernel;
+      ++i;
+    }
+    seg.end = i;
+    if (kernels >= 2) out.push_back(std::move(seg));
+  }
+  return out;
+}
+
+Status Program::run_segment(CaptureSegment& seg, RunState& state) {
+  auto run_steps = [&]() -> Status {
+    for (int i = seg.begin; i < seg.end; ++i) RETURN_IF_ERROR(run_step(i, state, 0));
+    return Status::ok();
+  };
+  backend::Stream& stream = devices_[static_cast<size_t>(seg.device)]->stream();
+  if (state.options->trace || !seg.failed.empty() || seg.runs++ == 0) return run_steps();
+  if (!seg.graph) {
+    RETURN_IF_ERROR(stream.begin_capture());
+    Status ran = run_steps();
+    Expected<std::shared_ptr<void>> graph = stream.end_capture();
+    if (!ran.is_ok()) return ran;
+    if (!graph) {  // nothing ran while capturing: run the steps, and never try again
+      seg.failed = graph.error().message;
+      return run_steps();
+    }
+    seg.graph = std::move(*graph);
+  }
+  return stream.replay(seg.graph.get());
 }
 
 Expected<std::vector<Tensor>> Program::run(const runtime::Feeds& feeds, const RunOptions& options) {
@@ -321,7 +376,17 @@ Expected<std::vector<Tensor>> Program::run(const runtime::Feeds& feeds, const Ru
   cpu::set_intra_op_threads(plan_.threads);
 
   if (pool_->size() == 1 || n <= 1) {
-    for (int i = 0; i < n; ++i) RETURN_IF_ERROR(run_step(i, state, 0));
+    size_t next_segment = 0;
+    for (int i = 0; i < n;) {
+      if (next_segment < segments_.size() && segments_[next_segment].begin == i) {
+        CaptureSegment& seg = segments_[next_segment++];
+        RETURN_IF_ERROR(run_segment(seg, state));
+        i = seg.end;
+      } else {
+        RETURN_IF_ERROR(run_step(i, state, 0));
+        ++i;
+      }
+    }
   } else {
     state.pending.resize(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {

@@ -13,6 +13,7 @@
 //   TRY(std::vector<Tensor> outs, prog->run({{"x", x}}));
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +29,20 @@ class ThreadPool;
 struct RunOptions {
   observe::TraceSink* trace = nullptr;  // spans for every step, when set
 };
+
+// A run of consecutive steps on one device whose stream captures work (CUDA graphs): the first
+// run executes them (libraries initialise lazily), the second captures and replays them, later
+// runs replay them in one launch. Traced runs execute step by step (a span each).
+struct CaptureSegment {
+  int begin = 0, end = 0;  // steps [begin, end)
+  int device = 0;
+  std::shared_ptr<void> graph;
+  int runs = 0;
+  std::string failed;      // why capture failed ("": it did not); then the steps run one by one
+};
+// The segments of `plan` that are worth a graph: at least two steps, none a copy (copies touch
+// host memory) or a host-side step, on a device `capturable` says yes to; sequential plans only.
+std::vector<CaptureSegment> capture_segments(const ExecutionPlan& plan, const std::function<bool(int device)>& capturable);
 
 class Program {
  public:
@@ -45,11 +60,13 @@ class Program {
   // Arenas, placed weights, kernels by implementation.
   std::string print() const;
   size_t weight_bytes() const { return weight_bytes_; }
+  const std::vector<CaptureSegment>& segments() const { return segments_; }
 
  private:
   Program(ExecutionPlan plan, const ops::OpRegistry& registry);
   struct RunState;
   Status run_step(int index, RunState& state, int worker);
+  Status run_segment(CaptureSegment& seg, RunState& state);
   void* address(ir::ValueId v, RunState& state) const;
   Tensor tensor_of(ir::ValueId v, RunState& state) const;
 
@@ -60,6 +77,7 @@ class Program {
   std::vector<std::vector<Tensor>> device_params_;      // per device: params copied there (by value id), else empty
   size_t weight_bytes_ = 0;
   std::unique_ptr<ThreadPool> pool_;
+  std::vector<CaptureSegment> segments_;
   std::mutex run_mutex_;
 };
 

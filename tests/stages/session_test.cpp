@@ -244,6 +244,31 @@ TEST(Session, ResolvesDeviceChoicesWithReasons) {
   }
 }
 
+TEST(Session, CapturesRunsOfDeviceKernelsBetweenCopies) {
+  // Steps: copy in, 3 kernels on device 1, a host step, 1 kernel on device 1, a reference step
+  // on device 1, 2 kernels + an alias on device 1, copy out. Graph segments: [1, 4) and [7, 10).
+  using K = Step::Kind;
+  const std::vector<std::pair<K, int>> steps = {{K::kCopy, 1},   {K::kKernel, 1}, {K::kAlias, 1},    {K::kKernel, 1},
+                                                {K::kKernel, 0}, {K::kKernel, 1}, {K::kReference, 1}, {K::kKernel, 1},
+                                                {K::kAlias, 1},  {K::kKernel, 1}, {K::kCopy, 0}};
+  ExecutionPlan plan;
+  for (const auto& [kind, device] : steps) {
+    Step st;
+    st.kind = kind;
+    st.device = device;
+    plan.steps.push_back(std::move(st));
+  }
+  auto segs = capture_segments(plan, [](int d) { return d == 1; });
+  ASSERT_EQ(segs.size(), 2u);
+  EXPECT_EQ(segs[0].begin, 1);
+  EXPECT_EQ(segs[0].end, 4);
+  EXPECT_EQ(segs[1].begin, 7);
+  EXPECT_EQ(segs[1].end, 10);
+  EXPECT_TRUE(capture_segments(plan, [](int) { return false; }).empty()) << "a device that cannot capture";
+  plan.workers = 2;
+  EXPECT_TRUE(capture_segments(plan, [](int d) { return d == 1; }).empty()) << "steps run at once are not captured";
+}
+
 TEST(Session, RunsControlFlowThroughTheReferenceFallback) {
   ir::Graph g = parse(R"(graph "control_flow" {
   input %0 "cond" : bool[]
