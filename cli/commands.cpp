@@ -312,7 +312,8 @@ int run_run(const RunOptions& o) {
   const int threads = o.threads > 0 ? o.threads : default_threads();
   RunRecording rec = start_recording(o.record, "run", insight::run_name(g->name(), o.file), o.seed,
                                      {{"file", o.file}, {"threads", std::to_string(threads)},
-                                      {"executor", o.reference ? "reference" : "stages"}, {"checkpoint", o.checkpoint}});
+                                      {"executor", o.reference ? "reference" : "stages"}, {"checkpoint", o.checkpoint},
+                                      {"device", o.device}, {"precision", o.precision}});
   rec.log_graph(*g);
   std::map<std::string, std::string> source;  // input name -> where its value came from
   auto fed = make_feeds(*g, o.inputs, o.dims, o.seed, &source);
@@ -326,6 +327,7 @@ int run_run(const RunOptions& o) {
     so.threads = threads;
     so.inter_op_threads = o.inter_op;
     so.device = o.device;
+    so.tf32 = o.precision != "fp32";
     so.trace = rec.trace();
     so.snapshots = rec.snapshots();  // every stage and pass, weights elided (the studio steps through them)
     stages::Session session(*g, reg, so);

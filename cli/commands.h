@@ -106,6 +106,7 @@ struct RunOptions {
   int inter_op = 1;         // steps run at once
   bool reference = false;   // the reference executor instead of the six stages
   std::string device = "auto";  // cpu | cuda | cuda:N | auto
+  std::string precision = "tf32";  // GPU f32 matrix work: tf32 (tensor cores) | fp32
   bool json = false;
   std::string checkpoint;   // load the params from a training checkpoint first
   RecordOptions record;
@@ -122,7 +123,7 @@ struct TrainOptions {
   uint64_t seed = 0;
   int threads = 0, workers = -1;  // workers -1: auto (loader_workers in train_command.cpp)
   int inter_op = 1;  // steps run at once
-  std::string device = "auto";
+  std::string device = "auto", precision = "tf32";
   std::string checkpoint_dir, resume, save;
   bool json = false, no_eval = false;
   bool deterministic = false;  // under mpirun: gradients summed in rank order (bitwise repeatable)
@@ -165,7 +166,7 @@ struct BenchOptions {
   uint64_t seed = 0;
   bool json = false;
   bool trace_timed = false;  // also record every kernel span of the timed runs (tracing overhead)
-  std::string device = "auto";
+  std::string device = "auto", precision = "tf32";
   RecordOptions record;
 };
 int run_bench(const BenchOptions& o);

@@ -143,6 +143,7 @@ int run_bench(const BenchOptions& o) {
   so.threads = o.threads > 0 ? o.threads : default_threads();
   so.inter_op_threads = o.inter_op;
   so.device = o.device;
+  so.tf32 = o.precision != "fp32";
   RunRecording rec = start_recording(o.record, "bench", g->name(), o.seed,
                                      {{"file", o.file}, {"threads", std::to_string(so.threads)}, {"device", o.device},
                                       {"runs", std::to_string(o.runs)}, {"warmup", std::to_string(o.warmup)}});
@@ -194,15 +195,23 @@ int run_bench(const BenchOptions& o) {
   std::string device_line = device;
   if (const backend::Device* d = session.devices().find(device)) device_line += " (" + d->description() + ")";
   if (!session.devices().cuda_unavailable().empty()) device_line += "; no CUDA device: " + session.devices().cuda_unavailable();
+  // Steps off the chosen device (a GPU's), by op and the split's reason.
   int off_device = 0;
-  for (const stages::Step& s : plan.steps)
-    off_device += s.kind != stages::Step::Kind::kCopy && plan.devices[static_cast<size_t>(s.device)] != device;
+  std::map<std::string, int> off_reasons;
+  for (const stages::Step& s : plan.steps) {
+    if (s.kind == stages::Step::Kind::kCopy || plan.devices[static_cast<size_t>(s.device)] == device) continue;
+    ++off_device;
+    std::string why = "placed by the optimiser";
+    for (const stages::Placement& p : plan.fallbacks)
+      if (p.node == s.node) why = p.reason;
+    ++off_reasons[plan.graph.node(s.node).op + ": " + why];
+  }
   if (o.json) {
     nlohmann::json arenas = nlohmann::json::object();
     for (size_t d = 0; d < plan.devices.size(); ++d) arenas[plan.devices[d]] = plan.memory[d].arena_bytes;
     nlohmann::json j{{"median_ms", median},       {"min_ms", min}, {"device", device},
                      {"cuda_unavailable", session.devices().cuda_unavailable()}, {"arena_bytes", arenas},
-                     {"steps_off_device", off_device},
+                     {"steps_off_device", off_device}, {"off_device", off_reasons},
                      {"compile_ms", compile_ms},  {"peak_bytes", plan.peak_bytes()},
                      {"gflops", gflops},          {"lower_bound_bytes", plan.lower_bound_bytes()},
                      {"threads", so.threads},     {"inter_op", so.inter_op_threads}, {"runs", o.runs},
@@ -219,7 +228,8 @@ int run_bench(const BenchOptions& o) {
   if (plan.devices.size() > 1) {
     for (size_t d = 0; d < plan.devices.size(); ++d)
       std::printf("  arena on %s: %.2f MB\n", plan.devices[d].c_str(), static_cast<double>(plan.memory[d].arena_bytes) / 1e6);
-    std::printf("  %d step(s) not on %s (see `tessera passes --device %s --print-ir`)\n", off_device, device.c_str(), device.c_str());
+    std::printf("  %d step(s) not on %s:\n", off_device, device.c_str());
+    for (const auto& [why, count] : off_reasons) std::printf("    %4d x %s\n", count, printable(why).c_str());
   }
   std::printf("  median %.3f ms, min %.3f ms\n", median, min);
   std::printf("  compile (prepare..load) %.1f ms; %zu steps, %d fast kernels\n", compile_ms, plan.steps.size(), fast);

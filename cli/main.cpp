@@ -98,6 +98,8 @@ int main(int argc, char** argv) {
   info_cmd->add_flag("--json", info.json, "Print the same as one JSON object");
   info_cmd->add_flag("--devices", info.devices, "List the devices (CPU, CUDA GPUs) and why no GPU is usable, if none is");
   const std::string device_help = "cpu | cuda | cuda:N | auto (default: the first GPU when there is one, else cpu)";
+  const std::string precision_help = "GPU matrix work: tf32 (default: TF32 tensor cores, f32 storage) | fp32 (full f32)";
+  const auto precision_check = CLI::IsMember({"tf32", "fp32"});
 
   RunOptions run;
   CLI::App* run_cmd = app.add_subcommand(
@@ -108,6 +110,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--seed", run.seed, "Seed for random inputs (default 0)")->check(kSeedRange);
   run_cmd->add_option("--dim", run.dims, "SYMBOL=SIZE: size of a symbolic dimension in random inputs (default 1)")->check(kDimSpec);
   run_cmd->add_option("--device", run.device, device_help);
+  run_cmd->add_option("--precision", run.precision, precision_help)->check(precision_check);
   run_cmd->add_option("--threads,-t", run.threads, "Threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
   run_cmd->add_option("--inter-op", run.inter_op, "Steps run at once, each with --threads (default 1: in order)")
       ->check(CLI::Range(1, 64));
@@ -137,6 +140,7 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--output", train.output, "The graph value the loss is computed from (default: the first output)");
   train_cmd->add_option("--seed", train.seed, "Seed of the data order (default 0)")->check(kSeedRange);
   train_cmd->add_option("--device", train.device, device_help);
+  train_cmd->add_option("--precision", train.precision, precision_help)->check(precision_check);
   train_cmd->add_option("--threads,-t", train.threads, "Threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
   train_cmd->add_option("--workers", train.workers, "Data loader threads (0: in the training thread; default 1, or 0 for several ranks whose threads fill this machine's cores)")->check(CLI::Range(0, 64));
   train_cmd->add_option("--inter-op", train.inter_op, "Steps run at once, each with --threads (default 1: in order)")
@@ -195,6 +199,7 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--input,-i", bench.inputs, "NAME=FILE.npy: feed graph input NAME (repeatable)");
   bench_cmd->add_option("--dim", bench.dims, "SYMBOL=SIZE: size of a symbolic dimension (default 1)")->check(kDimSpec);
   bench_cmd->add_option("--device", bench.device, device_help);
+  bench_cmd->add_option("--precision", bench.precision, precision_help)->check(precision_check);
   bench_cmd->add_option("--threads,-t", bench.threads, "Threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
   bench_cmd->add_option("--inter-op", bench.inter_op, "Steps run at once, each with --threads (default 1: in order)")
       ->check(CLI::Range(1, 64));

@@ -484,6 +484,8 @@ std::map<std::string, std::string> train_hyperparams(const TrainOptions& o, int 
           {"loss", o.loss},
           {"output", o.output.empty() ? "first" : o.output},
           {"threads", o.threads > 0 ? std::to_string(o.threads) : "auto"},
+          {"device", o.device},
+          {"precision", o.precision},
           {"max_steps", std::to_string(o.max_steps)},
           {"data", o.data},
           {"resume", o.resume.empty() ? "-" : o.resume}};

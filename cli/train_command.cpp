@@ -19,6 +19,7 @@
 
 #include "cli/commands.h"
 #include "insight/recorder.h"
+#include "engine/backend/device.h"
 #include "engine/core/file_kind.h"
 #include "engine/data/fingerprint.h"
 #include "engine/ir/hash.h"
@@ -96,6 +97,12 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
 int run_train(const TrainOptions& o_in) {
   const ops::OpRegistry reg = ops::make_default_registry();
   TrainOptions o = o_in;
+  // The device first: a GPU asked for and missing is said before any data is read.
+  if (o.device.rfind("cpu", 0) != 0) {
+    Expected<std::string> d = backend::DeviceSet::discover(false, true, o.precision != "fp32").resolve(o.device);
+    if (!d) return fail(d.error());
+    o.device = *d;
+  }
   // Under `mpirun -n N` (N > 1): data parallel over Open MPI. Every rank runs this command; rank 0
   // records the run, writes checkpoints and prints; the others train silently.
   std::unique_ptr<dist::Communicator> comm;
@@ -234,6 +241,7 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
   cfg.adapt_threads = o.threads <= 0 && world == 1;
   cfg.inter_op_threads = o.inter_op;
   cfg.device = o.device;
+  cfg.tf32 = o.precision != "fp32";
   cfg.seed = o.seed;
   cfg.spec.accumulate = static_cast<int>(o.accumulate);
   // Checkpoints record the global batch (micro-batches x ranks): resumable on other rank counts.

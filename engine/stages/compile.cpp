@@ -173,6 +173,8 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
   // under the thread count that will load and run them (load and execute set the same).
   cpu::set_intra_op_threads(plan.threads);
   placed.place_new_nodes();
+  plan.preferred = placed.preferred;
+  plan.fallbacks = placed.fallbacks;
   plan.graph = std::move(placed.graph);
   ir::Graph& g = plan.graph;
   int nodes = g.num_nodes();

@@ -72,6 +72,8 @@ struct ExecutionPlan {
   // Outputs written in place into a donated graph input's buffer (StageContext::donate_inputs):
   // (output value, input value). The output's slot is the input's.
   std::vector<std::pair<ir::ValueId, ir::ValueId>> donations;
+  std::string preferred;                     // the device the split preferred
+  std::vector<Placement> fallbacks;          // nodes kept off it, with the reason (split, refit)
 
   size_t peak_bytes() const;                 // sum of arena sizes
   size_t lower_bound_bytes() const;

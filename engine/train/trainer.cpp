@@ -136,6 +136,7 @@ Status Trainer::init() {
   so.inter_op_threads = config_.inter_op_threads;
   so.adapt_threads = config_.adapt_threads;
   so.device = config_.device;
+  so.tf32 = config_.tf32;
   if (config_.trace) {
     sampled_trace_ = std::make_unique<SampledTrace>(config_.trace);
     so.trace = sampled_trace_.get();
@@ -166,6 +167,7 @@ Status Trainer::init() {
   eo.inter_op_threads = config_.inter_op_threads;
   eo.adapt_threads = config_.adapt_threads;
   eo.device = config_.device;
+  eo.tf32 = config_.tf32;
   sessions_->eval = std::make_unique<stages::Session>(autodiff::evaluation_graph(forward_, config_.spec), registry_, eo);
   return Status::ok();
 }

@@ -2,7 +2,8 @@
 
     import tessera
     sess = tessera.InferenceSession("model.onnx", threads=2)       # like onnxruntime
-    (y,) = sess.run(None, {"x": x})
+    (y,) = sess.run(None, {"x": x})                                 # device="auto": a GPU when there is one
+    tessera.devices()                                               # cpu, cuda:N, or why no GPU
 
     g = tessera.load("lenet.onnx")                                  # .onnx .tsr .json .tir
     c = tessera.compile(g, dims={"N": 64})                          # every stage and pass
@@ -30,6 +31,7 @@ from tessera._tessera import (  # noqa: F401
     Value,
     __version__,
     compile,
+    devices,
     load,
     op_schemas,
 )

@@ -55,7 +55,7 @@ os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
 import numpy as np  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FASHION = "/usr/share/datasets/fashion-mnist"
+FASHION = os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist")  # gpu_check.sh points elsewhere
 MASK = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
 SHUFFLE_STREAM = 0x53485546464C45
@@ -181,6 +181,9 @@ def graph_module(path):
         def key(name):
             return name.replace(".", "_")
 
+        def device(self):
+            return next(iter(self.weights.values())).device
+
         def value(self, env, name):
             if name in env:
                 return env[name]
@@ -238,9 +241,10 @@ def graph_module(path):
                 elif op == "Gelu":
                     y = F.gelu(ins[0])
                 elif op == "Constant":
-                    y = torch.tensor(a["value"]["tensor"]["data"][0], dtype=torch.float32)
+                    y = torch.tensor(a["value"]["tensor"]["data"][0], dtype=torch.float32, device=self.device())
                 elif op == "ConstantOfShape":
-                    y = torch.full(ins[0].tolist(), a["value"]["tensor"]["data"][0], dtype=torch.float32)
+                    y = torch.full(ins[0].tolist(), a["value"]["tensor"]["data"][0], dtype=torch.float32,
+                                   device=self.device())
                 elif op == "Trilu":
                     k = int(ins[1]) if len(ins) > 1 else 0
                     y = torch.triu(ins[0], k) if a.get("upper", 1) else torch.tril(ins[0], k)
@@ -261,6 +265,12 @@ def torch_worker(cfg):
     torch.manual_seed(cfg["seed"])
     torch.set_num_threads(cfg["threads"])
     model, g = graph_module(cfg["graph"])
+    device = torch.device("cuda" if cfg.get("device", "cpu").startswith("cuda") else "cpu")
+    if device.type == "cuda":  # TF32 as Tessera's default (--precision tf32)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    model.to(device)
+    model.consts = {k: v.to(device) for k, v in model.consts.items()}
     model.train()
     params = list(model.weights.values())
     if cfg["optimizer"] == "adamw":
@@ -268,7 +278,7 @@ def torch_worker(cfg):
     else:
         opt = torch.optim.SGD(params, lr=cfg["lr"], momentum=cfg.get("momentum", 0.0))
     x_all, y_all, images = load_train_split(cfg["data"])
-    x_all, y_all = torch.from_numpy(x_all), torch.from_numpy(y_all)
+    x_all, y_all = torch.from_numpy(x_all).to(device), torch.from_numpy(y_all).to(device)
     n, batch = x_all.shape[0], cfg["batch"]
     batches = (n + batch - 1) // batch
     total = cfg.get("steps") or batches * cfg["epochs"]
@@ -278,7 +288,7 @@ def torch_worker(cfg):
     losses, ends = [], []
     step = 0
     for epoch in range(cfg.get("epochs", 1)):
-        order = torch.tensor(epoch_order(n, cfg["seed"], epoch))
+        order = torch.tensor(epoch_order(n, cfg["seed"], epoch), device=device)
         for k in range(0, n, batch):
             if step >= total:
                 break
@@ -333,6 +343,8 @@ def run_tessera(tessera, cfg, graph):
                "--optimizer", cfg["optimizer"], "--seed", str(cfg["seed"]), "--no-eval", "--db", db, "--json"]
         if not cfg.get("tessera_auto"):
             cmd += ["--threads", str(cfg["threads"])]
+        if cfg.get("device"):
+            cmd += ["--device", cfg["device"]]
         if cfg.get("steps"):
             cmd += ["--max-steps", str(cfg["steps"])]
         else:
@@ -450,6 +462,7 @@ def main():
     ap.add_argument("--torch-noise", action="store_true",
                     help="also train with PyTorch on 1 thread: how far two PyTorch runs drift apart (the floor of max step Δ)")
     ap.add_argument("--json-out")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda: both sides train there (scripts/gpu_check.sh)")
     ap.add_argument("--busy", type=int, default=0,
                     help="keep N cores busy with busy-loop processes for the whole benchmark (training under load)")
     ap.add_argument("--tessera-auto", action="store_true",
@@ -480,7 +493,8 @@ def run_all(args, names, rows):
             plan += [(m + "-onnx", m) for m in ("lenet", "mlp") if m in names]
         for label, onnx_of in plan:
             base = onnx_of or label
-            cfg = dict(MODELS[base], threads=args.threads, seed=args.seed, tessera_auto=args.tessera_auto)
+            cfg = dict(MODELS[base], threads=args.threads, seed=args.seed, tessera_auto=args.tessera_auto,
+                       device=args.device)
             cfg["graph"] = os.path.join(ROOT, cfg["graph"])
             if not cfg["data"].startswith("/"):
                 cfg["data"] = os.path.join(ROOT, cfg["data"])

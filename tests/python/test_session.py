@@ -212,3 +212,26 @@ def test_thread_counts_take_the_cli_ranges():
             tessera.InferenceSession(ROOT / "samples" / "lenet.json", threads=bad)
     with pytest.raises(ValueError, match="inter_op_threads"):
         tessera.InferenceSession(ROOT / "samples" / "lenet.json", inter_op_threads=65)
+
+
+def test_devices_list_the_cpu_and_why_there_is_no_gpu():
+    info = tessera.devices()
+    names = [d["name"] for d in info["devices"]]
+    assert names[0] == "cpu" and info["devices"][0]["description"]
+    has_gpu = any(n.startswith("cuda:") for n in names)
+    assert has_gpu or info["cuda_unavailable"], info
+    lenet = ROOT / "samples" / "lenet.json"
+    sess = tessera.InferenceSession(lenet, device="auto")
+    assert sess.device == ("cuda:0" if has_gpu else "cpu")
+    assert tessera.InferenceSession(lenet, device="cpu").device == "cpu"
+    with pytest.raises(ValueError, match="expected cpu, cuda, cuda:N or auto"):
+        tessera.InferenceSession(lenet, device="tpu")
+    with pytest.raises(ValueError, match="cuda:99"):
+        tessera.InferenceSession(lenet, device="cuda:99")
+    with pytest.raises(ValueError, match="expected cpu, cuda"):
+        tessera.Trainer(lenet, device="gpu0")
+    if not has_gpu:
+        with pytest.raises(ValueError, match="no CUDA device is usable here"):
+            tessera.InferenceSession(lenet, device="cuda")
+        with pytest.raises(ValueError, match="no CUDA device is usable here"):
+            tessera.Trainer(lenet, device="cuda")

@@ -12,7 +12,10 @@ Exit status: 0 when every model behaved, 1 otherwise, 77 (ctest's skip) when PyT
 and no zoo exists to check.
 
 Usage: /usr/bin/python3 tests/zoo/check_zoo.py --tessera BIN [--zoo DIR] [--models a,b]
-         [--tolerance T] [--threads N] [--no-export]
+         [--tolerance T] [--threads N] [--no-export] [--python PY] [--run-args "--device cuda"]
+
+--python: the interpreter that exports (default Debian's; scripts/gpu_check.sh passes the GPU
+machine's PyTorch 2.x). --run-args: more arguments of `tessera run` (a device, a precision).
 """
 
 import argparse
@@ -30,8 +33,8 @@ import numpy as np  # noqa: E402
 from zoo_models import ZooError, load_output, load_zoo, rel_diff  # noqa: E402
 
 
-def export(zoo, models):
-    cmd = ["/usr/bin/python3", os.path.join(kHere, "make_zoo.py"), "--out", zoo]
+def export(zoo, models, python="/usr/bin/python3"):
+    cmd = [python, os.path.join(kHere, "make_zoo.py"), "--out", zoo]
     if models:
         cmd += ["--models", models]
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -49,10 +52,12 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--timeout", type=int, default=300, help="seconds per model")
     parser.add_argument("--no-export", action="store_true", help="use the zoo as it is")
+    parser.add_argument("--python", default="/usr/bin/python3", help="the interpreter that exports the zoo")
+    parser.add_argument("--run-args", default="", help="more arguments of tessera run, e.g. \"--device cuda\"")
     args = parser.parse_args()
 
     if not args.no_export:
-        rc = export(args.zoo, args.models)
+        rc = export(args.zoo, args.models, args.python)
         if rc == 3 and not os.path.exists(os.path.join(args.zoo, "models.json")):
             print("check_zoo: skipped: PyTorch is missing and there is no zoo to check")
             return 77
@@ -67,7 +72,7 @@ def main():
     for name, m in models.items():
         with tempfile.TemporaryDirectory(prefix=f"zoo-{name}-") as tmp:
             cmd = [args.tessera, "run", m.onnx] + m.feed_args() + [
-                "--output-dir", tmp, "--threads", str(args.threads), "--no-record"]
+                "--output-dir", tmp, "--threads", str(args.threads), "--no-record"] + args.run_args.split()
             t0 = time.monotonic()
             try:
                 proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)

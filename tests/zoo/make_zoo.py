@@ -52,6 +52,13 @@ kSeed = 1234
 kVocab = 1000
 
 
+def legacy_exporter():
+    """The TorchScript exporter the zoo was made with: PyTorch 2.x (scripts/gpu_check.sh runs this
+    script with the GPU machine's PyTorch) defaults to the dynamo exporter, which writes other ops."""
+    import inspect
+    return {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+
+
 # ---- small models written here (the rest is torchvision's own code) ----
 
 class Mlp(nn.Module):
@@ -372,7 +379,7 @@ def export_one(name, out_dir, force):
         tmp = paths[0] + ".part"
         torch.onnx.export(model, tensors, tmp, opset_version=kOpset,
                           input_names=[n for n, _, _ in spec], output_names=["output"],
-                          do_constant_folding=True)
+                          do_constant_folding=True, **legacy_exporter())
         os.replace(tmp, paths[0])
         for (n, _, _), a in zip(spec, arrays):
             np.save(os.path.join(out_dir, files[n]), a)
