@@ -428,8 +428,8 @@ Expected<KernelPtr> make_sgd(const KernelInit& init) {
 Expected<KernelPtr> make_adam(const KernelInit& init) {
   const std::string impl = "cpu.vec:adam";
   if (!plain_static(init) || init.in_types.size() < 6 || !same_f32_shape(init, 0, 1) || !same_f32_shape(init, 0, 4) ||
-      !same_f32_shape(init, 0, 5) || !scalar_f32_input(init, 6))
-    return decline(init, impl, "needs plain static f32");
+      !same_f32_shape(init, 0, 5) || !scalar_f32_input(init, 6) || !scalar_f32_input(init, 2) || !scalar_f32_input(init, 3))
+    return decline(init, impl, "needs plain static f32 (lr and step f32 scalars: an i64 step is read by the reference kernel)");
   auto f = [&](const char* k, double d) { return init.node.attr(k) ? init.node.attr(k)->f() : d; };
   const double b1 = f("beta1", 0.9), b2 = f("beta2", 0.999), eps = f("epsilon", 1e-8), wd = f("weight_decay", 0.0),
                gs = f("grad_scale", 1.0);

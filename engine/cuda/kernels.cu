@@ -82,6 +82,7 @@ __device__ __forceinline__ float apply_binary(Binary op, float a, float b) {
     case Binary::kMax: return max_nan(a, b);
     case Binary::kMin: return min_nan(a, b);
     case Binary::kPRelu: return a < 0.f ? b * a : a;
+    case Binary::kReluGrad: return b > 0.f ? a : 0.f;
   }
   return a;
 }
@@ -281,7 +282,141 @@ std::string gather_typed(const void* x, const void* indices, bool indices64, int
   return launched();
 }
 
+__global__ void sgd_kernel(const float* p, const float* g, const float* lr, const float* buf, const float* loss, float* out_p,
+                           float* out_buf, int64_t n, float momentum, bool nesterov, float wd, float gs) {
+  const bool skip = loss && !isfinite(*loss);
+  const float rate = *lr;
+  for (int64_t i = global_index(); i < n; i += grid_stride()) {
+    if (skip) {
+      out_p[i] = p[i];
+      if (out_buf) out_buf[i] = buf[i];
+      continue;
+    }
+    float d = g[i] * gs;
+    if (wd != 0.f) d += wd * p[i];
+    if (out_buf) {
+      const float b = momentum * buf[i] + d;
+      out_buf[i] = b;
+      d = nesterov ? d + momentum * b : b;
+    }
+    out_p[i] = p[i] - rate * d;
+  }
+}
+
+__device__ double scalar_value(const void* s, Scalar t) {
+  switch (t) {
+    case Scalar::kF32: return static_cast<double>(*static_cast<const float*>(s));
+    case Scalar::kI64: return static_cast<double>(*static_cast<const int64_t*>(s));
+    case Scalar::kI32: return static_cast<double>(*static_cast<const int32_t*>(s));
+  }
+  return 0.0;
+}
+
+__global__ void adam_kernel(const float* p, const float* g, const float* lr, const void* step, Scalar step_type, const float* m,
+                            const float* v, const float* loss, float* out_p, float* out_m, float* out_v, int64_t n, double b1,
+                            double b2, double eps, double wd, bool decoupled, float gs) {
+  const bool skip = loss && !isfinite(*loss);
+  const double rate = *lr, t = scalar_value(step, step_type);
+  const double c1 = 1.0 - pow(b1, t), c2 = 1.0 - pow(b2, t);
+  const float step_size = static_cast<float>(rate / c1), sc2 = static_cast<float>(sqrt(c2));
+  const float fb1 = static_cast<float>(b1), fb2 = static_cast<float>(b2), f1b1 = static_cast<float>(1.0 - b1),
+              f1b2 = static_cast<float>(1.0 - b2), feps = static_cast<float>(eps), fwd = static_cast<float>(wd),
+              decay = static_cast<float>(1.0 - rate * wd);
+  for (int64_t i = global_index(); i < n; i += grid_stride()) {
+    if (skip) {
+      out_p[i] = p[i];
+      out_m[i] = m[i];
+      out_v[i] = v[i];
+      continue;
+    }
+    float param = p[i], d = g[i] * gs;
+    if (decoupled) param *= decay;
+    else if (wd != 0.0) d += fwd * param;
+    const float mi = fb1 * m[i] + f1b1 * d;
+    const float vi = fb2 * v[i] + f1b2 * d * d;
+    out_m[i] = mi;
+    out_v[i] = vi;
+    out_p[i] = param - step_size * mi / (sqrtf(vi) / sc2 + feps);
+  }
+}
+
+__device__ __forceinline__ int64_t label_at(const void* labels, bool labels64, int64_t i) {
+  return labels64 ? static_cast<const int64_t*>(labels)[i] : static_cast<int64_t>(static_cast<const int32_t*>(labels)[i]);
+}
+
+// One block per row: max, sum of exp, then the loss (and log_softmax).
+__global__ void xent_rows(const float* x, const void* labels, bool labels64, float* losses, float* log_prob, int64_t rows,
+                          int64_t cols) {
+  __shared__ float shared[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* xr = x + r * cols;
+    float m = -INFINITY;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) m = max_nan(m, xr[c]);
+    m = block_reduce(m, MaxOp(), -INFINITY, shared);
+    float s = 0.f;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) s += expf(xr[c] - m);
+    s = block_reduce(s, AddOp(), 0.f, shared);
+    const float ls = logf(s);
+    if (log_prob)
+      for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) log_prob[r * cols + c] = xr[c] - m - ls;
+    if (threadIdx.x == 0) {
+      const int64_t k = label_at(labels, labels64, r);
+      losses[r] = (k < 0 || k >= cols) ? NAN : -(xr[k] - m - ls);
+    }
+  }
+}
+
+__global__ void xent_grad_rows(const float* dloss, bool per_row, float scale, const float* x, const void* labels,
+                               bool labels64, float* dx, int64_t rows, int64_t cols) {
+  __shared__ float shared[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* xr = x + r * cols;
+    float m = -INFINITY;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) m = max_nan(m, xr[c]);
+    m = block_reduce(m, MaxOp(), -INFINITY, shared);
+    float s = 0.f;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) s += expf(xr[c] - m);
+    s = block_reduce(s, AddOp(), 0.f, shared);
+    const float g = dloss[per_row ? r : 0] * scale;
+    const int64_t k = label_at(labels, labels64, r);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      dx[r * cols + c] = (k < 0 || k >= cols) ? NAN : g * (expf(xr[c] - m) / s - (c == k ? 1.f : 0.f));
+  }
+}
+
 }  // namespace
+
+std::string sgd_update(const float* p, const float* g, const float* lr, const float* buf, const float* loss, float* out_p,
+                       float* out_buf, int64_t n, float momentum, bool nesterov, float weight_decay, float grad_scale,
+                       cudaStream_t s) {
+  if (n <= 0) return "";
+  sgd_kernel<<<blocks_for(n), kThreads, 0, s>>>(p, g, lr, buf, loss, out_p, out_buf, n, momentum, nesterov, weight_decay,
+                                                grad_scale);
+  return launched();
+}
+
+std::string adam_update(const float* p, const float* g, const float* lr, const void* step, Scalar step_type, const float* m,
+                        const float* v, const float* loss, float* out_p, float* out_m, float* out_v, int64_t n, double beta1,
+                        double beta2, double eps, double weight_decay, bool decoupled, float grad_scale, cudaStream_t s) {
+  if (n <= 0) return "";
+  adam_kernel<<<blocks_for(n), kThreads, 0, s>>>(p, g, lr, step, step_type, m, v, loss, out_p, out_m, out_v, n, beta1, beta2,
+                                                 eps, weight_decay, decoupled, grad_scale);
+  return launched();
+}
+
+std::string softmax_xent(const float* x, const void* labels, bool labels64, float* losses, float* log_prob, int64_t rows,
+                         int64_t cols, cudaStream_t s) {
+  if (rows <= 0 || cols <= 0) return "";
+  xent_rows<<<rows_grid(rows), kThreads, 0, s>>>(x, labels, labels64, losses, log_prob, rows, cols);
+  return launched();
+}
+
+std::string softmax_xent_grad(const float* dloss, bool per_row, float scale, const float* x, const void* labels,
+                              bool labels64, float* dx, int64_t rows, int64_t cols, cudaStream_t s) {
+  if (rows <= 0 || cols <= 0) return "";
+  xent_grad_rows<<<rows_grid(rows), kThreads, 0, s>>>(dloss, per_row, scale, x, labels, labels64, dx, rows, cols);
+  return launched();
+}
 
 std::string unary(Unary op, const float* x, float* y, int64_t n, float alpha, float beta, cudaStream_t s) {
   if (n <= 0) return "";

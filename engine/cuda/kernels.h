@@ -20,7 +20,8 @@ enum class Unary : int {
   kSelu, kSign, kRound, kMish
 };
 // Element-wise functions of two inputs, with ONNX (numpy) broadcasting.
-enum class Binary : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kPRelu };
+// kReluGrad: a = dY, b = Y: dX = Y > 0 ? dY : 0.
+enum class Binary : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kPRelu, kReluGrad };
 
 // Strides of an operand read as the output's shape (0 on broadcast dims).
 struct Broadcast {
@@ -59,5 +60,28 @@ std::string strided_copy(const void* x, void* y, int elem, int rank, const int64
 // sets *bad (device memory) to 1.
 std::string gather(const void* x, int elem, const void* indices, bool indices64, int64_t num_indices, void* y,
                    int64_t outer, int64_t axis_dim, int64_t inner, int* bad, cudaStream_t s);
+
+// ---- training ----
+
+// A scalar the graph computes or feeds (the learning rate, Adam's step): its element type.
+enum class Scalar : int { kF32, kI64, kI32 };
+
+// torch.optim.SGD (dampening 0) as SGDUpdate's reference kernel; buf and out_buf null without
+// momentum; when loss is given and not finite the step is skipped (outputs = inputs).
+std::string sgd_update(const float* p, const float* g, const float* lr, const float* buf, const float* loss, float* out_p,
+                       float* out_buf, int64_t n, float momentum, bool nesterov, float weight_decay, float grad_scale,
+                       cudaStream_t s);
+// torch.optim.Adam / AdamW as AdamUpdate's reference kernel (bias corrections from the step).
+std::string adam_update(const float* p, const float* g, const float* lr, const void* step, Scalar step_type, const float* m,
+                        const float* v, const float* loss, float* out_p, float* out_m, float* out_v, int64_t n, double beta1,
+                        double beta2, double eps, double weight_decay, bool decoupled, float grad_scale, cudaStream_t s);
+// Softmax cross entropy of rows x [rows, cols] against labels (i64 or i32): per-row losses into
+// `losses` (a label out of [0, cols) gives NaN, so training stops at a non-finite loss), and
+// log_softmax into log_prob when it is not null.
+std::string softmax_xent(const float* x, const void* labels, bool labels64, float* losses, float* log_prob, int64_t rows,
+                         int64_t cols, cudaStream_t s);
+// Its gradient: dx = dloss[per_row ? i : 0] * scale * (softmax(x_i) - onehot(label_i)).
+std::string softmax_xent_grad(const float* dloss, bool per_row, float scale, const float* x, const void* labels,
+                              bool labels64, float* dx, int64_t rows, int64_t cols, cudaStream_t s);
 
 }  // namespace tessera::cuda

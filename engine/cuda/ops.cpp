@@ -323,7 +323,7 @@ Status window_pads(const ops::AttrReader& attrs, const Shape& in, const Shape& o
                    const std::vector<int64_t>& strides, const std::vector<int64_t>& dil, std::vector<int64_t>& pads) {
   const size_t sp = kernel.size();
   pads.assign(sp, 0);
-  const std::string& mode = attrs.s("auto_pad");
+  const std::string mode = attrs.get("auto_pad") ? attrs.s("auto_pad") : std::string("NOTSET");  // grad ops: explicit pads
   if (mode == "NOTSET") {
     std::vector<int64_t> p = attrs.get("pads") ? attrs.ints("pads") : std::vector<int64_t>(2 * sp, 0);
     if (p.size() != 2 * sp) return make_error("pads of the wrong length");
@@ -403,36 +403,65 @@ class ConvKernel : public CudaKernel {
   }
 };
 
+#define CUDNN_OR_RETURN(call)                                                   \
+  do {                                                                          \
+    if (cudnnStatus_t st_ = (call); st_ != CUDNN_STATUS_SUCCESS)                \
+      return std::string(#call).substr(0, 40) + ": " + error_text(st_);         \
+  } while (0)
+
+// The descriptors of a convolution of x0 by w0 giving y0 (any of the three directions), or why
+// cuDNN cannot take it.
+std::string conv_descriptors(const Context* ctx, const ops::AttrReader& attrs, const Shape& x0, const Shape& w0, const Shape& y0,
+                             CudnnDescriptors& d) {
+  if (x0.size() != 4 && x0.size() != 3) return "only 1-D and 2-D convolutions";
+  const size_t sp = x0.size() - 2;
+  const std::vector<int64_t> strides = ints_or(attrs, "strides", sp, 1), dil = ints_or(attrs, "dilations", sp, 1);
+  std::vector<int64_t> kernel(w0.begin() + 2, w0.end()), pads;
+  if (Status st = window_pads(attrs, x0, y0, kernel, strides, dil, pads); !st) return st.error().message;
+  const Shape x = as_4d(x0), w = as_4d(w0), y = as_4d(y0);
+  for (const Shape* s : {&x, &w, &y})
+    for (int64_t v : *s)
+      if (!fits_int(v)) return "a dimension above 2^31";
+  const int ph = sp == 2 ? as_int(pads[0]) : 0, pw = as_int(pads[sp - 1]);
+  const int sh = sp == 2 ? as_int(strides[0]) : 1, sw = as_int(strides[sp - 1]);
+  const int dh = sp == 2 ? as_int(dil[0]) : 1, dw = as_int(dil[sp - 1]);
+  CUDNN_OR_RETURN(cudnnCreateTensorDescriptor(&d.x));
+  CUDNN_OR_RETURN(cudnnCreateTensorDescriptor(&d.y));
+  CUDNN_OR_RETURN(cudnnCreateFilterDescriptor(&d.w));
+  CUDNN_OR_RETURN(cudnnCreateConvolutionDescriptor(&d.conv));
+  CUDNN_OR_RETURN(cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(x[0]), as_int(x[1]), as_int(x[2]), as_int(x[3])));
+  CUDNN_OR_RETURN(cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(y[0]), as_int(y[1]), as_int(y[2]), as_int(y[3])));
+  CUDNN_OR_RETURN(cudnnSetFilter4dDescriptor(d.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, as_int(w[0]), as_int(w[1]), as_int(w[2]), as_int(w[3])));
+  CUDNN_OR_RETURN(cudnnSetConvolution2dDescriptor(d.conv, ph, pw, sh, sw, dh, dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  CUDNN_OR_RETURN(cudnnSetConvolutionGroupCount(d.conv, as_int(attrs.i("group"))));
+  CUDNN_OR_RETURN(cudnnSetConvolutionMathType(d.conv, ctx->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  int on = 0, oc = 0, oh = 0, ow = 0;
+  CUDNN_OR_RETURN(cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &on, &oc, &oh, &ow));
+  if (on != y[0] || oc != y[1] || oh != y[2] || ow != y[3]) return "cuDNN's output shape differs from the graph's";
+  return "";
+}
+
+// The first of cuDNN's heuristic choices that works with at most 1 GiB of workspace,
+// deterministic ones first (runs repeat bit for bit, as on the CPU).
+template <class Perf>
+bool pick_algo(const Perf* perf, int returned, decltype(Perf::algo)& algo, size_t& workspace) {
+  for (bool need_deterministic : {true, false})
+    for (int i = 0; i < returned; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= (size_t{1} << 30) &&
+          (!need_deterministic || perf[i].determinism == CUDNN_DETERMINISTIC)) {
+        algo = perf[i].algo;
+        workspace = perf[i].memory;
+        return true;
+      }
+  return false;
+}
+
 Made make_conv(Context* ctx, const KernelInit& init, bool fused) {
   if (std::string why = needs_f32(init, {0, 1, 2, 3}); !why.empty()) return decline(why);
   const ops::AttrReader attrs = init.attrs();
   const Shape x0 = init.in_types[0]->static_shape(), w0 = init.in_types[1]->static_shape(), y0 = init.out_types[0]->static_shape();
-  if (x0.size() != 4 && x0.size() != 3) return decline("only 1-D and 2-D convolutions");
-  const size_t sp = x0.size() - 2;
-  const std::vector<int64_t> strides = ints_or(attrs, "strides", sp, 1), dil = ints_or(attrs, "dilations", sp, 1);
-  std::vector<int64_t> kernel(w0.begin() + 2, w0.end()), pads;
-  if (Status st = window_pads(attrs, x0, y0, kernel, strides, dil, pads); !st) return decline(st.error().message);
-  const Shape x = as_4d(x0), w = as_4d(w0), y = as_4d(y0);
-  for (int64_t v : x)
-    if (!fits_int(v)) return decline("a dimension above 2^31");
   auto k = std::make_unique<ConvKernel>(ctx, init);
-  const int ph = sp == 2 ? as_int(pads[0]) : 0, pw = as_int(pads[sp - 1]);
-  const int sh = sp == 2 ? as_int(strides[0]) : 1, sw = as_int(strides[sp - 1]);
-  const int dh = sp == 2 ? as_int(dil[0]) : 1, dw = as_int(dil[sp - 1]);
-  CUDNN_OR_DECLINE(cudnnCreateTensorDescriptor(&k->d.x));
-  CUDNN_OR_DECLINE(cudnnCreateTensorDescriptor(&k->d.y));
-  CUDNN_OR_DECLINE(cudnnCreateFilterDescriptor(&k->d.w));
-  CUDNN_OR_DECLINE(cudnnCreateConvolutionDescriptor(&k->d.conv));
-  CUDNN_OR_DECLINE(cudnnSetTensor4dDescriptor(k->d.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(x[0]), as_int(x[1]), as_int(x[2]), as_int(x[3])));
-  CUDNN_OR_DECLINE(cudnnSetTensor4dDescriptor(k->d.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(y[0]), as_int(y[1]), as_int(y[2]), as_int(y[3])));
-  CUDNN_OR_DECLINE(cudnnSetFilter4dDescriptor(k->d.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, as_int(w[0]), as_int(w[1]), as_int(w[2]), as_int(w[3])));
-  CUDNN_OR_DECLINE(cudnnSetConvolution2dDescriptor(k->d.conv, ph, pw, sh, sw, dh, dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  CUDNN_OR_DECLINE(cudnnSetConvolutionGroupCount(k->d.conv, as_int(attrs.i("group"))));
-  CUDNN_OR_DECLINE(cudnnSetConvolutionMathType(k->d.conv, ctx->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
-  int on = 0, oc = 0, oh = 0, ow = 0;
-  CUDNN_OR_DECLINE(cudnnGetConvolution2dForwardOutputDim(k->d.conv, k->d.x, k->d.w, &on, &oc, &oh, &ow));
-  if (on != y[0] || oc != y[1] || oh != y[2] || ow != y[3]) return decline("cuDNN's output shape differs from the graph's");
-  // The fastest algorithm by cuDNN's heuristics whose workspace is at most 1 GiB.
+  if (std::string why = conv_descriptors(ctx, attrs, x0, w0, y0, k->d); !why.empty()) return decline(why);
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int returned = 0;
   {
@@ -440,14 +469,8 @@ Made make_conv(Context* ctx, const KernelInit& init, bool fused) {
     CUDNN_OR_DECLINE(cudnnGetConvolutionForwardAlgorithm_v7(ctx->cudnn, k->d.x, k->d.w, k->d.conv, k->d.y,
                                                             CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
   }
-  bool found = false;
-  for (int i = 0; i < returned && !found; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= (size_t{1} << 30)) {
-      k->algo = perf[i].algo;
-      k->workspace = perf[i].memory;
-      found = true;
-    }
-  if (!found) return decline("cuDNN offers no forward algorithm for this convolution");
+  if (!pick_algo(perf, returned, k->algo, k->workspace)) return decline("cuDNN offers no forward algorithm for this convolution");
+  const Shape y = as_4d(y0);
   k->n = product(y0);
   k->channels = y[1];
   k->inner = y[2] * y[3];
@@ -456,6 +479,76 @@ Made make_conv(Context* ctx, const KernelInit& init, bool fused) {
     TRY(k->act, fused_activation(attrs));
     if (has(init, 3)) k->z = 3;
   }
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+// ConvGradInput (dY, W, input_shape) -> dX and ConvGradWeight (dY, X, weight_shape) -> dW [, dB].
+class ConvGradKernel : public CudaKernel {
+ public:
+  ConvGradKernel(Context* c, const KernelInit& init, bool weight)
+      : CudaKernel(c, weight ? "cuda:cudnn-conv-grad-weight" : "cuda:cudnn-conv-grad-input", init), weight_(weight) {}
+  ~ConvGradKernel() override {
+    if (db_) cudnnDestroyTensorDescriptor(db_);
+  }
+  CudnnDescriptors d;
+  cudnnConvolutionBwdDataAlgo_t data_algo{};
+  cudnnConvolutionBwdFilterAlgo_t filter_algo{};
+  cudnnTensorDescriptor_t db_ = nullptr;  // dB [1, M, 1, 1] when asked for
+  size_t workspace = 0;
+  bool empty = false;
+  size_t scratch_bytes() const override { return workspace; }
+
+ protected:
+  std::string launch(KernelRun& r) override {
+    if (empty) return "";
+    const float one = 1.f, zero = 0.f;
+    cudnnStatus_t st;
+    if (weight_) {
+      st = cudnnConvolutionBackwardFilter(ctx_->cudnn, &one, d.x, in(r, 1), d.y, in(r, 0), d.conv, filter_algo, r.scratch.data,
+                                          workspace, &zero, d.w, out(r, 0));
+      if (st == CUDNN_STATUS_SUCCESS && db_)
+        st = cudnnConvolutionBackwardBias(ctx_->cudnn, &one, d.y, in(r, 0), &zero, db_, out(r, 1));
+    } else {
+      st = cudnnConvolutionBackwardData(ctx_->cudnn, &one, d.w, in(r, 1), d.y, in(r, 0), d.conv, data_algo, r.scratch.data,
+                                        workspace, &zero, d.x, out(r, 0));
+    }
+    return st == CUDNN_STATUS_SUCCESS ? "" : std::string("cuDNN convolution backward: ") + error_text(st);
+  }
+
+ private:
+  bool weight_;
+};
+
+Made make_conv_grad(Context* ctx, const KernelInit& init, bool weight) {
+  if (std::string why = needs_f32(init, {0, 1}); !why.empty()) return decline(why);
+  const ops::AttrReader attrs = init.attrs();
+  const Shape dy = init.in_types[0]->static_shape(), other = init.in_types[1]->static_shape(),
+              result = init.out_types[0]->static_shape();
+  const Shape& x0 = weight ? other : result;
+  const Shape& w0 = weight ? result : other;
+  auto k = std::make_unique<ConvGradKernel>(ctx, init, weight);
+  if (std::string why = conv_descriptors(ctx, attrs, x0, w0, dy, k->d); !why.empty()) return decline(why);
+  k->empty = product(dy) == 0 || product(result) == 0;
+  std::lock_guard<std::mutex> lock(ctx->mu);
+  bool found = false;
+  if (weight) {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    int returned = 0;
+    CUDNN_OR_DECLINE(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx->cudnn, k->d.x, k->d.y, k->d.conv, k->d.w,
+                                                                   CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf));
+    found = pick_algo(perf, returned, k->filter_algo, k->workspace);
+    if (init.out_types.size() > 1) {
+      CUDNN_OR_DECLINE(cudnnCreateTensorDescriptor(&k->db_));
+      CUDNN_OR_DECLINE(cudnnSetTensor4dDescriptor(k->db_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, as_int(dy[1]), 1, 1));
+    }
+  } else {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int returned = 0;
+    CUDNN_OR_DECLINE(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx->cudnn, k->d.w, k->d.y, k->d.conv, k->d.x,
+                                                                 CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf));
+    found = pick_algo(perf, returned, k->data_algo, k->workspace);
+  }
+  if (!found) return decline("cuDNN offers no backward algorithm for this convolution");
   return std::unique_ptr<Kernel>(std::move(k));
 }
 
@@ -476,37 +569,89 @@ class PoolKernel : public CudaKernel {
   }
 };
 
-Made make_pool(Context* ctx, const KernelInit& init, bool max) {
-  if (std::string why = needs_f32(init, {0}); !why.empty()) return decline(why);
-  if (init.out_types.size() > 1) return decline("MaxPool's Indices output");
-  const ops::AttrReader attrs = init.attrs();
-  const Shape x0 = init.in_types[0]->static_shape(), y0 = init.out_types[0]->static_shape();
-  if (x0.size() != 4 && x0.size() != 3) return decline("only 1-D and 2-D pooling");
+// The descriptors of a 2-D (or 1-D) pooling of x0 giving y0, or why cuDNN cannot take it.
+std::string pool_descriptors(const ops::AttrReader& attrs, bool max, const Shape& x0, const Shape& y0, CudnnDescriptors& d) {
+  if (x0.size() != 4 && x0.size() != 3) return "only 1-D and 2-D pooling";
   const size_t sp = x0.size() - 2;
   const std::vector<int64_t> kernel = attrs.ints("kernel_shape"), strides = ints_or(attrs, "strides", sp, 1),
                              dil = ints_or(attrs, "dilations", sp, 1);
-  if (kernel.size() != sp) return decline("kernel_shape of the wrong length");
+  if (kernel.size() != sp) return "kernel_shape of the wrong length";
   for (int64_t v : dil)
-    if (v != 1) return decline("dilated pooling");
+    if (v != 1) return "dilated pooling";
   std::vector<int64_t> pads;
-  if (Status st = window_pads(attrs, x0, y0, kernel, strides, dil, pads); !st) return decline(st.error().message);
+  if (Status st = window_pads(attrs, x0, y0, kernel, strides, dil, pads); !st) return st.error().message;
   const Shape x = as_4d(x0), y = as_4d(y0);
-  auto k = std::make_unique<PoolKernel>(ctx, init);
-  k->empty = product(y0) == 0;
+  for (const Shape* s : {&x, &y})
+    for (int64_t v : *s)
+      if (!fits_int(v)) return "a dimension above 2^31";
   const cudnnPoolingMode_t mode = max ? CUDNN_POOLING_MAX_DETERMINISTIC
-                                      : (attrs.i("count_include_pad") ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                      : (attrs.get("count_include_pad") && attrs.i("count_include_pad")
+                                             ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
                                                                       : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING);
-  CUDNN_OR_DECLINE(cudnnCreateTensorDescriptor(&k->d.x));
-  CUDNN_OR_DECLINE(cudnnCreateTensorDescriptor(&k->d.y));
-  CUDNN_OR_DECLINE(cudnnCreatePoolingDescriptor(&k->d.pool));
-  CUDNN_OR_DECLINE(cudnnSetTensor4dDescriptor(k->d.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(x[0]), as_int(x[1]), as_int(x[2]), as_int(x[3])));
-  CUDNN_OR_DECLINE(cudnnSetTensor4dDescriptor(k->d.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(y[0]), as_int(y[1]), as_int(y[2]), as_int(y[3])));
-  CUDNN_OR_DECLINE(cudnnSetPooling2dDescriptor(k->d.pool, mode, CUDNN_PROPAGATE_NAN, sp == 2 ? as_int(kernel[0]) : 1,
-                                               as_int(kernel[sp - 1]), sp == 2 ? as_int(pads[0]) : 0, as_int(pads[sp - 1]),
-                                               sp == 2 ? as_int(strides[0]) : 1, as_int(strides[sp - 1])));
+  CUDNN_OR_RETURN(cudnnCreateTensorDescriptor(&d.x));
+  CUDNN_OR_RETURN(cudnnCreateTensorDescriptor(&d.y));
+  CUDNN_OR_RETURN(cudnnCreatePoolingDescriptor(&d.pool));
+  CUDNN_OR_RETURN(cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(x[0]), as_int(x[1]), as_int(x[2]), as_int(x[3])));
+  CUDNN_OR_RETURN(cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(y[0]), as_int(y[1]), as_int(y[2]), as_int(y[3])));
+  CUDNN_OR_RETURN(cudnnSetPooling2dDescriptor(d.pool, mode, CUDNN_PROPAGATE_NAN, sp == 2 ? as_int(kernel[0]) : 1,
+                                              as_int(kernel[sp - 1]), sp == 2 ? as_int(pads[0]) : 0, as_int(pads[sp - 1]),
+                                              sp == 2 ? as_int(strides[0]) : 1, as_int(strides[sp - 1])));
   int on = 0, oc = 0, oh = 0, ow = 0;
-  CUDNN_OR_DECLINE(cudnnGetPooling2dForwardOutputDim(k->d.pool, k->d.x, &on, &oc, &oh, &ow));
-  if (on != y[0] || oc != y[1] || oh != y[2] || ow != y[3]) return decline("cuDNN's output shape differs (ceil_mode)");
+  CUDNN_OR_RETURN(cudnnGetPooling2dForwardOutputDim(d.pool, d.x, &on, &oc, &oh, &ow));
+  if (on != y[0] || oc != y[1] || oh != y[2] || ow != y[3]) return "cuDNN's output shape differs (ceil_mode)";
+  return "";
+}
+
+Made make_pool(Context* ctx, const KernelInit& init, bool max) {
+  if (std::string why = needs_f32(init, {0}); !why.empty()) return decline(why);
+  if (init.out_types.size() > 1) return decline("MaxPool's Indices output");
+  const Shape x0 = init.in_types[0]->static_shape(), y0 = init.out_types[0]->static_shape();
+  auto k = std::make_unique<PoolKernel>(ctx, init);
+  if (std::string why = pool_descriptors(init.attrs(), max, x0, y0, k->d); !why.empty()) return decline(why);
+  k->empty = product(y0) == 0;
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+// MaxPoolGrad (dY, X) -> dX: the forward output recomputed into scratch (cuDNN's backward reads
+// it); AveragePoolGrad (dY, input_shape) -> dX (cuDNN reads neither X nor Y for averages).
+class PoolGradKernel : public CudaKernel {
+ public:
+  PoolGradKernel(Context* c, const KernelInit& init, bool max) : CudaKernel(c, "cuda:cudnn-pool-grad", init), max_(max) {
+    y_bytes_ = max ? backend::plain_bytes(*init.in_types[0]) : 0;
+  }
+  CudnnDescriptors d;
+  bool empty = false;
+  size_t scratch_bytes() const override { return y_bytes_; }
+
+ protected:
+  std::string launch(KernelRun& r) override {
+    if (empty) return "";
+    const float one = 1.f, zero = 0.f;
+    const void* x = max_ ? r.inputs[1].data : r.outputs[0].data;
+    const void* y = max_ ? r.scratch.data : r.inputs[0].data;
+    if (max_)
+      if (cudnnStatus_t st = cudnnPoolingForward(ctx_->cudnn, d.pool, &one, d.x, x, &zero, d.y, r.scratch.data);
+          st != CUDNN_STATUS_SUCCESS)
+        return "cudnnPoolingForward: " + error_text(st);
+    if (cudnnStatus_t st = cudnnPoolingBackward(ctx_->cudnn, d.pool, &one, d.y, y, d.y, in(r, 0), d.x, x, &zero, d.x, out(r));
+        st != CUDNN_STATUS_SUCCESS)
+      return "cudnnPoolingBackward: " + error_text(st);
+    return "";
+  }
+
+ private:
+  bool max_;
+  size_t y_bytes_ = 0;
+};
+
+Made make_pool_grad(Context* ctx, const KernelInit& init, bool max) {
+  if (std::string why = needs_f32(init, max ? std::initializer_list<size_t>{0, 1} : std::initializer_list<size_t>{0});
+      !why.empty())
+    return decline(why);
+  const Shape y0 = init.in_types[0]->static_shape(), x0 = init.out_types[0]->static_shape();
+  auto k = std::make_unique<PoolGradKernel>(ctx, init, max);
+  if (std::string why = pool_descriptors(init.attrs(), max, x0, y0, k->d); !why.empty()) return decline(why);
+  k->empty = product(y0) == 0 || product(x0) == 0;
   return std::unique_ptr<Kernel>(std::move(k));
 }
 
@@ -839,6 +984,206 @@ Made make_gather(Context* ctx, const KernelInit& init) {
   return std::unique_ptr<Kernel>(new GatherKernel(ctx, init, axis));
 }
 
+// ---- training: optimizer updates, the loss, n-ary sums ----
+
+bool scalar_f32(const KernelInit& init, size_t i) {
+  return has(init, i) && init.in_types[i]->dtype == DType::kF32 && product(init.in_types[i]->static_shape()) == 1;
+}
+
+class SgdKernel : public CudaKernel {
+ public:
+  SgdKernel(Context* c, const KernelInit& init) : CudaKernel(c, "cuda:sgd-update", init) {
+    const ops::AttrReader a = init.attrs();
+    momentum_ = static_cast<float>(a.f("momentum"));
+    nesterov_ = a.i("nesterov") != 0;
+    wd_ = static_cast<float>(a.f("weight_decay"));
+    gs_ = static_cast<float>(a.f("grad_scale"));
+    loss_ = has(init, 4);
+    n_ = product(init.in_types[0]->static_shape());
+  }
+
+ protected:
+  std::string launch(KernelRun& r) override {
+    const bool buf = momentum_ != 0.f;
+    return sgd_update(in(r, 0), in(r, 1), in(r, 2), buf ? in(r, 3) : nullptr, loss_ ? in(r, 4) : nullptr, out(r, 0),
+                      buf ? out(r, 1) : nullptr, n_, momentum_, nesterov_, wd_, gs_, stream());
+  }
+
+ private:
+  float momentum_ = 0, wd_ = 0, gs_ = 1;
+  bool nesterov_ = false, loss_ = false;
+  int64_t n_ = 0;
+};
+
+Made make_sgd(Context* ctx, const KernelInit& init) {
+  if (std::string why = needs_f32(init, {0, 1, 3}); !why.empty()) return decline(why);
+  if (!scalar_f32(init, 2) || (has(init, 4) && !scalar_f32(init, 4))) return decline("lr or loss that is not an f32 scalar");
+  if (init.attrs().f("momentum") != 0.0 && !has(init, 3)) return decline("momentum without its buffer");
+  return std::unique_ptr<Kernel>(new SgdKernel(ctx, init));
+}
+
+class AdamKernel : public CudaKernel {
+ public:
+  AdamKernel(Context* c, const KernelInit& init, Scalar step) : CudaKernel(c, "cuda:adam-update", init), step_(step) {
+    const ops::AttrReader a = init.attrs();
+    b1_ = a.f("beta1");
+    b2_ = a.f("beta2");
+    eps_ = a.f("epsilon");
+    wd_ = a.f("weight_decay");
+    decoupled_ = a.i("decoupled") != 0;
+    gs_ = static_cast<float>(a.f("grad_scale"));
+    loss_ = has(init, 6);
+    n_ = product(init.in_types[0]->static_shape());
+  }
+
+ protected:
+  std::string launch(KernelRun& r) override {
+    return adam_update(in(r, 0), in(r, 1), in(r, 2), r.inputs[3].data, step_, in(r, 4), in(r, 5), loss_ ? in(r, 6) : nullptr,
+                       out(r, 0), out(r, 1), out(r, 2), n_, b1_, b2_, eps_, wd_, decoupled_, gs_, stream());
+  }
+
+ private:
+  Scalar step_;
+  double b1_ = 0.9, b2_ = 0.999, eps_ = 1e-8, wd_ = 0;
+  bool decoupled_ = false, loss_ = false;
+  float gs_ = 1;
+  int64_t n_ = 0;
+};
+
+Made make_adam(Context* ctx, const KernelInit& init) {
+  if (std::string why = needs_f32(init, {0, 1, 4, 5}); !why.empty()) return decline(why);
+  if (!scalar_f32(init, 2) || (has(init, 6) && !scalar_f32(init, 6))) return decline("lr or loss that is not an f32 scalar");
+  if (!has(init, 3) || product(init.in_types[3]->static_shape()) != 1) return decline("a step that is not a scalar");
+  const DType st = init.in_types[3]->dtype;
+  if (st != DType::kF32 && st != DType::kI64 && st != DType::kI32) return decline("a step that is not f32, i64 or i32");
+  return std::unique_ptr<Kernel>(
+      new AdamKernel(ctx, init, st == DType::kF32 ? Scalar::kF32 : st == DType::kI64 ? Scalar::kI64 : Scalar::kI32));
+}
+
+// SoftmaxCrossEntropyLoss of [N, C] scores (no class weights, no ignore_index): the per-row
+// losses into scratch (or the output, for reduction none), then their mean or sum.
+class XentKernel : public CudaKernel {
+ public:
+  XentKernel(Context* c, const KernelInit& init, int reduction) : CudaKernel(c, "cuda:softmax-xent", init), reduction_(reduction) {
+    const Shape x = init.in_types[0]->static_shape();
+    rows_ = x[0];
+    cols_ = x[1];
+    labels64_ = init.in_types[1]->dtype == DType::kI64;
+    log_prob_ = init.out_types.size() > 1;
+  }
+  size_t scratch_bytes() const override { return reduction_ == 0 ? 0 : static_cast<size_t>(rows_) * sizeof(float); }
+
+ protected:
+  std::string launch(KernelRun& r) override {
+    float* losses = reduction_ == 0 ? out(r, 0) : static_cast<float*>(r.scratch.data);
+    std::string e = softmax_xent(in(r, 0), r.inputs[1].data, labels64_, losses, log_prob_ ? out(r, 1) : nullptr, rows_, cols_, stream());
+    if (!e.empty() || reduction_ == 0) return e;
+    return reduce(reduction_ == 1 ? Reduce::kMean : Reduce::kSum, losses, out(r, 0), 1, rows_, 1, stream());
+  }
+
+ private:
+  int reduction_;  // 0 none, 1 mean, 2 sum
+  int64_t rows_ = 0, cols_ = 0;
+  bool labels64_ = true, log_prob_ = false;
+};
+
+class XentGradKernel : public CudaKernel {
+ public:
+  XentGradKernel(Context* c, const KernelInit& init, int reduction) : CudaKernel(c, "cuda:softmax-xent-grad", init) {
+    const Shape x = init.in_types[1]->static_shape();
+    rows_ = x[0];
+    cols_ = x[1];
+    per_row_ = reduction == 0;
+    scale_ = reduction == 1 && rows_ > 0 ? 1.f / static_cast<float>(rows_) : 1.f;
+    labels64_ = init.in_types[2]->dtype == DType::kI64;
+  }
+
+ protected:
+  std::string launch(KernelRun& r) override {
+    return softmax_xent_grad(in(r, 0), per_row_, scale_, in(r, 1), r.inputs[2].data, labels64_, out(r), rows_, cols_, stream());
+  }
+
+ private:
+  int64_t rows_ = 0, cols_ = 0;
+  bool per_row_ = false, labels64_ = true;
+  float scale_ = 1;
+};
+
+// The reduction of a loss op (0 none, 1 mean, 2 sum), or a decline for what the GPU does not take.
+Expected<int> xent_reduction(const KernelInit& init, size_t scores, size_t labels, size_t weights) {
+  const ops::AttrReader a = init.attrs();
+  if (has(init, weights)) return make_error("class weights");
+  if (a.get("ignore_index")) return make_error("ignore_index");
+  if (init.in_types[scores]->rank() != 2) return make_error("scores that are not [N, C]");
+  const DType l = init.in_types[labels]->dtype;
+  if (l != DType::kI64 && l != DType::kI32) return make_error("labels that are not i64 or i32");
+  const std::string& red = a.s("reduction");
+  if (red == "none") return 0;
+  if (red == "mean") return 1;
+  if (red == "sum") return 2;
+  return make_error("reduction " + red);
+}
+
+// Sum of any number of inputs (broadcasting): a chain of additions into the output.
+class SumKernel : public CudaKernel {
+ public:
+  SumKernel(Context* c, const KernelInit& init) : CudaKernel(c, "cuda:sum", init) {
+    const Shape y = init.out_types[0]->static_shape();
+    n_ = product(y);
+    for (size_t i = 0; i < init.in_types.size(); ++i) {
+      const Shape a = i == 0 ? init.in_types[0]->static_shape() : y, b = init.in_types[i]->static_shape();
+      Broadcast bc;
+      bc.rank = static_cast<int>(y.size());
+      const std::vector<int64_t> sa = broadcast_strides(a, y), sb = broadcast_strides(b, y);
+      for (size_t d = 0; d < y.size(); ++d) {
+        bc.dims[d] = y[d];
+        bc.a[d] = sa[d];
+        bc.b[d] = sb[d];
+      }
+      bc.a_plain = product(a) == n_;
+      bc.b_plain = product(b) == n_;
+      bcs_.push_back(bc);
+    }
+  }
+
+ protected:
+  std::string launch(KernelRun& r) override {
+    if (bcs_.size() == 1) {  // y = x0 (broadcast): x0 + 0 through the same kernel would need a zero; copy when plain
+      if (bcs_[0].b_plain) {
+        const cudaError_t e = cudaMemcpyAsync(out(r), in(r, 0), r.outputs[0].bytes, cudaMemcpyDeviceToDevice, stream());
+        return e == cudaSuccess ? "" : error_text(e);
+      }
+      return strided_copy(in(r, 0), out(r), 4, bcs_[0].rank, bcs_[0].dims, bcs_[0].b, 0, n_, stream());
+    }
+    std::string e = binary(Binary::kAdd, in(r, 0), in(r, 1), out(r), n_, with_a(bcs_[1], 0), stream());
+    for (size_t i = 2; e.empty() && i < bcs_.size(); ++i) e = binary(Binary::kAdd, out(r), in(r, i), out(r), n_, bcs_[i], stream());
+    return e;
+  }
+
+ private:
+  // bcs_[1] with input 0's strides as its `a` (the first addition reads x0, not the output).
+  Broadcast with_a(Broadcast bc, size_t i) const {
+    for (int d = 0; d < bc.rank; ++d) bc.a[d] = bcs_[i].b[d];
+    bc.a_plain = bcs_[i].b_plain;
+    return bc;
+  }
+  std::vector<Broadcast> bcs_;
+  int64_t n_ = 0;
+};
+
+Made make_sum(Context* ctx, const KernelInit& init) {
+  if (init.in_types.empty()) return decline("no inputs");
+  for (size_t i = 0; i < init.in_types.size(); ++i)
+    if (!has(init, i)) return decline("an absent input");
+  std::vector<size_t> all(init.in_types.size());
+  std::iota(all.begin(), all.end(), size_t{0});
+  for (size_t i : all)
+    if (init.in_types[i]->dtype != DType::kF32) return decline("inputs that are not f32");
+  if (init.out_types[0]->dtype != DType::kF32) return decline("an output that is not f32");
+  if (init.out_types[0]->rank() > kMaxRank) return decline("rank above " + std::to_string(kMaxRank));
+  return std::unique_ptr<Kernel>(new SumKernel(ctx, init));
+}
+
 }  // namespace
 
 void register_kernels(backend::KernelRegistry& reg, Context* ctx) {
@@ -933,6 +1278,29 @@ void register_kernels(backend::KernelRegistry& reg, Context* ctx) {
   reg.add("Slice", "cuda:strided-copy", 10, [ctx](const KernelInit& i) { return make_slice(ctx, i); });
   reg.add("Concat", "cuda:concat", 10, [ctx](const KernelInit& i) { return make_concat(ctx, i); });
   reg.add("Gather", "cuda:gather", 10, [ctx](const KernelInit& i) { return make_gather(ctx, i); });
+  // Training
+  add_binary(reg, ctx, "ReluGrad", Binary::kReluGrad);
+  reg.add("Sum", "cuda:sum", 10, [ctx](const KernelInit& i) { return make_sum(ctx, i); });
+  reg.add("SGDUpdate", "cuda:sgd-update", 10, [ctx](const KernelInit& i) { return make_sgd(ctx, i); });
+  reg.add("AdamUpdate", "cuda:adam-update", 10, [ctx](const KernelInit& i) { return make_adam(ctx, i); });
+  reg.add("ConvGradInput", "cuda:cudnn-conv-grad-input", 10, [ctx](const KernelInit& i) { return make_conv_grad(ctx, i, false); });
+  reg.add("ConvGradWeight", "cuda:cudnn-conv-grad-weight", 10, [ctx](const KernelInit& i) { return make_conv_grad(ctx, i, true); });
+  reg.add("MaxPoolGrad", "cuda:cudnn-pool-grad", 10, [ctx](const KernelInit& i) { return make_pool_grad(ctx, i, true); });
+  reg.add("AveragePoolGrad", "cuda:cudnn-pool-grad", 10, [ctx](const KernelInit& i) { return make_pool_grad(ctx, i, false); });
+  reg.add("SoftmaxCrossEntropyLoss", "cuda:softmax-xent", 10, [ctx](const KernelInit& init) -> Made {
+    if (std::string why = needs_f32(init, {0}); !why.empty()) return decline(why);
+    Expected<int> red = xent_reduction(init, 0, 1, 2);
+    if (!red) return decline(red.error().message);
+    return std::unique_ptr<Kernel>(new XentKernel(ctx, init, *red));
+  });
+  reg.add("SoftmaxCrossEntropyLossGrad", "cuda:softmax-xent-grad", 10, [ctx](const KernelInit& init) -> Made {
+    if (std::string why = needs_f32(init, {0, 1}); !why.empty()) return decline(why);
+    Expected<int> red = xent_reduction(init, 1, 2, 3);
+    if (!red) return decline(red.error().message);
+    if (*red == 0 && product(init.in_types[0]->static_shape()) != init.in_types[1]->static_shape()[0])
+      return decline("dloss that is not [N]");
+    return std::unique_ptr<Kernel>(new XentGradKernel(ctx, init, *red));
+  });
 }
 
 }  // namespace tessera::cuda
