@@ -332,6 +332,7 @@ int run_run(const RunOptions& o) {
     so.snapshots = rec.snapshots();  // every stage and pass, weights elided (the studio steps through them)
     stages::Session session(*g, reg, so);
     outs = session.run(feeds);
+    if (outs && session.last_program()) record_device_memory(rec, session.last_program()->plan());
   }
   if (!outs) return rec.fail(outs.error().within(o.file));
 

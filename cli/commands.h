@@ -16,6 +16,10 @@
 #include <string_view>
 #include <vector>
 
+namespace tessera::stages {
+struct ExecutionPlan;
+}
+
 namespace tessera::data {
 class Source;
 }
@@ -95,6 +99,8 @@ class RunRecording {
 };
 RunRecording start_recording(const RecordOptions& o, const std::string& kind, const std::string& graph_name,
                              uint64_t seed, const std::map<std::string, std::string>& hyperparams);
+// The arena of each device a program uses, as metrics memory/DEVICE/arena_bytes ("cpu", "cuda:0").
+void record_device_memory(RunRecording& rec, const stages::ExecutionPlan& plan);
 
 struct RunOptions {
   std::string file;

@@ -180,6 +180,7 @@ int run_bench(const BenchOptions& o) {
   rec.metric("bench/compile_ms", compile_ms);
   rec.metric("bench/gflops", gflops);
   rec.metric("bench/peak_bytes", static_cast<double>(plan.peak_bytes()));
+  record_device_memory(rec, plan);
   const double others = load.others_cores();
   if (others >= 0) rec.metric("bench/other_load_cores", others);
   // Steps on the reference kernel, counted by op and reason.

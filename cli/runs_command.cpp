@@ -12,6 +12,7 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "engine/stages/compile.h"
 #include "engine/data/fingerprint.h"
 #include "engine/ir/text.h"
 #include "insight/maintenance.h"
@@ -446,6 +447,11 @@ int RunRecording::fail(const Error& e) {
     recorder_.reset();
   }
   return code;
+}
+
+void record_device_memory(RunRecording& rec, const stages::ExecutionPlan& plan) {
+  for (size_t d = 0; d < plan.devices.size() && d < plan.memory.size(); ++d)
+    rec.metric("memory/" + plan.devices[d] + "/arena_bytes", static_cast<double>(plan.memory[d].arena_bytes));
 }
 
 RunRecording start_recording(const RecordOptions& o, const std::string& kind, const std::string& graph_name,
