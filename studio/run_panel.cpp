@@ -7,6 +7,7 @@
 #include <QFileInfo>
 #include <QGridLayout>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -23,6 +24,7 @@
 
 #include "formats/npy.h"
 #include "insight/recorder.h"
+#include "studio/device_choice.h"
 #include "studio/document.h"
 #include "studio/guard.h"
 
@@ -137,6 +139,11 @@ RunPanel::RunPanel(Document& document, QWidget* parent) : QWidget(parent), docum
   keep_values_->setToolTip(tr("Click an edge after a run to inspect its value. Runs the graph a second "
                               "time, unrecorded, with every edge's value as an output, and keeps them in memory"));
   layout->addWidget(keep_values_);
+  auto* device_row = new QHBoxLayout();
+  device_row->addWidget(new QLabel(tr("Device"), this));
+  device_ = make_device_choice(this);
+  device_row->addWidget(device_, 1);
+  layout->addLayout(device_row);
   status_ = new QLabel(this);
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -339,7 +346,7 @@ bool RunPanel::run() {
   recording_note_.clear();
   worker_ = std::thread(
       [this, graph = std::move(graph), &registry, feeds = feeds_, dims = dims_, generation = generation_,
-       keep = keep_values_->isChecked(),
+       keep = keep_values_->isChecked(), device = device_choice(device_),
        db = database_path_.toStdString(), file = document_.path()]() mutable {
         std::vector<Tensor> outs;
         std::vector<std::string> names;
@@ -386,6 +393,7 @@ bool RunPanel::run() {
               all.set_outputs(wanted);
             }
             stages::SessionOptions options;
+            options.device = device;
             options.trace = rec.get();
             options.snapshots = rec.get();
             stages::Session session(std::move(graph), registry, options);

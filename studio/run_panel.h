@@ -39,6 +39,7 @@
 #include "engine/runtime/interpreter.h"
 
 class QCheckBox;
+class QComboBox;
 class QLabel;
 class QPushButton;
 class QTableWidget;
@@ -142,6 +143,7 @@ class RunPanel : public QWidget {
   std::vector<std::string> output_names_;
   std::map<ir::ValueId, Tensor> values_;
   QCheckBox* keep_values_ = nullptr;
+  QComboBox* device_ = nullptr;  // where the graph runs (auto, cpu, cuda:N)
   QString error_;
   QString database_path_;
   int64_t recorded_run_ = 0;

@@ -27,6 +27,7 @@
 #include "engine/ir/text.h"
 #include "formats/dataset_path.h"
 #include "insight/recorder.h"
+#include "studio/device_choice.h"
 #include "studio/document.h"
 #include "studio/edit_commands.h"
 #include "studio/guard.h"
@@ -64,6 +65,7 @@ std::map<std::string, std::string> hyperparams(const TrainSettings& s, double mo
           {"loss", "softmax-cross-entropy"},
           {"output", "first"},
           {"threads", std::to_string(s.threads)},
+          {"device", s.device},
           {"data", s.data}};
 }
 
@@ -152,6 +154,8 @@ TrainPanel::TrainPanel(Document& document, QWidget* parent) : QWidget(parent), d
   threads_ = new QSpinBox(this);
   threads_->setRange(1, 256);
   form->addRow(tr("Threads"), threads_);
+  device_ = make_device_choice(this);
+  form->addRow(tr("Device"), device_);
   layout->addLayout(form);
 
   auto* buttons = new QHBoxLayout();
@@ -220,6 +224,7 @@ void TrainPanel::set_settings(const TrainSettings& s) {
   momentum_->setValue(s.momentum);
   seed_->setValue(static_cast<int>(s.seed));
   threads_->setValue(s.threads);
+  if (int i = device_->findData(qs(s.device)); i >= 0) device_->setCurrentIndex(i);
 }
 
 TrainSettings TrainPanel::settings() const {
@@ -232,6 +237,7 @@ TrainSettings TrainPanel::settings() const {
   s.momentum = momentum_->value();
   s.seed = static_cast<uint64_t>(seed_->value());
   s.threads = threads_->value();
+  s.device = device_choice(device_);
   return s;
 }
 
@@ -267,6 +273,7 @@ Status TrainPanel::start() {
   cfg.epochs = s.epochs;
   cfg.lr = s.lr;
   cfg.threads = s.threads;
+  cfg.device = s.device;
   cfg.seed = s.seed;
   cfg.batch_size = s.batch;
 

@@ -62,6 +62,7 @@ struct TrainSettings {
   double momentum = -1;           // -1: the optimizer's default (0.9 for momentum, else 0)
   uint64_t seed = 0;
   int threads = 1;
+  std::string device = "auto";    // auto | cpu | cuda:N
 };
 
 // One progress update as the UI sees it.
@@ -137,6 +138,7 @@ class TrainPanel : public QWidget {
   QDoubleSpinBox* momentum_ = nullptr;
   QSpinBox* seed_ = nullptr;
   QSpinBox* threads_ = nullptr;
+  QComboBox* device_ = nullptr;
   QPushButton* start_button_ = nullptr;
   QPushButton* stop_button_ = nullptr;
   QPushButton* use_button_ = nullptr;
