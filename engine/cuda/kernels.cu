@@ -384,7 +384,24 @@ __global__ void xent_grad_rows(const float* dloss, bool per_row, float scale, co
   }
 }
 
+__global__ void bn_running_kernel(const float* in_mean, const float* in_var, const float* save_mean, const float* save_inv,
+                                  float* out_mean, float* out_var, int64_t channels, float eps, float momentum) {
+  for (int64_t c = global_index(); c < channels; c += grid_stride()) {
+    const float var = 1.f / (save_inv[c] * save_inv[c]) - eps;
+    out_mean[c] = in_mean[c] * momentum + save_mean[c] * (1.f - momentum);
+    out_var[c] = in_var[c] * momentum + var * (1.f - momentum);
+  }
+}
+
 }  // namespace
+
+std::string bn_running(const float* in_mean, const float* in_var, const float* save_mean, const float* save_inv,
+                       float* out_mean, float* out_var, int64_t channels, float eps, float momentum, cudaStream_t s) {
+  if (channels <= 0) return "";
+  bn_running_kernel<<<blocks_for(channels), kThreads, 0, s>>>(in_mean, in_var, save_mean, save_inv, out_mean, out_var, channels,
+                                                             eps, momentum);
+  return launched();
+}
 
 std::string sgd_update(const float* p, const float* g, const float* lr, const float* buf, const float* loss, float* out_p,
                        float* out_buf, int64_t n, float momentum, bool nesterov, float weight_decay, float grad_scale,

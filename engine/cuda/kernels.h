@@ -75,6 +75,11 @@ std::string sgd_update(const float* p, const float* g, const float* lr, const fl
 std::string adam_update(const float* p, const float* g, const float* lr, const void* step, Scalar step_type, const float* m,
                         const float* v, const float* loss, float* out_p, float* out_m, float* out_v, int64_t n, double beta1,
                         double beta2, double eps, double weight_decay, bool decoupled, float grad_scale, cudaStream_t s);
+// Batch normalization's running statistics after a training step, from the batch's mean and
+// 1 / sqrt(var + eps) (cuDNN's saved values): running = input * momentum + batch * (1 - momentum),
+// with the batch's population variance (as the reference kernel; cuDNN's own update is unbiased).
+std::string bn_running(const float* in_mean, const float* in_var, const float* save_mean, const float* save_inv,
+                       float* out_mean, float* out_var, int64_t channels, float eps, float momentum, cudaStream_t s);
 // Softmax cross entropy of rows x [rows, cols] against labels (i64 or i32): per-row losses into
 // `losses` (a label out of [0, cols) gives NaN, so training stops at a non-finite loss), and
 // log_softmax into log_prob when it is not null.

@@ -766,10 +766,76 @@ class BatchNormKernel : public CudaKernel {
   int64_t n_ = 0, channels_ = 1, inner_ = 1;
 };
 
+// Batch normalization in training mode (cuDNN, batch statistics; Y, running_mean, running_var)
+// and its gradient (dX, dScale, dB): 2-D to 4-D inputs, spatial mode.
+class BatchNormTrainKernel : public CudaKernel {
+ public:
+  BatchNormTrainKernel(Context* c, const KernelInit& init, bool grad)
+      : CudaKernel(c, grad ? "cuda:cudnn-batch-norm-grad" : "cuda:cudnn-batch-norm-train", init), grad_(grad) {
+    const ops::AttrReader a = init.attrs();
+    eps_ = a.f("epsilon");
+    momentum_ = grad ? 0.f : static_cast<float>(a.f("momentum"));
+  }
+  ~BatchNormTrainKernel() override {
+    if (bn_) cudnnDestroyTensorDescriptor(bn_);
+  }
+  CudnnDescriptors d;
+  cudnnTensorDescriptor_t bn_ = nullptr;
+  int64_t channels = 0;
+  bool empty = false;
+  size_t scratch_bytes() const override { return grad_ ? 0 : 2 * static_cast<size_t>(channels) * sizeof(float); }
+
+ protected:
+  std::string launch(KernelRun& r) override {
+    if (empty) return "";
+    const float one = 1.f, zero = 0.f;
+    cudnnStatus_t st;
+    if (grad_) {  // inputs dY, X, scale; outputs dX, dScale, dB
+      st = cudnnBatchNormalizationBackward(ctx_->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, d.x, in(r, 1), d.x,
+                                           in(r, 0), d.x, out(r, 0), bn_, in(r, 2), out(r, 1), out(r, 2), eps_, nullptr, nullptr);
+      return st == CUDNN_STATUS_SUCCESS ? "" : "cudnnBatchNormalizationBackward: " + error_text(st);
+    }
+    // inputs X, scale, B, input_mean, input_var; outputs Y, running_mean, running_var
+    float* save = static_cast<float*>(r.scratch.data);
+    st = cudnnBatchNormalizationForwardTraining(ctx_->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, d.x, in(r, 0), d.x, out(r, 0),
+                                                bn_, in(r, 1), in(r, 2), 0.0, nullptr, nullptr, eps_, save, save + channels);
+    if (st != CUDNN_STATUS_SUCCESS) return "cudnnBatchNormalizationForwardTraining: " + error_text(st);
+    return bn_running(in(r, 3), in(r, 4), save, save + channels, out(r, 1), out(r, 2), channels, static_cast<float>(eps_),
+                      momentum_, stream());
+  }
+
+ private:
+  bool grad_;
+  double eps_ = 1e-5;
+  float momentum_ = 0.9f;
+};
+
+Made make_batchnorm_train(Context* ctx, const KernelInit& init, bool grad) {
+  if (std::string why = needs_f32(init, {0, 1, 2, 3, 4}); !why.empty()) return decline(why);
+  const ops::AttrReader a = init.attrs();
+  if (a.get("sync_ranks") && a.i("sync_ranks")) return decline("statistics over every rank's rows");
+  if (a.f("epsilon") < CUDNN_BN_MIN_EPSILON) return decline("epsilon below cuDNN's minimum");
+  if (!grad && init.out_types.size() != 3) return decline("training mode without both running statistics");
+  const Shape x0 = init.in_types[grad ? 1 : 0]->static_shape();
+  if (x0.size() < 2 || x0.size() > 4) return decline("inputs of rank other than 2 to 4");
+  Shape x = x0;
+  while (x.size() < 4) x.push_back(1);
+  for (int64_t v : x)
+    if (!fits_int(v)) return decline("a dimension above 2^31");
+  auto k = std::make_unique<BatchNormTrainKernel>(ctx, init, grad);
+  k->channels = x[1];
+  k->empty = product(x) == 0;
+  CUDNN_OR_DECLINE(cudnnCreateTensorDescriptor(&k->d.x));
+  CUDNN_OR_DECLINE(cudnnSetTensor4dDescriptor(k->d.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(x[0]), as_int(x[1]), as_int(x[2]), as_int(x[3])));
+  CUDNN_OR_DECLINE(cudnnCreateTensorDescriptor(&k->bn_));
+  CUDNN_OR_DECLINE(cudnnSetTensor4dDescriptor(k->bn_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, as_int(x[1]), 1, 1));
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
 Made make_batchnorm(Context* ctx, const KernelInit& init) {
   if (std::string why = needs_f32(init, {0, 1, 2, 3, 4}); !why.empty()) return decline(why);
-  if (init.out_types.size() > 1) return decline("training mode (running statistics)");
-  if (init.attrs().get("training_mode") && init.attrs().i("training_mode")) return decline("training mode");
+  if (init.out_types.size() > 1 || (init.attrs().get("training_mode") && init.attrs().i("training_mode")))
+    return make_batchnorm_train(ctx, init, false);
   for (size_t i = 1; i <= 4; ++i)
     if (!has(init, i) || !init.constants[i]) return decline("statistics that are not constant");
   const Shape x = init.in_types[0]->static_shape();
@@ -1281,6 +1347,8 @@ void register_kernels(backend::KernelRegistry& reg, Context* ctx) {
   // Training
   add_binary(reg, ctx, "ReluGrad", Binary::kReluGrad);
   reg.add("Sum", "cuda:sum", 10, [ctx](const KernelInit& i) { return make_sum(ctx, i); });
+  reg.add("BatchNormalizationGrad", "cuda:cudnn-batch-norm-grad", 10,
+          [ctx](const KernelInit& i) { return make_batchnorm_train(ctx, i, true); });
   reg.add("SGDUpdate", "cuda:sgd-update", 10, [ctx](const KernelInit& i) { return make_sgd(ctx, i); });
   reg.add("AdamUpdate", "cuda:adam-update", 10, [ctx](const KernelInit& i) { return make_adam(ctx, i); });
   reg.add("ConvGradInput", "cuda:cudnn-conv-grad-input", 10, [ctx](const KernelInit& i) { return make_conv_grad(ctx, i, false); });

@@ -366,6 +366,19 @@ TEST(Cuda, TrainingOpsMatchTheReference) {
                       {{"pads", pads}, {"strides", strides}, {"group", int64_t{2}}}, 2);
     check_all_on_gpu(b, {dx, dw[0], dw[1]});
   }
+  for (const Shape& shape : {Shape{8, 4, 5, 3}, Shape{16, 6}}) {
+    SCOPED_TRACE("batch norm, training mode, " + shape_to_string(shape));
+    Builder b;
+    const int64_t c = shape[1];
+    Tensor var = random_tensor({c}, 5);
+    for (int64_t i = 0; i < c; ++i) var.data<float>()[i] = std::fabs(var.data<float>()[i]) + 0.5f;
+    ir::ValueId x = b.input("x", random_tensor(shape, 1, 2.f)), scale = b.input("scale", random_tensor({c}, 2));
+    auto bn = b.nodes("BatchNormalization", {x, scale, b.input("bias", random_tensor({c}, 3)), b.input("mean", random_tensor({c}, 4)),
+                                             b.input("var", var)},
+                      {{"training_mode", int64_t{1}}, {"momentum", 0.8}}, 3);
+    auto grad = b.nodes("BatchNormalizationGrad", {b.input("dy", random_tensor(shape, 6)), x, scale}, {}, 3);
+    check_all_on_gpu(b, {bn[0], bn[1], bn[2], grad[0], grad[1], grad[2]});
+  }
   {
     Builder b;
     ir::ValueId x = b.input("x", random_tensor({2, 3, 8, 6}, 1));
