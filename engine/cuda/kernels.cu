@@ -83,6 +83,14 @@ __device__ __forceinline__ float apply_binary(Binary op, float a, float b) {
     case Binary::kMin: return min_nan(a, b);
     case Binary::kPRelu: return a < 0.f ? b * a : a;
     case Binary::kReluGrad: return b > 0.f ? a : 0.f;
+    case Binary::kGeluGrad: {
+      const float cdf = 0.5f * (1.f + erff(b * 0.70710678118654752f));
+      return a * (cdf + b * expf(-0.5f * b * b) * 0.39894228040143268f);
+    }
+    case Binary::kGeluTanhGrad: {
+      const float k = 0.79788456080286536f, u = k * (b + 0.044715f * b * b * b), t = tanhf(u);
+      return a * (0.5f * (1.f + t) + 0.5f * b * (1.f - t * t) * k * (1.f + 3.f * 0.044715f * b * b));
+    }
   }
   return a;
 }
@@ -384,6 +392,74 @@ __global__ void xent_grad_rows(const float* dloss, bool per_row, float scale, co
   }
 }
 
+__global__ void softmax_grad_rows(const float* dy, const float* y, float* dx, int64_t rows, int64_t cols) {
+  __shared__ float shared[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t base = r * cols;
+    float s = 0.f;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) s += dy[base + c] * y[base + c];
+    s = block_reduce(s, AddOp(), 0.f, shared);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) dx[base + c] = y[base + c] * (dy[base + c] - s);
+  }
+}
+
+__global__ void softmax_grad_columns(const float* dy, const float* y, float* dx, int64_t outer, int64_t axis, int64_t inner) {
+  for (int64_t i = global_index(); i < outer * inner; i += grid_stride()) {
+    const int64_t base = (i / inner) * axis * inner + i % inner;
+    float s = 0.f;
+    for (int64_t a = 0; a < axis; ++a) s += dy[base + a * inner] * y[base + a * inner];
+    for (int64_t a = 0; a < axis; ++a) dx[base + a * inner] = y[base + a * inner] * (dy[base + a * inner] - s);
+  }
+}
+
+// dX by rows (block per row), saving each row's mean and 1 / sqrt(var + eps) for the sums below.
+__global__ void layer_norm_grad_rows(const float* dy, const float* x, const float* scale, float* dx, float* stats, int64_t rows,
+                                     int64_t cols, float eps) {
+  __shared__ float shared[32];
+  const float n = static_cast<float>(cols);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* xr = x + r * cols;
+    const float* gr = dy + r * cols;
+    float s = 0.f;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) s += xr[c];
+    const float mean = block_reduce(s, AddOp(), 0.f, shared) / n;
+    float v = 0.f;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) v += (xr[c] - mean) * (xr[c] - mean);
+    const float inv = rsqrtf(block_reduce(v, AddOp(), 0.f, shared) / n + eps);
+    float mg = 0.f, mgx = 0.f;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const float g = gr[c] * scale[c];
+      mg += g;
+      mgx += g * (xr[c] - mean) * inv;
+    }
+    mg = block_reduce(mg, AddOp(), 0.f, shared) / n;
+    mgx = block_reduce(mgx, AddOp(), 0.f, shared) / n;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const float xhat = (xr[c] - mean) * inv;
+      dx[r * cols + c] = inv * (gr[c] * scale[c] - mg - xhat * mgx);
+    }
+    if (threadIdx.x == 0) {
+      stats[2 * r] = mean;
+      stats[2 * r + 1] = inv;
+    }
+  }
+}
+
+// dScale and dB: one thread per column, over the rows.
+__global__ void layer_norm_grad_columns(const float* dy, const float* x, const float* stats, float* dscale, float* dbias,
+                                        int64_t rows, int64_t cols) {
+  for (int64_t c = global_index(); c < cols; c += grid_stride()) {
+    float ds = 0.f, db = 0.f;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float g = dy[r * cols + c];
+      ds += g * (x[r * cols + c] - stats[2 * r]) * stats[2 * r + 1];
+      db += g;
+    }
+    dscale[c] = ds;
+    dbias[c] = db;
+  }
+}
+
 __global__ void bn_running_kernel(const float* in_mean, const float* in_var, const float* save_mean, const float* save_inv,
                                   float* out_mean, float* out_var, int64_t channels, float eps, float momentum) {
   for (int64_t c = global_index(); c < channels; c += grid_stride()) {
@@ -394,6 +470,28 @@ __global__ void bn_running_kernel(const float* in_mean, const float* in_var, con
 }
 
 }  // namespace
+
+std::string softmax_grad(const float* dy, const float* y, float* dx, int64_t outer, int64_t axis, int64_t inner, cudaStream_t s) {
+  if (outer <= 0 || axis <= 0 || inner <= 0) return "";
+  if (inner == 1)
+    softmax_grad_rows<<<rows_grid(outer), kThreads, 0, s>>>(dy, y, dx, outer, axis);
+  else
+    softmax_grad_columns<<<blocks_for(outer * inner), kThreads, 0, s>>>(dy, y, dx, outer, axis, inner);
+  return launched();
+}
+
+std::string layer_norm_grad(const float* dy, const float* x, const float* scale, float* dx, float* dscale, float* dbias,
+                            float* stats, int64_t rows, int64_t cols, float eps, cudaStream_t s) {
+  if (cols <= 0) return "";
+  if (rows <= 0) {  // no rows: the sums are zeros
+    cudaMemsetAsync(dscale, 0, static_cast<size_t>(cols) * sizeof(float), s);
+    cudaMemsetAsync(dbias, 0, static_cast<size_t>(cols) * sizeof(float), s);
+    return launched();
+  }
+  layer_norm_grad_rows<<<rows_grid(rows), kThreads, 0, s>>>(dy, x, scale, dx, stats, rows, cols, eps);
+  layer_norm_grad_columns<<<blocks_for(cols), kThreads, 0, s>>>(dy, x, stats, dscale, dbias, rows, cols);
+  return launched();
+}
 
 std::string bn_running(const float* in_mean, const float* in_var, const float* save_mean, const float* save_inv,
                        float* out_mean, float* out_var, int64_t channels, float eps, float momentum, cudaStream_t s) {

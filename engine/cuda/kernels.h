@@ -20,8 +20,9 @@ enum class Unary : int {
   kSelu, kSign, kRound, kMish
 };
 // Element-wise functions of two inputs, with ONNX (numpy) broadcasting.
-// kReluGrad: a = dY, b = Y: dX = Y > 0 ? dY : 0.
-enum class Binary : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kPRelu, kReluGrad };
+// The gradients: a = dY, b = the forward's Y (kReluGrad: dX = Y > 0 ? dY : 0) or X (kGeluGrad,
+// kGeluTanhGrad: dX = dY * Gelu'(X)).
+enum class Binary : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kPRelu, kReluGrad, kGeluGrad, kGeluTanhGrad };
 
 // Strides of an operand read as the output's shape (0 on broadcast dims).
 struct Broadcast {
@@ -75,6 +76,12 @@ std::string sgd_update(const float* p, const float* g, const float* lr, const fl
 std::string adam_update(const float* p, const float* g, const float* lr, const void* step, Scalar step_type, const float* m,
                         const float* v, const float* loss, float* out_p, float* out_m, float* out_v, int64_t n, double beta1,
                         double beta2, double eps, double weight_decay, bool decoupled, float grad_scale, cudaStream_t s);
+// SoftmaxGrad over [outer, axis, inner]'s middle axis: dX = Y * (dY - sum(dY * Y)).
+std::string softmax_grad(const float* dy, const float* y, float* dx, int64_t outer, int64_t axis, int64_t inner, cudaStream_t s);
+// LayerNormalizationGrad of rows of `cols`: dX, and dScale / dB summed over the rows; `stats`
+// is scratch of 2 * rows floats.
+std::string layer_norm_grad(const float* dy, const float* x, const float* scale, float* dx, float* dscale, float* dbias,
+                            float* stats, int64_t rows, int64_t cols, float eps, cudaStream_t s);
 // Batch normalization's running statistics after a training step, from the batch's mean and
 // 1 / sqrt(var + eps) (cuDNN's saved values): running = input * momentum + batch * (1 - momentum),
 // with the batch's population variance (as the reference kernel; cuDNN's own update is unbiased).

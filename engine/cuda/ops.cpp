@@ -1190,6 +1190,41 @@ Expected<int> xent_reduction(const KernelInit& init, size_t scores, size_t label
   return make_error("reduction " + red);
 }
 
+class SoftmaxGradKernel : public CudaKernel {
+ public:
+  SoftmaxGradKernel(Context* c, const KernelInit& init) : CudaKernel(c, "cuda:softmax-grad", init) {
+    const Shape s = init.in_types[1]->static_shape();
+    int64_t axis = init.attrs().i("axis");
+    if (axis < 0) axis += static_cast<int64_t>(s.size());
+    outer_ = product(s, 0, static_cast<size_t>(axis));
+    axis_ = s.empty() ? 1 : s[static_cast<size_t>(axis)];
+    inner_ = product(s, static_cast<size_t>(axis) + 1);
+  }
+
+ protected:
+  std::string launch(KernelRun& r) override { return softmax_grad(in(r, 0), in(r, 1), out(r), outer_, axis_, inner_, stream()); }
+
+ private:
+  int64_t outer_ = 1, axis_ = 1, inner_ = 1;
+};
+
+class LayerNormGradKernel : public CudaKernel {
+ public:
+  LayerNormGradKernel(Context* c, const KernelInit& init, int64_t rows, int64_t cols)
+      : CudaKernel(c, "cuda:layer-norm-grad", init), rows_(rows), cols_(cols), eps_(static_cast<float>(init.attrs().f("epsilon"))) {}
+  size_t scratch_bytes() const override { return 2 * static_cast<size_t>(rows_) * sizeof(float); }
+
+ protected:
+  std::string launch(KernelRun& r) override {
+    return layer_norm_grad(in(r, 0), in(r, 1), in(r, 2), out(r, 0), out(r, 1), out(r, 2), static_cast<float*>(r.scratch.data), rows_,
+                           cols_, eps_, stream());
+  }
+
+ private:
+  int64_t rows_, cols_;
+  float eps_;
+};
+
 // Sum of any number of inputs (broadcasting): a chain of additions into the output.
 class SumKernel : public CudaKernel {
  public:
@@ -1346,6 +1381,29 @@ void register_kernels(backend::KernelRegistry& reg, Context* ctx) {
   reg.add("Gather", "cuda:gather", 10, [ctx](const KernelInit& i) { return make_gather(ctx, i); });
   // Training
   add_binary(reg, ctx, "ReluGrad", Binary::kReluGrad);
+  reg.add("GeluGrad", "cuda:binary", 10, [ctx](const KernelInit& init) -> Made {
+    if (std::string why = needs_f32(init, {0, 1}); !why.empty()) return decline(why);
+    const std::string& m = init.attrs().s("approximate");
+    if (m != "none" && m != "tanh") return decline("approximate '" + m + "'");
+    if (init.in_types[0]->static_shape() != init.in_types[1]->static_shape()) return decline("dY and X of other shapes");
+    return std::unique_ptr<Kernel>(new BinaryKernel(ctx, init, m == "tanh" ? Binary::kGeluTanhGrad : Binary::kGeluGrad));
+  });
+  reg.add("SoftmaxGrad", "cuda:softmax-grad", 10, [ctx](const KernelInit& init) -> Made {
+    if (std::string why = needs_f32(init, {0, 1}); !why.empty()) return decline(why);
+    if (init.in_types[0]->static_shape() != init.in_types[1]->static_shape()) return decline("dY and Y of other shapes");
+    return std::unique_ptr<Kernel>(new SoftmaxGradKernel(ctx, init));
+  });
+  reg.add("LayerNormalizationGrad", "cuda:layer-norm-grad", 10, [ctx](const KernelInit& init) -> Made {
+    if (std::string why = needs_f32(init, {0, 1, 2}); !why.empty()) return decline(why);
+    const Shape x = init.in_types[1]->static_shape();
+    int64_t axis = init.attrs().i("axis");
+    if (axis < 0) axis += static_cast<int64_t>(x.size());
+    if (axis < 0 || axis >= static_cast<int64_t>(x.size()) || init.in_types[0]->static_shape() != x ||
+        init.in_types[2]->static_shape() != Shape(x.begin() + axis, x.end()))
+      return decline("dY, X and Scale that do not fit the axis");
+    return std::unique_ptr<Kernel>(
+        new LayerNormGradKernel(ctx, init, product(x, 0, static_cast<size_t>(axis)), product(x, static_cast<size_t>(axis))));
+  });
   reg.add("Sum", "cuda:sum", 10, [ctx](const KernelInit& i) { return make_sum(ctx, i); });
   reg.add("BatchNormalizationGrad", "cuda:cudnn-batch-norm-grad", 10,
           [ctx](const KernelInit& i) { return make_batchnorm_train(ctx, i, true); });

@@ -366,6 +366,23 @@ TEST(Cuda, TrainingOpsMatchTheReference) {
                       {{"pads", pads}, {"strides", strides}, {"group", int64_t{2}}}, 2);
     check_all_on_gpu(b, {dx, dw[0], dw[1]});
   }
+  for (const char* approximate : {"none", "tanh"}) {
+    Builder b;
+    check_all_on_gpu(b, {b.node("GeluGrad", {b.input("dy", random_tensor({7, 33}, 1)), b.input("x", random_tensor({7, 33}, 2, 2.f))},
+                                {{"approximate", std::string(approximate)}})});
+  }
+  for (int64_t axis : {-1, 1}) {
+    Builder b;
+    ir::ValueId y = b.node("Softmax", {b.input("x", random_tensor({3, 5, 300}, 1))}, {{"axis", axis}});
+    check_all_on_gpu(b, {b.node("SoftmaxGrad", {b.input("dy", random_tensor({3, 5, 300}, 2)), y}, {{"axis", axis}})});
+  }
+  {
+    Builder b;
+    auto g = b.nodes("LayerNormalizationGrad", {b.input("dy", random_tensor({6, 9, 128}, 1)), b.input("x", random_tensor({6, 9, 128}, 2, 3.f)),
+                                                b.input("scale", random_tensor({128}, 3))},
+                     {{"axis", int64_t{-1}}, {"epsilon", 1e-5}}, 3);
+    check_all_on_gpu(b, {g[0], g[1], g[2]});
+  }
   for (const Shape& shape : {Shape{8, 4, 5, 3}, Shape{16, 6}}) {
     SCOPED_TRACE("batch norm, training mode, " + shape_to_string(shape));
     Builder b;
