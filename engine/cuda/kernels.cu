@@ -166,18 +166,24 @@ struct MinOp {
   __device__ float operator()(float a, float b) const { return min_nan(a, b); }
 };
 
+// The maximum of a row and the sum of exp(x - max) (every thread of the block gets both).
+__device__ void row_softmax_stats(const float* xr, int64_t cols, float* shared, float& m, float& s) {
+  m = -INFINITY;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) m = max_nan(m, xr[c]);
+  m = block_reduce(m, MaxOp(), -INFINITY, shared);
+  s = 0.f;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) s += expf(xr[c] - m);
+  s = block_reduce(s, AddOp(), 0.f, shared);
+}
+
 // One block per row (inner == 1).
 __global__ void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols, bool log) {
   __shared__ float shared[32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* xr = x + r * cols;
     float* yr = y + r * cols;
-    float m = -INFINITY;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) m = max_nan(m, xr[c]);
-    m = block_reduce(m, MaxOp(), -INFINITY, shared);
-    float s = 0.f;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) s += expf(xr[c] - m);
-    s = block_reduce(s, AddOp(), 0.f, shared);
+    float m, s;
+    row_softmax_stats(xr, cols, shared, m, s);
     const float ls = logf(s);
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
       yr[c] = log ? xr[c] - m - ls : expf(xr[c] - m) / s;
@@ -358,12 +364,8 @@ __global__ void xent_rows(const float* x, const void* labels, bool labels64, flo
   __shared__ float shared[32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* xr = x + r * cols;
-    float m = -INFINITY;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) m = max_nan(m, xr[c]);
-    m = block_reduce(m, MaxOp(), -INFINITY, shared);
-    float s = 0.f;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) s += expf(xr[c] - m);
-    s = block_reduce(s, AddOp(), 0.f, shared);
+    float m, s;
+    row_softmax_stats(xr, cols, shared, m, s);
     const float ls = logf(s);
     if (log_prob)
       for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) log_prob[r * cols + c] = xr[c] - m - ls;
@@ -379,12 +381,8 @@ __global__ void xent_grad_rows(const float* dloss, bool per_row, float scale, co
   __shared__ float shared[32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* xr = x + r * cols;
-    float m = -INFINITY;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) m = max_nan(m, xr[c]);
-    m = block_reduce(m, MaxOp(), -INFINITY, shared);
-    float s = 0.f;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) s += expf(xr[c] - m);
-    s = block_reduce(s, AddOp(), 0.f, shared);
+    float m, s;
+    row_softmax_stats(xr, cols, shared, m, s);
     const float g = dloss[per_row ? r : 0] * scale;
     const int64_t k = label_at(labels, labels64, r);
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)

@@ -46,6 +46,21 @@ std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
   return st;
 }
 
+// How a binary kernel reads a and b as the output's shape.
+Broadcast make_broadcast(const Shape& a, const Shape& b, const Shape& out) {
+  Broadcast bc;
+  bc.rank = static_cast<int>(out.size());
+  const std::vector<int64_t> sa = broadcast_strides(a, out), sb = broadcast_strides(b, out);
+  for (size_t d = 0; d < out.size(); ++d) {
+    bc.dims[d] = out[d];
+    bc.a[d] = sa[d];
+    bc.b[d] = sb[d];
+  }
+  bc.a_plain = product(a) == product(out);
+  bc.b_plain = product(b) == product(out);
+  return bc;
+}
+
 // A missing, non-f32 or non-plain input or output: why this node is not taken.
 std::string needs_f32(const KernelInit& init, std::initializer_list<size_t> inputs) {
   for (size_t i : inputs)
@@ -153,17 +168,8 @@ class BinaryKernel : public CudaKernel {
  public:
   BinaryKernel(Context* c, const KernelInit& init, Binary op) : CudaKernel(c, "cuda:binary", init), op_(op) {
     const Shape out_shape = init.out_types[0]->static_shape();
-    const Shape a = init.in_types[0]->static_shape(), b = init.in_types[1]->static_shape();
     n_ = product(out_shape);
-    bc_.rank = static_cast<int>(out_shape.size());
-    const std::vector<int64_t> sa = broadcast_strides(a, out_shape), sb = broadcast_strides(b, out_shape);
-    for (size_t d = 0; d < out_shape.size(); ++d) {
-      bc_.dims[d] = out_shape[d];
-      bc_.a[d] = sa[d];
-      bc_.b[d] = sb[d];
-    }
-    bc_.a_plain = product(a) == n_;
-    bc_.b_plain = product(b) == n_;
+    bc_ = make_broadcast(init.in_types[0]->static_shape(), init.in_types[1]->static_shape(), out_shape);
   }
 
  protected:
@@ -657,23 +663,34 @@ Made make_pool_grad(Context* ctx, const KernelInit& init, bool max) {
 
 // ---- rows: softmax, layer normalization, reductions, batch normalization ----
 
+// Input i viewed as [outer, axis, inner] around the node's "axis" attribute.
+struct AxisRows {
+  int64_t outer = 1, axis = 1, inner = 1;
+};
+AxisRows axis_rows(const KernelInit& init, size_t i) {
+  const Shape s = init.in_types[i]->static_shape();
+  int64_t axis = init.attrs().i("axis");
+  if (axis < 0) axis += static_cast<int64_t>(s.size());
+  AxisRows r;
+  r.outer = product(s, 0, static_cast<size_t>(axis));
+  r.axis = s.empty() ? 1 : s[static_cast<size_t>(axis)];
+  r.inner = product(s, static_cast<size_t>(axis) + 1);
+  return r;
+}
+
 class SoftmaxKernel : public CudaKernel {
  public:
-  SoftmaxKernel(Context* c, const KernelInit& init, bool log) : CudaKernel(c, "cuda:softmax", init), log_(log) {
-    const Shape s = init.in_types[0]->static_shape();
-    int64_t axis = init.attrs().i("axis");
-    if (axis < 0) axis += static_cast<int64_t>(s.size());
-    outer_ = product(s, 0, static_cast<size_t>(axis));
-    axis_ = s.empty() ? 1 : s[static_cast<size_t>(axis)];
-    inner_ = product(s, static_cast<size_t>(axis) + 1);
-  }
+  SoftmaxKernel(Context* c, const KernelInit& init, bool log)
+      : CudaKernel(c, "cuda:softmax", init), log_(log), rows_(axis_rows(init, 0)) {}
 
  protected:
-  std::string launch(KernelRun& r) override { return softmax(in(r, 0), out(r), outer_, axis_, inner_, log_, stream()); }
+  std::string launch(KernelRun& r) override {
+    return softmax(in(r, 0), out(r), rows_.outer, rows_.axis, rows_.inner, log_, stream());
+  }
 
  private:
   bool log_;
-  int64_t outer_ = 1, axis_ = 1, inner_ = 1;
+  AxisRows rows_;
 };
 
 class LayerNormKernel : public CudaKernel {
@@ -1192,20 +1209,15 @@ Expected<int> xent_reduction(const KernelInit& init, size_t scores, size_t label
 
 class SoftmaxGradKernel : public CudaKernel {
  public:
-  SoftmaxGradKernel(Context* c, const KernelInit& init) : CudaKernel(c, "cuda:softmax-grad", init) {
-    const Shape s = init.in_types[1]->static_shape();
-    int64_t axis = init.attrs().i("axis");
-    if (axis < 0) axis += static_cast<int64_t>(s.size());
-    outer_ = product(s, 0, static_cast<size_t>(axis));
-    axis_ = s.empty() ? 1 : s[static_cast<size_t>(axis)];
-    inner_ = product(s, static_cast<size_t>(axis) + 1);
-  }
+  SoftmaxGradKernel(Context* c, const KernelInit& init) : CudaKernel(c, "cuda:softmax-grad", init), rows_(axis_rows(init, 1)) {}
 
  protected:
-  std::string launch(KernelRun& r) override { return softmax_grad(in(r, 0), in(r, 1), out(r), outer_, axis_, inner_, stream()); }
+  std::string launch(KernelRun& r) override {
+    return softmax_grad(in(r, 0), in(r, 1), out(r), rows_.outer, rows_.axis, rows_.inner, stream());
+  }
 
  private:
-  int64_t outer_ = 1, axis_ = 1, inner_ = 1;
+  AxisRows rows_;
 };
 
 class LayerNormGradKernel : public CudaKernel {
@@ -1231,20 +1243,8 @@ class SumKernel : public CudaKernel {
   SumKernel(Context* c, const KernelInit& init) : CudaKernel(c, "cuda:sum", init) {
     const Shape y = init.out_types[0]->static_shape();
     n_ = product(y);
-    for (size_t i = 0; i < init.in_types.size(); ++i) {
-      const Shape a = i == 0 ? init.in_types[0]->static_shape() : y, b = init.in_types[i]->static_shape();
-      Broadcast bc;
-      bc.rank = static_cast<int>(y.size());
-      const std::vector<int64_t> sa = broadcast_strides(a, y), sb = broadcast_strides(b, y);
-      for (size_t d = 0; d < y.size(); ++d) {
-        bc.dims[d] = y[d];
-        bc.a[d] = sa[d];
-        bc.b[d] = sb[d];
-      }
-      bc.a_plain = product(a) == n_;
-      bc.b_plain = product(b) == n_;
-      bcs_.push_back(bc);
-    }
+    for (size_t i = 0; i < init.in_types.size(); ++i)
+      bcs_.push_back(make_broadcast(i == 0 ? init.in_types[0]->static_shape() : y, init.in_types[i]->static_shape(), y));
   }
 
  protected:
