@@ -24,9 +24,17 @@ struct Context {
   bool tf32 = true;               // TF32 tensor cores for f32 matrix work (cuBLAS, cuDNN)
   std::mutex mu;                  // the handles are used by one kernel at a time
   std::atomic<size_t> malloc_calls{0}, malloc_bytes{0};
+  std::shared_ptr<void> cublas_workspace;
 
+  // Creates the stream, the handles and cuBLAS's workspace on first use (listing devices, as
+  // `tessera info --devices` and the studio's device choice do, creates none of them).
+  Status ensure();
   // cudaMalloc of `bytes`, freed with the last owner; errors name the device and the size.
   Expected<std::shared_ptr<void>> allocate(size_t bytes);
+
+ private:
+  std::once_flag once_;
+  Status ensured_;
 };
 
 std::string error_text(cudaError_t e);

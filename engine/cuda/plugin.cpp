@@ -18,6 +18,29 @@ std::string error_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) 
 std::string error_text(cublasStatus_t s) { return std::string(cublasGetStatusName(s)) + ": " + cublasGetStatusString(s); }
 std::string error_text(cudnnStatus_t s) { return cudnnGetErrorString(s); }
 
+Status Context::ensure() {
+  std::call_once(once_, [this] {
+    ensured_ = [this]() -> Status {
+      if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess) return make_error(name + ": " + error_text(e));
+      if (cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); e != cudaSuccess)
+        return make_error(name + ": creating a stream: " + error_text(e));
+      if (cublasStatus_t s = cublasCreate(&cublas); s != CUBLAS_STATUS_SUCCESS) return make_error(name + ": cuBLAS: " + error_text(s));
+      cublasSetStream(cublas, stream);
+      cublasSetMathMode(cublas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+      // A workspace of its own, allocated once: cuBLAS then allocates nothing while a CUDA graph
+      // is captured (as PyTorch does).
+      constexpr size_t kWorkspace = size_t{32} << 20;
+      TRY(cublas_workspace, allocate(kWorkspace));
+      if (cublasStatus_t s = cublasSetWorkspace(cublas, cublas_workspace.get(), kWorkspace); s != CUBLAS_STATUS_SUCCESS)
+        return make_error(name + ": cuBLAS workspace: " + error_text(s));
+      if (cudnnStatus_t s = cudnnCreate(&cudnn); s != CUDNN_STATUS_SUCCESS) return make_error(name + ": cuDNN: " + error_text(s));
+      cudnnSetStream(cudnn, stream);
+      return Status::ok();
+    }();
+  });
+  return ensured_;
+}
+
 Expected<std::shared_ptr<void>> Context::allocate(size_t bytes) {
   if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess) return make_error(name + ": " + error_text(e));
   void* p = nullptr;
@@ -45,12 +68,14 @@ class CudaStream : public backend::Stream {
   explicit CudaStream(Context* ctx) : ctx_(ctx) {}
   Status copy(void* dst, const void* src, size_t bytes) override {
     if (bytes == 0) return Status::ok();
+    RETURN_IF_ERROR(ctx_->ensure());
     cudaSetDevice(ctx_->device);
     const cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, ctx_->stream);
     if (e != cudaSuccess) return make_error("copy of " + std::to_string(bytes) + " bytes on " + ctx_->name + ": " + error_text(e));
     return Status::ok();
   }
   Status synchronize() override {
+    RETURN_IF_ERROR(ctx_->ensure());
     const cudaError_t e = cudaStreamSynchronize(ctx_->stream);
     // A kernel that failed while running reports here: name the device and what failed.
     if (e != cudaSuccess) return make_error(ctx_->name + ": a kernel or copy failed: " + error_text(e));
@@ -66,6 +91,7 @@ class CudaStream : public backend::Stream {
     return on;
   }
   Status begin_capture() override {
+    RETURN_IF_ERROR(ctx_->ensure());
     cudaSetDevice(ctx_->device);
     const cudaError_t e = cudaStreamBeginCapture(ctx_->stream, cudaStreamCaptureModeThreadLocal);
     return e == cudaSuccess ? Status::ok() : make_error(ctx_->name + ": cannot capture a CUDA graph: " + error_text(e));
@@ -101,23 +127,8 @@ class CudaDevice : public backend::Device {
  public:
   static Expected<std::unique_ptr<CudaDevice>> create(int index, bool tf32) {
     std::unique_ptr<CudaDevice> d(new CudaDevice(index));
-    Context& c = d->ctx_;
-    c.tf32 = tf32;
-    if (cudaError_t e = cudaSetDevice(index); e != cudaSuccess) return make_error(c.name + ": " + error_text(e));
-    if (cudaError_t e = cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking); e != cudaSuccess)
-      return make_error(c.name + ": creating a stream: " + error_text(e));
-    if (cublasStatus_t s = cublasCreate(&c.cublas); s != CUBLAS_STATUS_SUCCESS)
-      return make_error(c.name + ": cuBLAS: " + error_text(s));
-    cublasSetStream(c.cublas, c.stream);
-    cublasSetMathMode(c.cublas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
-    // A workspace of its own, allocated once: cuBLAS then allocates nothing while a CUDA graph
-    // is captured (as PyTorch does).
-    TRY(d->workspace_, c.allocate(kCublasWorkspace));
-    if (cublasStatus_t s = cublasSetWorkspace(c.cublas, d->workspace_.get(), kCublasWorkspace); s != CUBLAS_STATUS_SUCCESS)
-      return make_error(c.name + ": cuBLAS workspace: " + error_text(s));
-    if (cudnnStatus_t s = cudnnCreate(&c.cudnn); s != CUDNN_STATUS_SUCCESS)
-      return make_error(c.name + ": cuDNN: " + error_text(s));
-    cudnnSetStream(c.cudnn, c.stream);
+    d->ctx_.tf32 = tf32;
+    if (cudaError_t e = cudaSetDevice(index); e != cudaSuccess) return make_error(d->ctx_.name + ": " + error_text(e));
     register_kernels(d->kernels_, &d->ctx_);
     return d;
   }
@@ -138,19 +149,24 @@ class CudaDevice : public backend::Device {
       std::snprintf(buf, sizeof buf, ", %.1f GiB, %d SMs", static_cast<double>(p.totalGlobalMem) / (1 << 30), p.multiProcessorCount);
       s += buf;
     }
-    int driver = 0, runtime = 0, cublas = 0;
+    int driver = 0, runtime = 0, cublas_major = 0, cublas_minor = 0;
     cudaDriverGetVersion(&driver);
     cudaRuntimeGetVersion(&runtime);
-    cublasGetVersion(ctx_.cublas, &cublas);
+    cublasGetProperty(MAJOR_VERSION, &cublas_major);
+    cublasGetProperty(MINOR_VERSION, &cublas_minor);
+    const std::string cublas = std::to_string(cublas_major) + "." + std::to_string(cublas_minor);
     const size_t cudnn = cudnnGetVersion();
     s += ", driver " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10) + ", runtime " +
-         std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10) + ", cuBLAS " + std::to_string(cublas) +
+         std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10) + ", cuBLAS " + cublas +
          ", cuDNN " + std::to_string(cudnn) + (ctx_.tf32 ? ", TF32 on" : ", TF32 off");
     return s;
   }
   bool host_accessible() const override { return false; }
   bool runs_reference() const override { return false; }
-  Expected<std::shared_ptr<void>> allocate(size_t bytes) override { return ctx_.allocate(bytes); }
+  Expected<std::shared_ptr<void>> allocate(size_t bytes) override {
+    RETURN_IF_ERROR(ctx_.ensure());
+    return ctx_.allocate(bytes);
+  }
   size_t allocations() const override { return ctx_.malloc_calls; }
   backend::Stream& stream() override { return stream_; }
   const backend::KernelRegistry& kernels() const override { return kernels_; }
@@ -159,6 +175,7 @@ class CudaDevice : public backend::Device {
   std::string cannot_run(const ir::Graph& g, const ir::Node& n, const ops::OpDef& def) const override {
     const auto candidates = kernels_.candidates(n.op);
     if (candidates.empty()) return "no CUDA kernel for " + n.op;
+    if (Status st = ctx_.ensure(); !st) return st.error().message;
     for (const auto& [key, attr] : n.attrs) {
       if (attr.kind() == ir::AttrKind::kGraph) return "nested graphs run on the CPU";
       if (key == backend::kLayoutAttr && attr.kind() == ir::AttrKind::kString && !attr.s().empty())
@@ -203,11 +220,9 @@ class CudaDevice : public backend::Device {
     ctx_.device = index;
     ctx_.name = "cuda:" + std::to_string(index);
   }
-  static constexpr size_t kCublasWorkspace = size_t{32} << 20;
-  Context ctx_;
+  mutable Context ctx_;  // its handles are made on first use, from const queries too
   CudaStream stream_;
   backend::KernelRegistry kernels_;
-  std::shared_ptr<void> workspace_;
 };
 
 }  // namespace
