@@ -458,6 +458,73 @@ __global__ void layer_norm_grad_columns(const float* dy, const float* x, const f
   }
 }
 
+__device__ __forceinline__ bool is_float(Elem e) { return e == Elem::kF32 || e == Elem::kF64; }
+
+__global__ void cast_kernel(const void* x, Elem from, void* y, Elem to, int64_t n) {
+  for (int64_t i = global_index(); i < n; i += grid_stride()) {
+    double f = 0;
+    int64_t k = 0;
+    switch (from) {
+      case Elem::kF32: f = static_cast<const float*>(x)[i]; break;
+      case Elem::kF64: f = static_cast<const double*>(x)[i]; break;
+      case Elem::kI64: k = static_cast<const int64_t*>(x)[i]; break;
+      case Elem::kI32: k = static_cast<const int32_t*>(x)[i]; break;
+      case Elem::kI8: k = static_cast<const int8_t*>(x)[i]; break;
+      case Elem::kU8: k = static_cast<const uint8_t*>(x)[i]; break;
+      case Elem::kBool: k = static_cast<const uint8_t*>(x)[i] != 0; break;
+    }
+    const bool src_float = is_float(from);
+    if (to == Elem::kBool) {
+      static_cast<uint8_t*>(y)[i] = src_float ? (f != 0.0) : (k != 0);  // NaN != 0: true
+      continue;
+    }
+    if (is_float(to)) {
+      const double v = src_float ? f : static_cast<double>(k);
+      if (to == Elem::kF32) static_cast<float*>(y)[i] = static_cast<float>(v);
+      else static_cast<double*>(y)[i] = v;
+      continue;
+    }
+    // To an integer: floats truncate and saturate (NaN is 0), integers wrap.
+    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    if (to == Elem::kI32) lo = INT32_MIN, hi = INT32_MAX;
+    if (to == Elem::kI8) lo = -128, hi = 127;
+    if (to == Elem::kU8) lo = 0, hi = 255;
+    int64_t v = k;
+    if (src_float) {
+      const double t = trunc(f);
+      v = f != f ? 0 : t <= static_cast<double>(lo) ? lo : t >= static_cast<double>(hi) ? hi : static_cast<int64_t>(t);
+    }
+    switch (to) {
+      case Elem::kI64: static_cast<int64_t*>(y)[i] = v; break;
+      case Elem::kI32: static_cast<int32_t*>(y)[i] = static_cast<int32_t>(static_cast<uint32_t>(v)); break;
+      case Elem::kI8: static_cast<int8_t*>(y)[i] = static_cast<int8_t>(static_cast<uint8_t>(v)); break;
+      case Elem::kU8: static_cast<uint8_t*>(y)[i] = static_cast<uint8_t>(v); break;
+      default: break;
+    }
+  }
+}
+
+struct PadShape {
+  int rank;
+  int64_t out[kMaxRank], in[kMaxRank], begin[kMaxRank];
+};
+
+__global__ void pad_kernel(const float* x, float* y, PadShape p, float value, int64_t n) {
+  for (int64_t i = global_index(); i < n; i += grid_stride()) {
+    int64_t r = i, src = 0, stride = 1;
+    bool inside = true;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t o = r % p.out[d];
+      r /= p.out[d];
+      const int64_t at = o - p.begin[d];
+      inside = inside && at >= 0 && at < p.in[d];
+      src += at * stride;
+      stride *= p.in[d];
+    }
+    y[i] = inside ? x[src] : value;
+  }
+}
+
 __global__ void bn_running_kernel(const float* in_mean, const float* in_var, const float* save_mean, const float* save_inv,
                                   float* out_mean, float* out_var, int64_t channels, float eps, float momentum) {
   for (int64_t c = global_index(); c < channels; c += grid_stride()) {
@@ -488,6 +555,27 @@ std::string layer_norm_grad(const float* dy, const float* x, const float* scale,
   }
   layer_norm_grad_rows<<<rows_grid(rows), kThreads, 0, s>>>(dy, x, scale, dx, stats, rows, cols, eps);
   layer_norm_grad_columns<<<blocks_for(cols), kThreads, 0, s>>>(dy, x, stats, dscale, dbias, rows, cols);
+  return launched();
+}
+
+std::string cast(const void* x, Elem from, void* y, Elem to, int64_t n, cudaStream_t s) {
+  if (n <= 0) return "";
+  cast_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, from, y, to, n);
+  return launched();
+}
+
+std::string pad(const float* x, float* y, int rank, const int64_t* out_dims, const int64_t* in_dims, const int64_t* begins,
+                float value, int64_t n, cudaStream_t s) {
+  if (n <= 0) return "";
+  if (rank > kMaxRank) return "rank " + std::to_string(rank) + " is above " + std::to_string(kMaxRank);
+  PadShape p{};
+  p.rank = rank;
+  for (int d = 0; d < rank; ++d) {
+    p.out[d] = out_dims[d];
+    p.in[d] = in_dims[d];
+    p.begin[d] = begins[d];
+  }
+  pad_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, p, value, n);
   return launched();
 }
 

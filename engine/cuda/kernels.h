@@ -56,6 +56,14 @@ std::string reduce(Reduce op, const float* x, float* y, int64_t outer, int64_t a
 // Expand, broadcasting copies), of `elem` bytes per element (1, 2, 4 or 8).
 std::string strided_copy(const void* x, void* y, int elem, int rank, const int64_t* dims, const int64_t* strides,
                          int64_t offset, int64_t n, cudaStream_t s);
+// Element types Cast converts between on the GPU.
+enum class Elem : int { kF32, kF64, kI64, kI32, kI8, kU8, kBool };
+// Cast as the reference kernel: floats to integers truncate (NaN 0, out of range saturates),
+// integers to narrower integers wrap, anything to bool is x != 0 (NaN true), bool is 0 or 1.
+std::string cast(const void* x, Elem from, void* y, Elem to, int64_t n, cudaStream_t s);
+// Constant padding of f32 data (negative pads crop): y[o] = x[o - begin] inside, else value.
+std::string pad(const float* x, float* y, int rank, const int64_t* out_dims, const int64_t* in_dims, const int64_t* begins,
+                float value, int64_t n, cudaStream_t s);
 // Gather along an axis: x viewed as [outer, axis_dim, inner], indices (int64 or int32, negative
 // counting from the back), y as [outer, num_indices, inner]. An index out of range writes 0 and
 // sets *bad (device memory) to 1.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "engine/cuda/context.h"
 #include "engine/cuda/kernels.h"
@@ -1022,6 +1023,85 @@ Made make_concat(Context* ctx, const KernelInit& init) {
   return std::unique_ptr<Kernel>(new ConcatKernel(ctx, init, axis));
 }
 
+class CastKernel : public CudaKernel {
+ public:
+  CastKernel(Context* c, const KernelInit& init, Elem from, Elem to)
+      : CudaKernel(c, "cuda:cast", init), from_(from), to_(to), n_(product(init.out_types[0]->static_shape())) {}
+
+ protected:
+  std::string launch(KernelRun& r) override { return cast(r.inputs[0].data, from_, r.outputs[0].data, to_, n_, stream()); }
+
+ private:
+  Elem from_, to_;
+  int64_t n_;
+};
+
+Made make_cast(Context* ctx, const KernelInit& init) {
+  auto elem = [](DType d) -> std::optional<Elem> {
+    switch (d) {
+      case DType::kF32: return Elem::kF32;
+      case DType::kF64: return Elem::kF64;
+      case DType::kI64: return Elem::kI64;
+      case DType::kI32: return Elem::kI32;
+      case DType::kI8: return Elem::kI8;
+      case DType::kU8: return Elem::kU8;
+      case DType::kBool: return Elem::kBool;
+      default: return std::nullopt;
+    }
+  };
+  const auto from = elem(init.in_types[0]->dtype), to = elem(init.out_types[0]->dtype);
+  if (!from || !to) return decline("element types other than f32, f64, i64, i32, i8, u8 and bool");
+  return std::unique_ptr<Kernel>(new CastKernel(ctx, init, *from, *to));
+}
+
+class PadKernel : public CudaKernel {
+ public:
+  PadKernel(Context* c, const KernelInit& init, std::vector<int64_t> begins, float value)
+      : CudaKernel(c, "cuda:pad", init), out_(init.out_types[0]->static_shape()), in_(init.in_types[0]->static_shape()),
+        begins_(std::move(begins)), value_(value) {}
+
+ protected:
+  std::string launch(KernelRun& r) override {
+    return pad(in(r, 0), out(r), static_cast<int>(out_.size()), out_.data(), in_.data(), begins_.data(), value_, product(out_),
+               stream());
+  }
+
+ private:
+  Shape out_, in_;
+  std::vector<int64_t> begins_;
+  float value_;
+};
+
+// Pad in constant mode with constant pads (and axes, opset 18) on f32 data.
+Made make_pad(Context* ctx, const KernelInit& init) {
+  if (std::string why = needs_f32(init, {0, 2}); !why.empty()) return decline(why);
+  if (init.attrs().s("mode") != "constant") return decline("mode " + init.attrs().s("mode"));
+  for (size_t i = 1; i < init.in_types.size(); ++i)
+    if (has(init, i) && !init.constants[i]) return decline("pads, value or axes that are not constant");
+  if (!has(init, 1)) return decline("no pads");
+  const Shape x = init.in_types[0]->static_shape();
+  if (x.size() > static_cast<size_t>(kMaxRank)) return decline("rank above " + std::to_string(kMaxRank));
+  const std::vector<int64_t> pads = constant_ints(init.constants[1]);
+  std::vector<int64_t> axes;
+  if (has(init, 3)) axes = constant_ints(init.constants[3]);
+  else
+    for (size_t d = 0; d < x.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  if (pads.size() != 2 * axes.size()) return decline("pads of the wrong length");
+  std::vector<int64_t> begins(x.size(), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(x.size()) : axes[i];
+    if (a < 0 || a >= static_cast<int64_t>(x.size())) return decline("an axis out of range");
+    begins[static_cast<size_t>(a)] = pads[i];
+  }
+  float value = 0.f;
+  if (has(init, 2)) {
+    const Tensor c = init.constants[2]->contiguous();
+    if (c.numel() != 1) return decline("a constant_value that is not a scalar");
+    value = c.data<float>()[0];
+  }
+  return std::unique_ptr<Kernel>(new PadKernel(ctx, init, std::move(begins), value));
+}
+
 class GatherKernel : public CudaKernel {
  public:
   GatherKernel(Context* c, const KernelInit& init, int64_t axis) : CudaKernel(c, "cuda:gather", init) {
@@ -1379,6 +1459,8 @@ void register_kernels(backend::KernelRegistry& reg, Context* ctx) {
   reg.add("Slice", "cuda:strided-copy", 10, [ctx](const KernelInit& i) { return make_slice(ctx, i); });
   reg.add("Concat", "cuda:concat", 10, [ctx](const KernelInit& i) { return make_concat(ctx, i); });
   reg.add("Gather", "cuda:gather", 10, [ctx](const KernelInit& i) { return make_gather(ctx, i); });
+  reg.add("Cast", "cuda:cast", 10, [ctx](const KernelInit& i) { return make_cast(ctx, i); });
+  reg.add("Pad", "cuda:pad", 10, [ctx](const KernelInit& i) { return make_pad(ctx, i); });
   // Training
   add_binary(reg, ctx, "ReluGrad", Binary::kReluGrad);
   reg.add("GeluGrad", "cuda:binary", 10, [ctx](const KernelInit& init) -> Made {

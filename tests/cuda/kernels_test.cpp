@@ -273,6 +273,23 @@ TEST(Cuda, DataMovementMatchesTheReference) {
   }
   {
     Builder b;
+    Tensor f = random_tensor({40}, 9, 1e10f);
+    f.data<float>()[0] = NAN;
+    f.data<float>()[1] = -2.7f;
+    f.data<float>()[2] = 3e38f;
+    ir::ValueId x = b.input("f", f);
+    ir::ValueId i = b.input("i", ints({5}, {-1, 0, 300, int64_t{1} << 40, -129}));
+    check_all_on_gpu(b, {b.node("Cast", {x}, {{"to", std::string("i32")}}), b.node("Cast", {x}, {{"to", std::string("bool")}}),
+                         b.node("Cast", {i}, {{"to", std::string("u8")}}), b.node("Cast", {i}, {{"to", std::string("f32")}}),
+                         b.node("Cast", {i}, {{"to", std::string("i32")}})});
+  }
+  {
+    Builder b;
+    ir::ValueId x = b.input("x", random_tensor({2, 3, 5}, 10));
+    check_all_on_gpu(b, {b.node("Pad", {x, b.param("pads", ints({6}, {0, 1, -1, 0, 2, 3})), b.param("v", Tensor::from_vector<float>({}, {0.5f}))})});
+  }
+  {
+    Builder b;
     ir::ValueId x = b.input("x", random_tensor({2, 3, 4}, 8));
     ir::ValueId r = b.node("Reshape", {x, b.param("shape", ints({2}, {6, 4}))});
     check_all_on_gpu(b, {b.node("Relu", {r})});
