@@ -2,6 +2,9 @@
 // and the thread count that follows it.
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,6 +37,9 @@ TEST(CpuLoad, ABusyChildIsAnotherProcessesLoadAndOurOwnWorkIsNot) {
   const CpuTimes a = read_cpu_times();
   ASSERT_TRUE(a.known()) << "/proc is not readable";
   const pid_t child = fork();
+  // fork can fail (a sanitizer's address space under memory pressure): then kill(child) would be
+  // kill(-1, SIGKILL), which as root ends every process of the machine (it ended a whole CI run).
+  ASSERT_GT(child, -1) << "fork failed: " << std::strerror(errno);
   if (child == 0) {
     for (;;) {
     }

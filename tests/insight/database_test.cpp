@@ -2,6 +2,8 @@
 // reopening, crash marking, and clear errors for a foreign, corrupt, read-only, locked or newer file.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <sqlite3.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -54,6 +56,7 @@ std::string raw_text(const std::string& path, const std::string& sql) {
 // The pid of a process that has exited and been reaped.
 pid_t dead_pid() {
   const pid_t child = fork();
+  if (child < 0) std::abort();  // fork failed: no pid to give
   if (child == 0) _exit(0);
   int status = 0;
   waitpid(child, &status, 0);
@@ -148,6 +151,7 @@ TEST(Database, ARunWhosePidWasReusedIsCrashed) {
   EXPECT_EQ(process_start(dead_pid()), -1);
   // A zombie (ended, not reaped) is not alive, though kill(pid, 0) still succeeds.
   const pid_t zombie = fork();
+  ASSERT_GE(zombie, 0) << "fork failed";
   if (zombie == 0) _exit(0);
   for (int i = 0; i < 200 && process_stat(zombie).state != 'Z'; ++i) usleep(5000);
   EXPECT_EQ(kill(zombie, 0), 0);

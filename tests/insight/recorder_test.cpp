@@ -399,6 +399,7 @@ TEST(Recorder, AForkedChildNeitherWritesNorHangsNorTouchesTheParentsConnection) 
   (*rec)->on_metric("loss", 0, 0, 1.0);
   ASSERT_TRUE((*rec)->flush().is_ok());
   const pid_t child = fork();
+  ASSERT_GE(child, 0) << "fork failed";
   if (child == 0) {
     int code = 0;
     (*rec)->on_metric("loss", 99, 0, 9.0);               // dropped
