@@ -37,12 +37,14 @@ TEST(CpuLoad, ABusyChildIsAnotherProcessesLoadAndOurOwnWorkIsNot) {
   const CpuTimes a = read_cpu_times();
   ASSERT_TRUE(a.known()) << "/proc is not readable";
   const pid_t child = fork();
-  // fork can fail (a sanitizer's address space under memory pressure): then kill(child) would be
-  // kill(-1, SIGKILL), which as root ends every process of the machine (it ended a whole CI run).
-  ASSERT_GT(child, -1) << "fork failed: " << std::strerror(errno);
+  ASSERT_GT(child, -1) << "fork failed: " << std::strerror(errno);  // kill(-1, ...) would end every process
   if (child == 0) {
-    for (;;) {
-    }
+    // The child spins with a side effect: an empty `for (;;) {}` is undefined behaviour, and clang
+    // (the sanitizer tree) dropped it, so the child ran on into kill(0, SIGKILL) below and, when
+    // it got there before its parent killed it, ended ctest's whole process group (a fresh-root CI
+    // run and two sanitizer runs died so).
+    volatile uint64_t spins = 0;
+    for (;;) spins = spins + 1;
   }
   // This process sleeps while the child spins, then spins itself: only the child counts.
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
