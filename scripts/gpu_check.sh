@@ -66,7 +66,7 @@ run() {
   # CUDA's libraries: the toolkit's, and the ones PyTorch's wheels bring.
   local nv
   nv=$(python3 -c "import site, glob, os; print(':'.join(sorted({os.path.dirname(p) for s in site.getsitepackages() for p in glob.glob(s + '/nvidia/**/lib*.so*', recursive=True)})))" 2>/dev/null)
-  export LD_LIBRARY_PATH=$pack_dir/lib:${nv}:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+  export LD_LIBRARY_PATH=$pack_dir/lib:${nv}:/usr/local/cuda/lib64:/usr/local/nvidia/lib64:/usr/local/nvidia/lib:${LD_LIBRARY_PATH:-}
   export TESSERA_DB=$out/insight.db PYTHONUNBUFFERED=1
   section() { printf '\n## %s (at %d s)\n\n```\n' "$1" $((SECONDS - start)) >>"$report"; }
   endsection() { printf '```\n' >>"$report"; }
@@ -77,7 +77,8 @@ run() {
   } >"$report"
 
   section "1. devices"
-  { nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+  { echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"; ldd $pack_dir/lib/libtessera_cuda.so | grep -E 'not found|cublas|cudnn';
+    nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
     lscpu | grep 'Model name'; $tessera info --devices; } >>"$report" 2>&1
   endsection
 
