@@ -7,8 +7,11 @@
 #include <onnx/defs/schema.h>
 
 #include <exception>
+#include <functional>
 #include <new>
+#include <queue>
 #include <set>
+#include <unordered_map>
 
 #include "engine/ir/verifier.h"
 #include "engine/ops/infer.h"
@@ -339,6 +342,63 @@ Status import_node(const onnx::NodeProto& np, int index, GraphBuilder& b, Import
   return Status::ok();
 }
 
+// The order to import a graph's nodes in: each node after the nodes that define its inputs
+// (and the inputs of the graphs nested in it), file order where that holds. ONNX requires sorted
+// nodes, but ONNX Runtime sorts them itself and tools write unsorted files (its float16
+// converter appended a Cast that the first Conv reads). A cycle keeps file order (the importer
+// then names the input that is not defined).
+std::vector<int> import_order(const onnx::GraphProto& gp) {
+  const int n = gp.node_size();
+  std::unordered_map<std::string, int> producer;
+  for (int i = 0; i < n; ++i)
+    for (const std::string& o : gp.node(i).output())
+      if (!o.empty()) producer.emplace(o, i);
+  std::vector<std::vector<int>> users(static_cast<size_t>(n));
+  std::vector<int> pending(static_cast<size_t>(n), 0);
+  bool sorted = true;
+  for (int i = 0; i < n; ++i) {
+    std::set<int> deps;
+    std::function<void(const onnx::NodeProto&, int)> uses = [&](const onnx::NodeProto& np, int depth) {
+      for (const std::string& in : np.input())
+        if (auto it = producer.find(in); it != producer.end() && it->second != i) deps.insert(it->second);
+      if (depth >= 32) return;  // the importer refuses deeper nesting
+      for (const auto& a : np.attribute()) {
+        if (a.has_g())
+          for (const auto& inner : a.g().node()) uses(inner, depth + 1);
+        for (const auto& g : a.graphs())
+          for (const auto& inner : g.node()) uses(inner, depth + 1);
+      }
+    };
+    uses(gp.node(i), 0);
+    for (int d : deps) {
+      users[static_cast<size_t>(d)].push_back(i);
+      sorted &= d < i;
+    }
+    pending[static_cast<size_t>(i)] = static_cast<int>(deps.size());
+  }
+  std::vector<int> order;
+  order.reserve(static_cast<size_t>(n));
+  if (sorted) {
+    for (int i = 0; i < n; ++i) order.push_back(i);
+    return order;
+  }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;  // file order among the ready
+  for (int i = 0; i < n; ++i)
+    if (pending[static_cast<size_t>(i)] == 0) ready.push(i);
+  while (!ready.empty()) {
+    const int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int u : users[static_cast<size_t>(i)])
+      if (--pending[static_cast<size_t>(u)] == 0) ready.push(u);
+  }
+  if (static_cast<int>(order.size()) != n) {  // a cycle
+    order.clear();
+    for (int i = 0; i < n; ++i) order.push_back(i);
+  }
+  return order;
+}
+
 Expected<ir::Graph> import_graph(const onnx::GraphProto& gp, GraphBuilder* parent, ImportContext& ctx,
                                  const std::vector<std::optional<ir::TensorType>>& input_hints) {
   ir::Graph graph(gp.name().empty() ? "main" : gp.name());
@@ -369,15 +429,15 @@ Expected<ir::Graph> import_graph(const onnx::GraphProto& gp, GraphBuilder* paren
     if (!type) return make_error(where + ": " + what + " has no tensor type and none can be derived");
     b.bind(vi.name(), graph.add_input(vi.name(), *type));
   }
-  int index = 0;
-  for (const auto& np : gp.node()) {
+  for (int index : import_order(gp)) {
+    const onnx::NodeProto& np = gp.node(index);
     // ONNX graphs are in single static assignment form: a name defined twice (by two nodes, or
     // by a node and an input or initializer) would bind its consumers by file order.
     for (const std::string& out : np.output())
       if (!out.empty() && b.defines(out))
         return make_error(where + ": node " + std::to_string(index) + " ('" + np.name() + "', " + np.op_type() +
                           ") defines '" + out + "', which is already defined (ONNX graphs define each name once)");
-    Status st = import_node(np, index++, b, ctx);
+    Status st = import_node(np, index, b, ctx);
     if (!st.is_ok()) return make_error(where + ": " + st.error().message);
   }
   std::vector<ir::ValueId> outputs;

@@ -156,6 +156,40 @@ TEST(OnnxImport, ConvStructureAndTypes) {
   EXPECT_EQ(g->value(g->outputs()[0]).type.to_string(), "f32[1, 1, 4, 3]");  // inferred
 }
 
+TEST(OnnxImport, UnsortedNodesAreSortedAsOnnxRuntimeDoes) {
+  // ONNX Runtime's float16 converter appends the Cast that the first node reads: the nodes are
+  // out of order. Importing in dependency order (file order among the ready) runs it; an If
+  // branch reading a value of a later node counts as a use.
+  ModelBuilder m(13);
+  m.input("x", onnx::TensorProto::FLOAT, {2, 3});
+  m.input("c", onnx::TensorProto::BOOL, {});
+  m.node("Relu", {"x_cast"}, {"r"}, "uses_the_cast");
+  auto* iff = m.node("If", {"c"}, {"y"}, "if");
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    onnx::GraphProto* g = attr_graph(iff, branch);
+    ModelBuilder::node(g, std::string(branch) == "then_branch" ? "Neg" : "Abs", {"late"}, {std::string(branch) + "_out"});
+    ModelBuilder::output(g, std::string(branch) + "_out");
+  }
+  m.node("Exp", {"r"}, {"late"}, "defined_after_the_if");
+  auto* cast = m.node("Cast", {"x"}, {"x_cast"}, "appended_cast");
+  attr_int(cast, "to", onnx::TensorProto::FLOAT);
+  m.output("y");
+  auto g = m.import();
+  ASSERT_TRUE(g.has_value()) << g.error().to_string();
+  Tensor x = Tensor::from_vector<float>({2, 3}, {-1.f, 0.5f, 2.f, -3.f, 0.f, 1.f});
+  auto out = run(*g, {{"x", x}, {"c", Tensor::from_bools({}, {true})}});
+  ASSERT_EQ(out.size(), 1u);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    EXPECT_FLOAT_EQ(out[0].get(i), -std::exp(std::max(0.0, x.get(i)))) << i;
+  // A true cycle still fails, naming the input.
+  ModelBuilder cyc(13);
+  cyc.input("x", onnx::TensorProto::FLOAT, {2});
+  cyc.node("Add", {"x", "b"}, {"a"});
+  cyc.node("Relu", {"a"}, {"b"});
+  cyc.output("b");
+  EXPECT_NE(error_of(cyc.import()).find("'b' is not defined"), std::string::npos) << error_of(cyc.import());
+}
+
 TEST(OnnxImport, NamedNodeKeepsItsNameAsOrigin) {
   REQUIRE_TESTDATA();
   auto g = import_onnx_file(kData + "simple/test_single_relu_model/model.onnx", registry());
