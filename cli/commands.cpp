@@ -238,7 +238,18 @@ int run_info(const InfoOptions& o) {
   const ir::Graph* g = &doc->graph;
   const formats::Metadata& meta = doc->metadata;
   auto cost = ops::graph_cost(*g, reg, 1);
-  if (!cost) return fail(cost.error().within(o.file));
+  // FLOPs need sizes: a valid model may refuse 1 for every symbolic dimension (an audio front end
+  // whose window is longer than one sample). Then the FLOPs are unknown, with the reason, and
+  // the rest is still told.
+  std::string flops_unknown;
+  if (!cost) {
+    flops_unknown = cost.error().message;
+    ops::GraphCost counted;
+    for (ir::ValueId v : g->params())
+      if (const Tensor* t = g->param_data(v)) counted.params += t->numel();
+    for (ir::NodeId id : g->node_ids()) ++counted.op_counts[g->node(id).op];
+    cost = std::move(counted);
+  }
   int64_t weight_bytes = 0;
   for (ir::ValueId v : g->params())
     if (const Tensor* t = g->param_data(v)) weight_bytes += static_cast<int64_t>(t->nbytes());
@@ -256,7 +267,8 @@ int run_info(const InfoOptions& o) {
     j["nodes"] = g->num_nodes();
     j["op_counts"] = cost->op_counts;
     j["parameters"] = cost->params;
-    j["flops_per_sample"] = cost->flops;
+    j["flops_per_sample"] = flops_unknown.empty() ? nlohmann::json(cost->flops) : nlohmann::json(nullptr);
+    if (!flops_unknown.empty()) j["flops_unknown"] = flops_unknown;
     j["weight_bytes"] = weight_bytes;
     j["content_hash"] = formats::graph_content_hash(*g);
     nlohmann::json m = nlohmann::json::object();
@@ -280,7 +292,10 @@ int run_info(const InfoOptions& o) {
   std::cout << "nodes: " << g->num_nodes() << "\n";
   for (const auto& [op, count] : cost->op_counts) std::cout << "  " << printable(op) << " x" << count << "\n";
   std::cout << "parameters: " << cost->params << " (" << human(static_cast<double>(cost->params)) << ")\n";
-  std::cout << "FLOPs per sample (symbolic dims = 1): " << human(cost->flops) << " (" << static_cast<int64_t>(cost->flops) << ")\n";
+  if (flops_unknown.empty())
+    std::cout << "FLOPs per sample (symbolic dims = 1): " << human(cost->flops) << " (" << static_cast<int64_t>(cost->flops) << ")\n";
+  else
+    std::cout << "FLOPs per sample: unknown (with every symbolic dimension 1: " << printable(flops_unknown) << ")\n";
   std::cout << "weights: " << human(static_cast<double>(weight_bytes)) << "B\n";
   std::cout << "content hash: " << formats::graph_content_hash(*g) << "\n";
   if (!meta.producer.empty() || !meta.engine_version.empty() || meta.created_unix_ms != 0) {

@@ -11,6 +11,7 @@ import sys
 import tempfile
 
 import numpy as np
+import onnx
 
 tessera, root = sys.argv[1], sys.argv[2]
 lenet = os.path.join(root, "samples", "lenet.json")
@@ -135,6 +136,25 @@ with tempfile.TemporaryDirectory() as tmp:
             check(y == ["MONDAY", "CAF\u00c9", "TUESDAY", "MONDAY", "CAF\u00c9"], "its string constant survived (%s)" % y)
     rc, out, err = run("run", text_model, "--input", "x=" + os.path.join(tmp, "x.npy"))
     check(rc == 1 and "'x'" in err, "a float .npy for a string input is refused naming it (%s)" % err.strip())
+
+# An audio front end whose window (512) is longer than one sample: `info` binds every symbolic
+# dimension to 1 for the FLOPs, which this valid model refuses; info still tells the rest.
+with tempfile.TemporaryDirectory() as tmp:
+    from onnx import TensorProto, helper, numpy_helper
+    w = numpy_helper.from_array(np.random.RandomState(1).randn(4, 1, 512).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], strides=[256])], "frontend",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, "T"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    audio = os.path.join(tmp, "frontend.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), audio)
+    rc, out, err = run("info", audio)
+    check(rc == 0 and "FLOPs per sample: unknown" in out and "parameters: 2048" in out,
+          "info on a model whose window exceeds one sample still reports, FLOPs unknown (%s)" % (out + err).strip()[-300:])
+    rc, out, err = run("info", audio, "--json")
+    j = json.loads(out) if rc == 0 else {}
+    check(rc == 0 and j.get("flops_per_sample") is None and j.get("flops_unknown"), "its --json says null and why (%s)" % out[-300:])
+    rc, out, err = run("run", audio, "--dim", "T=2048", "--device", "cpu")
+    check(rc == 0, "and it runs with T=2048 (%s)" % err.strip())
 
 # Devices: --device on every command, `info --devices`, and the CUDA plugin loaded at run time.
 rc, out, err = run("info", "--devices", "--json")
