@@ -245,8 +245,7 @@ int run_info(const InfoOptions& o) {
   if (!cost) {
     flops_unknown = cost.error().message;
     ops::GraphCost counted;
-    for (ir::ValueId v : g->params())
-      if (const Tensor* t = g->param_data(v)) counted.params += t->numel();
+    counted.params = ops::weight_elements(*g);
     for (ir::NodeId id : g->node_ids()) ++counted.op_counts[g->node(id).op];
     cost = std::move(counted);
   }

@@ -211,12 +211,7 @@ bool Document::is_typed(ir::ValueId id) const {
          analysis_.typed[static_cast<size_t>(id)];
 }
 
-int64_t Document::parameter_count() const {
-  int64_t total = 0;
-  for (ir::ValueId v : graph().params())
-    if (const Tensor* t = graph().param_data(v)) total += t->numel();
-  return total;
-}
+int64_t Document::parameter_count() const { return ops::weight_elements(graph()); }
 
 std::vector<std::optional<ir::TensorType>> Document::inferred_types() const {
   std::vector<std::optional<ir::TensorType>> types(analysis_.typed.size());

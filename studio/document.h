@@ -99,7 +99,8 @@ class Document : public QObject {
   bool is_typed(ir::ValueId id) const;
   const TypeAnalysis& analysis() const { return analysis_; }
 
-  // Number of weight elements: the sum of the element counts of the graph's params.
+  // Number of weight elements (ops::weight_elements): params, floating-point Constant nodes, and
+  // those of nested graphs (If branches).
   int64_t parameter_count() const;
   // Cost per node: the weight elements it reads (params among its inputs; a param shared by two
   // nodes counts for both), and its FLOPs for one sample (every symbolic dimension bound to 1, as

@@ -31,6 +31,22 @@ double node_flops(const ir::Graph& g, ir::NodeId id, const OpDef& def) {
   return f;
 }
 
+int64_t weight_elements(const ir::Graph& g, int depth) {
+  int64_t n = 0;
+  for (ir::ValueId p : g.params())
+    if (const Tensor* t = g.param_data(p)) n += t->numel();
+  for (ir::NodeId id : g.node_ids()) {
+    const ir::Node& node = g.node(id);
+    for (const auto& [key, attr] : node.attrs) {
+      if (node.op == "Constant" && key == "value" && attr.kind() == ir::AttrKind::kTensor && attr.t().is_tensor() &&
+          is_float(attr.t().dtype()))
+        n += attr.t().numel();
+      if (attr.kind() == ir::AttrKind::kGraph && depth < 64) n += weight_elements(attr.g(), depth + 1);
+    }
+  }
+  return n;
+}
+
 Expected<GraphCost> graph_cost(const ir::Graph& graph, const OpRegistry& registry, int64_t symbol_size) {
   ir::Graph g = graph;
   for (ir::ValueId v : g.inputs()) {
@@ -40,7 +56,7 @@ Expected<GraphCost> graph_cost(const ir::Graph& graph, const OpRegistry& registr
   }
   RETURN_IF_ERROR(infer_types(g, registry));
   GraphCost cost;
-  for (ir::ValueId p : g.params()) cost.params += g.param_data(p)->numel();
+  cost.params = weight_elements(g);
   for (ir::NodeId id : g.node_ids()) {
     const ir::Node& n = g.node(id);
     ++cost.op_counts[n.op];

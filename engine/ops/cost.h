@@ -14,12 +14,16 @@
 namespace tessera::ops {
 
 struct GraphCost {
-  int64_t params = 0;                    // elements of all params (weights)
+  int64_t params = 0;                    // weight_elements()
   double flops = 0;                      // for one execution with symbols bound as requested
   std::map<std::string, int> op_counts;  // live nodes per op (nested graphs not included)
   std::map<std::string, double> flops_by_op;
   std::map<ir::NodeId, double> flops_by_node;  // nodes of the top-level graph
 };
+
+// Elements of the weights: params, floating-point Constant nodes (paddle2onnx keeps weights so)
+// and both of these inside nested graphs (a model whose whole body is an If's branch).
+int64_t weight_elements(const ir::Graph& g, int depth = 0);
 
 // Binds every symbolic or unknown input dimension to `symbol_size` (1: "per sample" when the
 // symbol is the batch), re-infers types on a copy and sums each node's FLOPs. Nested graphs (If,

@@ -156,6 +156,28 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run("run", audio, "--dim", "T=2048", "--device", "cpu")
     check(rc == 0, "and it runs with T=2048 (%s)" % err.strip())
 
+# Weights kept as Constant nodes (paddle2onnx's habit) and inside If branches (a voice-activity
+# detector's whole body) are parameters too: 32 + 4 + 4.
+with tempfile.TemporaryDirectory() as tmp:
+    from onnx import TensorProto, helper, numpy_helper
+    rs = np.random.RandomState(2)
+    const = lambda name, a: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(a.astype(np.float32), name + "_v"))
+    then_g = helper.make_graph([const("c1", rs.randn(4)), helper.make_node("Add", ["y", "c1"], ["t"])], "then", [],
+                               [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2, 4])])
+    else_g = helper.make_graph([helper.make_node("Add", ["y", "b"], ["e"])], "else", [],
+                               [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2, 4])],
+                               [numpy_helper.from_array(rs.randn(4).astype(np.float32), "b")])
+    g = helper.make_graph([const("w", rs.randn(8, 4)), helper.make_node("MatMul", ["x", "w"], ["y"]),
+                           helper.make_node("If", ["c"], ["z"], then_branch=then_g, else_branch=else_g)], "weights_elsewhere",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8]),
+                           helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                          [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 4])])
+    model = os.path.join(tmp, "weights_elsewhere.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), model)
+    rc, out, err = run("info", model, "--json")
+    j = json.loads(out) if rc == 0 else {}
+    check(rc == 0 and j.get("parameters") == 40, "weights in Constant nodes and If branches count as parameters (%s)" % (out + err)[-300:])
+
 # Devices: --device on every command, `info --devices`, and the CUDA plugin loaded at run time.
 rc, out, err = run("info", "--devices", "--json")
 check(rc == 0, "info --devices --json exits 0 (%s)" % err.strip())
