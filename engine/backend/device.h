@@ -45,8 +45,7 @@ class Device {
   virtual std::string name() const = 0;      // "cpu", "cpu:test", "cuda:0"
   // What it is, for `tessera info --devices`: "NVIDIA H200 (sm_90), 139 GiB, cuDNN 9.13, ...".
   virtual std::string description() const { return name(); }
-  // Bytes of device memory taken by this device's allocate() so far, and how many calls (a test
-  // checks that steps allocate nothing).
+  // How many times allocate() has taken device memory (a test checks that runs allocate nothing).
   virtual size_t allocations() const { return 0; }
   // True when host code may read and write this device's buffers directly (CPU memory).
   virtual bool host_accessible() const = 0;

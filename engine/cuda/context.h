@@ -23,7 +23,7 @@ struct Context {
   cudnnHandle_t cudnn = nullptr;
   bool tf32 = true;               // TF32 tensor cores for f32 matrix work (cuBLAS, cuDNN)
   std::mutex mu;                  // the handles are used by one kernel at a time
-  std::atomic<size_t> malloc_calls{0}, malloc_bytes{0};
+  std::atomic<size_t> malloc_calls{0};
   std::shared_ptr<void> cublas_workspace;
 
   // Creates the stream, the handles and cuBLAS's workspace on first use (listing devices, as

@@ -268,31 +268,26 @@ __global__ void strided_copy_kernel(const T* x, T* y, Strides st, int64_t offset
 
 template <class T, class I>
 __global__ void gather_kernel(const T* x, const I* indices, int64_t num_indices, T* y, int64_t outer, int64_t axis_dim,
-                              int64_t inner, int* bad) {
+                              int64_t inner) {
   const int64_t n = outer * num_indices * inner;
   for (int64_t i = global_index(); i < n; i += grid_stride()) {
     const int64_t k = i % inner, j = (i / inner) % num_indices, o = i / (inner * num_indices);
     int64_t idx = static_cast<int64_t>(indices[j]);
     if (idx < 0) idx += axis_dim;
-    if (idx < 0 || idx >= axis_dim) {
-      y[i] = T(0);
-      *bad = 1;
-      continue;
-    }
-    y[i] = x[(o * axis_dim + idx) * inner + k];
+    y[i] = idx >= 0 && idx < axis_dim ? x[(o * axis_dim + idx) * inner + k] : T(0);
   }
 }
 
 template <class T>
 std::string gather_typed(const void* x, const void* indices, bool indices64, int64_t num_indices, void* y, int64_t outer,
-                         int64_t axis_dim, int64_t inner, int* bad, cudaStream_t s) {
+                         int64_t axis_dim, int64_t inner, cudaStream_t s) {
   const int64_t n = outer * num_indices * inner;
   if (indices64)
     gather_kernel<T, int64_t><<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x), static_cast<const int64_t*>(indices),
-                                                                 num_indices, static_cast<T*>(y), outer, axis_dim, inner, bad);
+                                                                 num_indices, static_cast<T*>(y), outer, axis_dim, inner);
   else
     gather_kernel<T, int32_t><<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x), static_cast<const int32_t*>(indices),
-                                                                 num_indices, static_cast<T*>(y), outer, axis_dim, inner, bad);
+                                                                 num_indices, static_cast<T*>(y), outer, axis_dim, inner);
   return launched();
 }
 
@@ -709,13 +704,13 @@ std::string strided_copy(const void* x, void* y, int elem, int rank, const int64
 }
 
 std::string gather(const void* x, int elem, const void* indices, bool indices64, int64_t num_indices, void* y,
-                   int64_t outer, int64_t axis_dim, int64_t inner, int* bad, cudaStream_t s) {
+                   int64_t outer, int64_t axis_dim, int64_t inner, cudaStream_t s) {
   if (outer * num_indices * inner <= 0) return "";
   switch (elem) {
-    case 1: return gather_typed<uint8_t>(x, indices, indices64, num_indices, y, outer, axis_dim, inner, bad, s);
-    case 2: return gather_typed<uint16_t>(x, indices, indices64, num_indices, y, outer, axis_dim, inner, bad, s);
-    case 4: return gather_typed<uint32_t>(x, indices, indices64, num_indices, y, outer, axis_dim, inner, bad, s);
-    case 8: return gather_typed<uint64_t>(x, indices, indices64, num_indices, y, outer, axis_dim, inner, bad, s);
+    case 1: return gather_typed<uint8_t>(x, indices, indices64, num_indices, y, outer, axis_dim, inner, s);
+    case 2: return gather_typed<uint16_t>(x, indices, indices64, num_indices, y, outer, axis_dim, inner, s);
+    case 4: return gather_typed<uint32_t>(x, indices, indices64, num_indices, y, outer, axis_dim, inner, s);
+    case 8: return gather_typed<uint64_t>(x, indices, indices64, num_indices, y, outer, axis_dim, inner, s);
     default: return "no gather for " + std::to_string(elem) + "-byte elements";
   }
 }

@@ -65,10 +65,9 @@ std::string cast(const void* x, Elem from, void* y, Elem to, int64_t n, cudaStre
 std::string pad(const float* x, float* y, int rank, const int64_t* out_dims, const int64_t* in_dims, const int64_t* begins,
                 float value, int64_t n, cudaStream_t s);
 // Gather along an axis: x viewed as [outer, axis_dim, inner], indices (int64 or int32, negative
-// counting from the back), y as [outer, num_indices, inner]. An index out of range writes 0 and
-// sets *bad (device memory) to 1.
+// counting from the back; the caller checks their range), y as [outer, num_indices, inner].
 std::string gather(const void* x, int elem, const void* indices, bool indices64, int64_t num_indices, void* y,
-                   int64_t outer, int64_t axis_dim, int64_t inner, int* bad, cudaStream_t s);
+                   int64_t outer, int64_t axis_dim, int64_t inner, cudaStream_t s);
 
 // ---- training ----
 

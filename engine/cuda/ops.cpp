@@ -1113,23 +1113,16 @@ class GatherKernel : public CudaKernel {
     num_ = product(init.in_types[1]->static_shape());
     i64_ = init.in_types[1]->dtype == DType::kI64;
   }
-  Status load() override {
-    TRY(bad_, ctx_->allocate(sizeof(int)));
-    const cudaError_t e = cudaMemset(bad_.get(), 0, sizeof(int));
-    return e == cudaSuccess ? Status::ok() : make_error("gather flag on " + ctx_->name + ": " + error_text(e));
-  }
 
  protected:
   std::string launch(KernelRun& r) override {
-    return gather(r.inputs[0].data, elem_, r.inputs[1].data, i64_, num_, r.outputs[0].data, outer_, axis_dim_, inner_,
-                  static_cast<int*>(bad_.get()), stream());
+    return gather(r.inputs[0].data, elem_, r.inputs[1].data, i64_, num_, r.outputs[0].data, outer_, axis_dim_, inner_, stream());
   }
 
  private:
   int elem_ = 4;
   int64_t outer_ = 1, axis_dim_ = 1, inner_ = 1, num_ = 0;
   bool i64_ = true;
-  std::shared_ptr<void> bad_;
 };
 
 Made make_gather(Context* ctx, const KernelInit& init) {

@@ -53,7 +53,6 @@ Expected<std::shared_ptr<void>> Context::allocate(size_t bytes) {
                       " of " + std::to_string(total) + " bytes free): " + error_text(e));
   }
   ++malloc_calls;
-  malloc_bytes += bytes;
   const int dev = device;
   return std::shared_ptr<void>(p, [dev](void* q) {
     cudaSetDevice(dev);

@@ -161,21 +161,20 @@ Expected<PlacedGraph> split(PreparedGraph prepared, const backend::DeviceSet& de
     if (!def) return make_error(ir::describe_node(n) + ": unknown op '" + n.op + "'", {}, id);
     const backend::Device* best = nullptr;
     double best_cost = 0;
+    std::string pref_why;  // why the preferred device cannot run the node (a GPU asks its kernels: once)
     for (const auto& d : devices.all()) {
-      if (!d->cannot_run(g, n, *def).empty()) continue;
+      std::string why = d->cannot_run(g, n, *def);
+      if (d.get() == pref) pref_why = why;
+      if (!why.empty()) continue;
       double c = d->cost(n, *def);
       if (!best || c < best_cost || (c == best_cost && d.get() == pref)) {
         best = d.get();
         best_cost = c;
       }
     }
-    if (!best) return make_error(ir::describe_node(n) + ": no device can run this node (" + pref->cannot_run(g, n, *def) + ")", {}, id);
+    if (!best) return make_error(ir::describe_node(n) + ": no device can run this node (" + pref_why + ")", {}, id);
     placed.device_of[id] = best->name();
-    if (best != pref) {
-      std::string why = pref->cannot_run(g, n, *def);
-      if (why.empty()) why = "cheaper on " + best->name();
-      placed.fallbacks.push_back({id, best->name(), why});
-    }
+    if (best != pref) placed.fallbacks.push_back({id, best->name(), pref_why.empty() ? "cheaper on " + best->name() : pref_why});
   }
   cut_edges(placed, order);
 

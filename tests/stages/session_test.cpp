@@ -206,7 +206,9 @@ TEST(Session, NodesTheOptimiserMakesGoWhereTheyCanRunWithTheirCopies) {
         EXPECT_NE(from, dev(id)) << "a copy within one device: " << n.name;
         continue;
       }
-      if (val.kind == ir::ValueKind::kNodeOutput) EXPECT_EQ(dev(val.producer), dev(id)) << "edge %" << v;
+      if (val.kind == ir::ValueKind::kNodeOutput) {
+        EXPECT_EQ(dev(val.producer), dev(id)) << "edge %" << v;
+      }
     }
   }
   Tensor x = random_tensor({4, 8}, 9);
