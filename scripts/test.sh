@@ -28,6 +28,8 @@ record install "$t0"
 phase "release build" bash scripts/build.sh release
 # The zoo's models, inputs and PyTorch's outputs (build/zoo, kept between runs), for zoo.* tests.
 phase "zoo export" /usr/bin/python3 tests/zoo/make_zoo.py --out build/zoo
+# The second zoo: models as other tools write them (build/zoo/wild), for zoo.wild_matches_ort.
+phase "wild zoo export" /usr/bin/python3 tests/zoo/make_wild.py --out build/zoo/wild
 phase "release tests" ctest --preset release -j2
 phase "sanitizer build" bash scripts/build.sh asan
 phase "sanitizer tests" ctest --preset asan -j2

@@ -8,10 +8,11 @@ namespace tessera::passes {
 // fusion so that Conv+BN+Relu becomes one FusedConv; pattern fusion (Swish, Gelu, LayerNorm...)
 // before fuse, so that a Conv or MatMul absorbs the activations it made; dce last removes what
 // fusion left.
-// qdq-fuse comes first: it turns quantized Conv / Gemm / MatMul patterns into integer ops before
+// widen-f16 comes first: float16 models compute in float32 (widen_f16.cpp says why), and every
+// later pass sees float32. qdq-fuse next: it turns quantized Conv / Gemm / MatMul patterns into integer ops before
 // anything else rewrites the float ops between the QuantizeLinear / DequantizeLinear pairs.
 const char* const kDefaultPipeline =
-    "qdq-fuse,fixpoint(canonicalize,constant-fold),dce,cse,fuse-patterns,fold-batchnorm,fuse,dce";
+    "widen-f16,qdq-fuse,fixpoint(canonicalize,constant-fold),dce,cse,fuse-patterns,fold-batchnorm,fuse,dce";
 
 PassRegistry default_pass_registry() {
   PassRegistry r;
@@ -23,6 +24,7 @@ PassRegistry default_pass_registry() {
   r.add("fuse-patterns", [] { return make_fuse_patterns_pass(); });
   r.add("fuse", [] { return make_fuse_pass(); });
   r.add("qdq-fuse", [] { return make_qdq_fuse_pass(); });
+  r.add("widen-f16", [] { return make_widen_f16_pass(); });
   return r;
 }
 

@@ -29,5 +29,6 @@ std::unique_ptr<Pass> make_fold_batchnorm_pass();
 std::unique_ptr<Pass> make_fuse_patterns_pass();
 std::unique_ptr<Pass> make_fuse_pass();
 std::unique_ptr<Pass> make_qdq_fuse_pass();
+std::unique_ptr<Pass> make_widen_f16_pass();
 
 }  // namespace tessera::passes

@@ -371,7 +371,11 @@ def make_qdq(name):
     return make
 
 
-# name: (tool, what it exercises, maker, relative tolerance against ONNX Runtime)
+# name: (tool, what it exercises, maker, relative tolerance against ONNX Runtime). The QDQ model's
+# tolerance is one quantization step: float32 Convs that differ by 3e-6 (oneDNN's summation order
+# against ONNX Runtime's) round a handful of the next QuantizeLinear's values to the neighbouring
+# uint8, a step of 1/255 of the range, and 20 layers carry that to 5e-3 of the output (measured
+# layer by layer; the reference kernels are 1e-2 from ONNX Runtime the same way).
 kWild = {
     "resnet18_dynamic": ("PyTorch, dynamic_axes", "batch, height and width known only at run time; run at 2x3x176x208",
                          make_dynamic_resnet, 1e-4),
@@ -387,7 +391,7 @@ kWild = {
     "bert_dynq": ("ONNX Runtime dynamic quantizer", "DynamicQuantizeLinear + MatMulInteger",
                   make_dynq("bert"), 1e-3),
     "resnet18_qdq": ("ONNX Runtime static quantizer (QDQ)", "per-channel int8 weights, uint8 activations",
-                     make_qdq("resnet18"), 1e-3),
+                     make_qdq("resnet18"), 1e-2),
     "mobilenetv2_constants": ("paddle2onnx style", "every weight a Constant node", make_constants("mobilenetv2"), 1e-4),
     "squeezenet_if": ("voice-activity style", "the whole model inside an If on an input (sr == 16000)",
                       make_if("squeezenet", "input"), 1e-4),
