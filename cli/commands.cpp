@@ -25,6 +25,7 @@
 #include "engine/ir/text.h"
 #include "engine/ops/cost.h"
 #include "engine/ops/infer.h"
+#include "engine/passes/passes.h"
 #include "engine/runtime/interpreter.h"
 #include "engine/stages/session.h"
 #include "formats/document.h"
@@ -141,13 +142,10 @@ std::string file_name_for(const std::string& value_name, size_t index) {
 
 }  // namespace
 
-Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std::vector<std::string>& inputs,
-                                                   const std::vector<std::string>& dims_specs, uint64_t seed,
-                                                   std::map<std::string, std::string>* source) {
-  std::map<std::string, std::string> ignored;
-  if (!source) source = &ignored;
+// --dim SYMBOL=SIZE specs as a map.
+static Expected<std::map<std::string, int64_t>> parse_dims(const std::vector<std::string>& specs) {
   std::map<std::string, int64_t> dims;
-  for (const std::string& d : dims_specs) {
+  for (const std::string& d : specs) {
     auto kv = split_assignment(d, "--dim");
     if (!kv) return kv.error();
     char* end = nullptr;
@@ -156,6 +154,15 @@ Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std
       return (make_error("--dim " + d + ": size must be a non-negative integer"));
     dims[kv->first] = n;
   }
+  return dims;
+}
+
+Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std::vector<std::string>& inputs,
+                                                   const std::vector<std::string>& dims_specs, uint64_t seed,
+                                                   std::map<std::string, std::string>* source) {
+  std::map<std::string, std::string> ignored;
+  if (!source) source = &ignored;
+  TRY(auto dims, parse_dims(dims_specs));
   std::set<std::string> symbols;  // of the graph's inputs: a --dim naming another is a mistake
   for (ir::ValueId v : g.inputs())
     for (const ir::Dim& d : g.value(v).type.dims)
@@ -237,7 +244,23 @@ int run_info(const InfoOptions& o) {
   if (!doc) return fail(doc.error());
   const ir::Graph* g = &doc->graph;
   const formats::Metadata& meta = doc->metadata;
-  auto cost = ops::graph_cost(*g, reg, 1);
+  auto parsed = parse_dims(o.dims);
+  if (!parsed) return fail(parsed.error());
+  std::map<std::string, int64_t> sizes = *parsed;
+  // The sizes assumed for the inputs' symbolic dimensions, said beside the FLOPs.
+  std::map<std::string, int64_t> assumed;
+  bool unnamed = false;
+  for (ir::ValueId v : g->inputs())
+    for (const ir::Dim& d : g->value(v).type.dims) {
+      if (d.is_symbolic()) assumed[d.symbol] = sizes.count(d.symbol) ? sizes[d.symbol] : 1;
+      else if (!d.is_known()) unnamed = true;
+    }
+  for (const auto& [symbol, size] : sizes)
+    if (!assumed.count(symbol)) return fail(make_error("--dim " + symbol + "=" + std::to_string(size) + ": the graph's inputs have no symbolic dimension '" + symbol + "'"));
+  std::string assumption;
+  for (const auto& [symbol, size] : assumed) assumption += (assumption.empty() ? "" : ", ") + symbol + "=" + std::to_string(size);
+  if (unnamed) assumption += std::string(assumption.empty() ? "" : ", ") + "unnamed dimensions=1";
+  auto cost = passes::folded_graph_cost(*g, reg, sizes, 1);
   // FLOPs need sizes: a valid model may refuse 1 for every symbolic dimension (an audio front end
   // whose window is longer than one sample). Then the FLOPs are unknown, with the reason, and
   // the rest is still told.
@@ -268,6 +291,7 @@ int run_info(const InfoOptions& o) {
     j["parameters"] = cost->params;
     j["flops_per_sample"] = flops_unknown.empty() ? nlohmann::json(cost->flops) : nlohmann::json(nullptr);
     if (!flops_unknown.empty()) j["flops_unknown"] = flops_unknown;
+    j["dims_assumed"] = assumed;
     j["weight_bytes"] = weight_bytes;
     j["content_hash"] = formats::graph_content_hash(*g);
     nlohmann::json m = nlohmann::json::object();
@@ -292,9 +316,11 @@ int run_info(const InfoOptions& o) {
   for (const auto& [op, count] : cost->op_counts) std::cout << "  " << printable(op) << " x" << count << "\n";
   std::cout << "parameters: " << cost->params << " (" << human(static_cast<double>(cost->params)) << ")\n";
   if (flops_unknown.empty())
-    std::cout << "FLOPs per sample (symbolic dims = 1): " << human(cost->flops) << " (" << static_cast<int64_t>(cost->flops) << ")\n";
+    std::cout << "FLOPs per sample" << (assumption.empty() ? "" : " (" + printable(assumption) + ")") << ": " << human(cost->flops)
+              << " (" << static_cast<int64_t>(cost->flops) << ")\n";
   else
-    std::cout << "FLOPs per sample: unknown (with every symbolic dimension 1: " << printable(flops_unknown) << ")\n";
+    std::cout << "FLOPs per sample: unknown (with " << (assumption.empty() ? "these shapes" : printable(assumption)) << ": "
+              << printable(flops_unknown) << "; --dim SYMBOL=SIZE sets a size)\n";
   std::cout << "weights: " << human(static_cast<double>(weight_bytes)) << "B\n";
   std::cout << "content hash: " << formats::graph_content_hash(*g) << "\n";
   if (!meta.producer.empty() || !meta.engine_version.empty() || meta.created_unix_ms != 0) {

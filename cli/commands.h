@@ -39,6 +39,7 @@ std::string printable(std::string_view text);
 
 struct InfoOptions {
   std::string file;
+  std::vector<std::string> dims;  // --dim SYMBOL=SIZE: sizes for FLOPs (default 1)
   bool json = false;
   bool devices = false;  // --devices: list the devices (FILE optional)
 };

@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
   CLI::App* info_cmd = app.add_subcommand("info", "Print a graph's inputs, outputs, op counts, parameter count and FLOPs");
   info_cmd->add_option("FILE", info.file, "Graph file (.tsr, .json, .tir or .onnx)");
   info_cmd->add_flag("--json", info.json, "Print the same as one JSON object");
+  info_cmd->add_option("--dim", info.dims, "SYMBOL=SIZE: size of a symbolic input dimension for the FLOPs (default 1)")->check(kDimSpec);
   info_cmd->add_flag("--devices", info.devices, "List the devices (CPU, CUDA GPUs) and why no GPU is usable, if none is");
   const std::string device_help = "cpu | cuda | cuda:N | auto (default: the first GPU when there is one, else cpu)";
   const std::string precision_help = "GPU matrix work: tf32 (default: TF32 tensor cores, f32 storage) | fp32 (full f32)";

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <set>
 
+#include "engine/passes/passes.h"
 #include "studio/edit_commands.h"
 
 namespace tessera::studio {
@@ -173,7 +174,7 @@ void Document::reanalyse() {
   if (inference_error_ && !path_.empty()) inference_error_ = naming_file(*inference_error_, path_);
   cost_.reset();
   if (!inference_error_)
-    if (Expected<ops::GraphCost> cost = ops::graph_cost(state_.graph(), registry_, 1)) cost_ = std::move(cost).value();
+    if (Expected<ops::GraphCost> cost = passes::folded_graph_cost(state_.graph(), registry_)) cost_ = std::move(cost).value();
 }
 
 int64_t Document::node_parameter_count(ir::NodeId id) const {

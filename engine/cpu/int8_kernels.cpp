@@ -10,6 +10,10 @@
 // preferred (channels-last) formats, with reorders of the 8-bit activations around it.
 // QLinearMatMul: A [..., M, K] (batch axes folded into M), constant s8 B [K, N], the same scales
 // (per column of B) and the optional i32 bias B [N] (qdq-fuse's Gemm).
+// DynamicQuantizeLinear (vectorised range and quantization), MatMulInteger and ConvInteger (ONNX
+// Runtime's dynamic quantizer: u8 data whose zero point comes from DynamicQuantizeLinear at run
+// time, s8 weights of zero point 0) on the same primitives with a run-time source zero point and
+// an s32 output.
 // Anything else declines to the reference kernels (engine/ops/quantize.cpp).
 #include <cmath>
 #include <cstring>
@@ -165,14 +169,18 @@ dnnl::primitive_attr int8_attr(const QParams& q) {
 // primitive's formats when they differ; weights reordered once at load.
 class Int8Kernel : public OneDnnKernel {
  public:
+  // `zp_input` >= 0: the source zero point is that input's one value at run time (a
+  // DynamicQuantizeLinear's output), of type `zp_type`; the primitive was made for a run-time zero point.
   Int8Kernel(ContextPtr ctx, std::string impl, const KernelInit& init, dnnl::primitive_desc pd, memory::desc user_src,
-             memory::desc user_wei, memory::desc user_dst, QParams q)
+             memory::desc user_wei, memory::desc user_dst, QParams q, int zp_input = -1, DType zp_type = DType::kU8)
       : OneDnnKernel(std::move(ctx), std::move(impl), init.node.name),
         pd_(std::move(pd)),
         user_src_(user_src),
         user_wei_(user_wei),
         user_dst_(user_dst),
-        q_(std::move(q)) {
+        q_(std::move(q)),
+        zp_input_(zp_input),
+        zp_type_(zp_type) {
     out_bytes_ = {user_dst.get_size()};
     need_scratch(pd_);
   }
@@ -198,6 +206,7 @@ class Int8Kernel : public OneDnnKernel {
     wei_mem_ = memory(wei, eng);
     dnnl::reorder(user_w, wei_mem_).execute(stream_, user_w, wei_mem_);
     if (q_.bias) bias_mem_ = memory(memory::desc({q_.bias->numel()}, dt::s32, tag::x), eng, q_.bias->raw_data());
+    if (zp_input_ >= 0) zp_mem_ = memory(memory::desc({1}, dt::s32, tag::x), eng, &zp_value_);
     stream_.wait();
   }
 
@@ -214,6 +223,11 @@ class Int8Kernel : public OneDnnKernel {
     std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei_mem_}, {DNNL_ARG_DST, dst},
                                             {DNNL_ARG_SCRATCHPAD, scratchpad_}};
     if (bias_mem_) args[DNNL_ARG_BIAS] = bias_mem_;
+    if (zp_input_ >= 0) {
+      const void* z = run.inputs[static_cast<size_t>(zp_input_)].data;
+      zp_value_ = zp_type_ == DType::kU8 ? *static_cast<const uint8_t*>(z) : *static_cast<const int8_t*>(z);
+      args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = zp_mem_;
+    }
     prim_.execute(stream_, args);
     if (dst_mem_) dst_reorder_.execute(stream_, dst_mem_, user_dst_mem_);
   }
@@ -221,9 +235,12 @@ class Int8Kernel : public OneDnnKernel {
   dnnl::primitive_desc pd_;
   memory::desc user_src_, user_wei_, user_dst_;
   QParams q_;
+  int zp_input_;
+  DType zp_type_;
+  int32_t zp_value_ = 0;
   dnnl::primitive prim_;
   dnnl::reorder src_reorder_, dst_reorder_;
-  memory scratchpad_, user_src_mem_, user_dst_mem_, src_mem_, dst_mem_, wei_mem_, bias_mem_;
+  memory scratchpad_, user_src_mem_, user_dst_mem_, src_mem_, dst_mem_, wei_mem_, bias_mem_, zp_mem_;
 };
 
 Expected<KernelPtr> make_qlinear_conv(const ContextPtr& ctx, const KernelInit& init) {
@@ -300,6 +317,177 @@ Expected<KernelPtr> make_qlinear_matmul(const ContextPtr& ctx, const KernelInit&
   return KernelPtr(std::move(kern));
 }
 
+// ---- DynamicQuantizeLinear, MatMulInteger, ConvInteger (ONNX Runtime's dynamic quantizer) ----
+
+// Min and max of x with 0 (the range DynamicQuantizeLinear takes), and whether every element is
+// finite (a NaN or an infinity has no scale: the reference kernel's error).
+TESSERA_VEC_CLONES void range_with_zero(const float* x, int64_t n, float* lo_out, float* hi_out, bool* finite) {
+  // 16 lanes written out: a reduction through std::min stayed scalar (vminss), 2 ns per element.
+  constexpr int kLanes = 16;
+  float lo[kLanes] = {}, hi[kLanes] = {}, probe[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) {
+      const float v = x[i + j];
+      lo[j] = v < lo[j] ? v : lo[j];
+      hi[j] = v > hi[j] ? v : hi[j];
+      probe[j] += v * 0.f;  // NaN when any element is NaN or infinite
+    }
+  for (; i < n; ++i) {
+    lo[0] = x[i] < lo[0] ? x[i] : lo[0];
+    hi[0] = x[i] > hi[0] ? x[i] : hi[0];
+    probe[0] += x[i] * 0.f;
+  }
+  float l = 0.f, h = 0.f, p = 0.f;
+  for (int j = 0; j < kLanes; ++j) {
+    l = std::min(l, lo[j]);
+    h = std::max(h, hi[j]);
+    p += probe[j];
+  }
+  *lo_out = l;
+  *hi_out = h;
+  *finite = p == 0.f;
+}
+
+// y = saturate(round(x / scale) + zp) in u8 with scale = (max - min) / 255 over the range with 0
+// (1 when it is empty) and zp = round(-min / scale): the reference kernel's float arithmetic.
+Expected<KernelPtr> make_dynamic_quantize(const KernelInit& init) {
+  const std::string impl = "cpu.vec:dynamic_quantize";
+  if (!plain_static(init) || init.out_types.size() != 3 || !input_type(init, 0) || input_type(init, 0)->dtype != DType::kF32)
+    return decline(init, impl, "needs plain static f32");
+  const int64_t n = input_type(init, 0)->static_numel();
+  constexpr int64_t kSerial = 1 << 15;
+  return make(impl, init, [n](KernelRun& run) -> Status {
+    const float* x = static_cast<const float*>(run.inputs[0].data);
+    float lo, hi;
+    bool finite;
+    range_with_zero(x, n, &lo, &hi, &finite);
+    if (!finite) {
+      int64_t i = 0;
+      while (i < n && std::isfinite(x[i])) ++i;
+      return make_error("input element " + std::to_string(i) + " is " + std::to_string(x[i]) +
+                        ": a range with a NaN or infinity has no scale");
+    }
+    const float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+    const float zp = std::min(255.f, std::max(0.f, __builtin_nearbyintf(0.f - lo / scale)));
+    uint8_t* y = static_cast<uint8_t*>(run.outputs[0].data);
+    for_chunks(n, kSerial, [&](int64_t b, int64_t e) { quantize_u8(x + b, y + b, e - b, scale, zp); });
+    *static_cast<float*>(run.outputs[1].data) = scale;
+    *static_cast<uint8_t*>(run.outputs[2].data) = static_cast<uint8_t>(zp);
+    return Status::ok();
+  });
+}
+
+// The integer ops' parameters: constant s8 weights with zero point 0 (absent or constant zeros),
+// and the data's zero point: absent, a constant, or one value known at run time.
+struct IntegerParams {
+  QParams q;
+  int zp_input = -1;  // the data zero point's input when it is known only at run time
+  DType zp_type = DType::kU8;
+};
+
+Expected<IntegerParams> read_integer_params(const KernelInit& init) {
+  IntegerParams p;
+  p.q.oscales = {1.0f};
+  const ir::TensorType* xt = input_type(init, 0);
+  const ir::TensorType* wt = input_type(init, 1);
+  if (!xt || !wt || !is_8bit(xt->dtype) || wt->dtype != DType::kI8) return make_error("needs u8/s8 data and s8 weights");
+  const Tensor* w = constant_at(init, 1);
+  if (!w) return make_error("weights must be constant");
+  p.q.weights = w->contiguous();
+  if (const ir::TensorType* wz = input_type(init, 3)) {
+    auto v = const_values(init, 3);
+    if (!v) return make_error("the weights' zero point must be constant");
+    for (double z : *v)
+      if (z != 0) return make_error("weight zero points must be 0");
+    (void)wz;
+  }
+  if (const ir::TensorType* xz = input_type(init, 2)) {
+    if (!xz->is_static() || xz->static_numel() != 1) return make_error("per-row data zero points");
+    if (auto v = const_values(init, 2)) {
+      p.q.src_zp = static_cast<int32_t>((*v)[0]);
+    } else {
+      p.zp_input = 2;
+      p.zp_type = xz->dtype;
+    }
+  }
+  return p;
+}
+
+dnnl::primitive_attr integer_attr(const IntegerParams& p) {
+  dnnl::primitive_attr attr = user_scratchpad_attr();
+  if (p.zp_input >= 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  else if (p.q.src_zp != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {p.q.src_zp});
+  return attr;
+}
+
+Expected<KernelPtr> make_matmul_integer(const ContextPtr& ctx, const KernelInit& init) {
+  const std::string impl = "onednn:matmul_integer";
+  if (!all_plain(init) || init.out_types.size() != 1 || !init.out_types[0]->is_static())
+    return decline(init, impl, "needs plain static types");
+  const ir::TensorType* at = input_type(init, 0);
+  const ir::TensorType* bt = input_type(init, 1);
+  if (!at || !bt || !at->is_static() || !bt->is_static() || bt->rank() != 2 || at->rank() < 2)
+    return decline(init, impl, "needs A [..., M, K] and a 2-D B");
+  auto p = read_integer_params(init);
+  if (!p) return decline(init, impl, p.error().message);
+  const memory::dims a = dims_of(*at), b = dims_of(*bt);
+  memory::dim m = 1;
+  for (size_t i = 0; i + 1 < a.size(); ++i) m *= a[i];
+  const memory::dim k = a.back(), n = b[1];
+  const memory::desc user_src({m, k}, onednn_type(at->dtype), tag::ab);
+  const memory::desc user_dst({m, n}, dt::s32, tag::ab);
+  const memory::desc user_wei({k, n}, dt::s8, tag::ab);
+  std::unique_ptr<Int8Kernel> kern;
+  Status st = guarded(impl, [&] {
+    dnnl::matmul::desc d(user_src, memory::desc({k, n}, dt::s8, tag::any), user_dst);
+    dnnl::matmul::primitive_desc pd(d, integer_attr(*p), ctx->engine);
+    kern = std::make_unique<Int8Kernel>(ctx, impl, init, pd, user_src, user_wei, user_dst, std::move(p->q), p->zp_input,
+                                        p->zp_type);
+  });
+  if (!st.is_ok()) return decline(init, impl, st.error().message);
+  return KernelPtr(std::move(kern));
+}
+
+Expected<KernelPtr> make_conv_integer(const ContextPtr& ctx, const KernelInit& init) {
+  const std::string impl = "onednn:conv_integer";
+  if (!all_plain(init) || init.out_types.size() != 1 || !init.out_types[0]->is_static())
+    return decline(init, impl, "needs plain static types");
+  const ir::TensorType* xt = input_type(init, 0);
+  const ir::TensorType* wt = input_type(init, 1);
+  if (!xt || !wt || !xt->is_static() || !wt->is_static()) return decline(init, impl, "needs static types");
+  const memory::dims x = dims_of(*xt), w = dims_of(*wt), y = dims_of(*init.out_types[0]);
+  if (x.size() < 3 || x.size() > 5) return decline(init, impl, "rank");
+  auto p = read_integer_params(init);
+  if (!p) return decline(init, impl, p.error().message);
+  const memory::dims in(x.begin() + 2, x.end()), out(y.begin() + 2, y.end()), kernel(w.begin() + 2, w.end());
+  auto geom = window_geom(init, kernel, in, out);
+  if (!geom) return decline(init, impl, geom.error().message);
+  const int64_t group = attr_int(init, "group", 1);
+  memory::dims wdims = w;
+  if (group > 1) {
+    wdims = {group, w[0] / group};
+    wdims.insert(wdims.end(), w.begin() + 1, w.end());
+  }
+  static const tag kPlain[] = {tag::undef, tag::undef, tag::undef, tag::abc, tag::abcd, tag::abcde, tag::abcdef};
+  const memory::desc user_src(x, onednn_type(xt->dtype), kPlain[x.size()]);
+  const memory::desc user_dst(y, dt::s32, kPlain[y.size()]);
+  const memory::desc user_wei(wdims, dt::s8, kPlain[wdims.size()]);
+  std::unique_ptr<Int8Kernel> k;
+  Status st = guarded(impl, [&] {
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                      memory::desc(x, onednn_type(xt->dtype), tag::any),
+                                      memory::desc(wdims, dt::s8, tag::any), memory::desc(),
+                                      memory::desc(y, dt::s32, tag::any), geom->strides, geom->dilations, geom->pad_l,
+                                      geom->pad_r);
+    dnnl::convolution_forward::primitive_desc pd(d, integer_attr(*p), ctx->engine);
+    k = std::make_unique<Int8Kernel>(ctx, impl, init, pd, user_src, user_wei, user_dst, std::move(p->q), p->zp_input,
+                                     p->zp_type);
+  });
+  if (!st.is_ok()) return decline(init, impl, st.error().message);
+  return KernelPtr(std::move(k));
+}
+
 }  // namespace
 
 void register_int8_kernels(KernelRegistry& registry, const ContextPtr& ctx) {
@@ -310,6 +498,11 @@ void register_int8_kernels(KernelRegistry& registry, const ContextPtr& ctx) {
                [ctx](const KernelInit& init) { return make_qlinear_conv(ctx, init); });
   registry.add("QLinearMatMul", "onednn:qlinear_matmul", kOneDnnPriority,
                [ctx](const KernelInit& init) { return make_qlinear_matmul(ctx, init); });
+  registry.add("DynamicQuantizeLinear", "cpu.vec:dynamic_quantize", kVecPriority, make_dynamic_quantize);
+  registry.add("MatMulInteger", "onednn:matmul_integer", kOneDnnPriority,
+               [ctx](const KernelInit& init) { return make_matmul_integer(ctx, init); });
+  registry.add("ConvInteger", "onednn:conv_integer", kOneDnnPriority,
+               [ctx](const KernelInit& init) { return make_conv_integer(ctx, init); });
 }
 
 }  // namespace tessera::cpu

@@ -426,8 +426,29 @@ Expected<KernelPtr> make_cast(const KernelInit& init) {
       for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);
       return Status::ok();
     });
+  if (from == DType::kI32 && to == DType::kF32)  // the integer ops' accumulators (dynamic quantization)
+    return make(impl, init, [n](KernelRun& run) -> Status {
+      const int32_t* x = static_cast<const int32_t*>(run.inputs[0].data);
+      float* y = static_cast<float*>(run.outputs[0].data);
+#pragma omp parallel for simd if (n > kParallelMin)
+      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);
+      return Status::ok();
+    });
+  if ((from == DType::kF16 && to == DType::kF32) || (from == DType::kF32 && to == DType::kF16))  // widen-f16's interface
+    return make(impl, init, [n, from](KernelRun& run) -> Status {
+      if (from == DType::kF16) {
+        const uint16_t* x = static_cast<const uint16_t*>(run.inputs[0].data);
+        float* y = static_cast<float*>(run.outputs[0].data);
+        for (int64_t i = 0; i < n; ++i) y[i] = half_to_float(x[i]);
+      } else {
+        const float* x = static_cast<const float*>(run.inputs[0].data);
+        uint16_t* y = static_cast<uint16_t*>(run.outputs[0].data);
+        for (int64_t i = 0; i < n; ++i) y[i] = float_to_half(x[i]);
+      }
+      return Status::ok();
+    });
   if (from == to) return make_copy(init);
-  return decline(init, impl, "only f32 <-> i64");
+  return decline(init, impl, "only f32 <-> i64, i32 -> f32, f16 <-> f32");
 }
 
 Expected<KernelPtr> make_erf(const KernelInit& init) {

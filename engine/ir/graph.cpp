@@ -136,6 +136,25 @@ void Graph::make_param(ValueId input, Tensor data) {
   param_data_[input] = std::move(data);
 }
 
+void Graph::capture_to_input(ValueId capture) {
+  auto it = std::find(captures_.begin(), captures_.end(), capture);
+  if (it == captures_.end()) return;
+  captures_.erase(it);
+  values_[static_cast<size_t>(capture)].kind = ValueKind::kInput;
+  inputs_.push_back(capture);
+}
+
+void Graph::capture_to_param(ValueId capture, Tensor data) {
+  auto it = std::find(captures_.begin(), captures_.end(), capture);
+  if (it == captures_.end()) return;
+  captures_.erase(it);
+  Value& v = values_[static_cast<size_t>(capture)];
+  v.kind = ValueKind::kParam;
+  v.type = TensorType::of(data.dtype(), data.shape());
+  params_.push_back(capture);
+  param_data_[capture] = std::move(data);
+}
+
 Status Graph::define_value(ValueId id, Value v) {
   if (id < 0) return make_error("negative value id %" + std::to_string(id));
   while (value_capacity() <= id) {

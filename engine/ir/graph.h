@@ -184,6 +184,10 @@ class Graph {
   // were stored as inputs, gets its weights back from a checkpoint). Same id, name; the type is
   // the data's. Nothing happens to a value that is not a graph input.
   void make_param(ValueId input, Tensor data);
+  // Turns a capture into a graph input (appended to the inputs) or a param holding `data`: a
+  // nested graph compiled on its own (stages/program.cpp) binds what it captured.
+  void capture_to_input(ValueId capture);
+  void capture_to_param(ValueId capture, Tensor data);
 
   // ---- access ----
   bool has_node(NodeId id) const { return id >= 0 && id < node_capacity() && nodes_[id].alive; }

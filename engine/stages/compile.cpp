@@ -272,7 +272,7 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
         st.why_reference = n.op + "(" + types + "): " + st.why_reference;
       }
     } else {
-      st.why_reference = n.op + ": " + (all_static ? "nested graphs run on the reference interpreter" : "symbolic shape");
+      st.why_reference = n.op + ": " + (all_static ? "control flow on the host; its graphs are compiled through the six stages on first run (stages/nested.h)" : "symbolic shape");
     }
     if (st.kind == Step::Kind::kReference && !devs[static_cast<size_t>(st.device)]->runs_reference())
       return make_error(ir::describe_node(n) + ": placed on " + plan.devices[static_cast<size_t>(st.device)] +

@@ -7,10 +7,12 @@
 #include <cstring>
 #include <optional>
 #include <queue>
+#include <set>
 #include <sstream>
 
 #include "engine/cpu/cpu_backend.h"
 #include "engine/ir/verifier.h"
+#include "engine/stages/nested.h"
 #include "engine/stages/thread_pool.h"
 
 namespace tessera::stages {
@@ -31,6 +33,10 @@ struct Program::RunState {
 Program::Program(ExecutionPlan plan, const ops::OpRegistry& registry) : plan_(std::move(plan)), registry_(registry) {}
 Program::~Program() = default;
 
+std::vector<std::string> Program::nested_summary() const {
+  return nested_ ? nested_->summary() : std::vector<std::string>{};
+}
+
 Expected<std::unique_ptr<Program>> Program::load(ExecutionPlan plan, const backend::DeviceSet& devices,
                                                  const ops::OpRegistry& registry, StageContext& ctx) {
   int64_t start = observe::now_ns();
@@ -48,6 +54,8 @@ Expected<std::unique_ptr<Program>> Program::load(ExecutionPlan plan, const backe
     p->arenas_.push_back(std::move(arena));
     if (ctx.trace) ctx.trace->on_memory({pl.devices[d], "arena", observe::now_ns(), static_cast<int64_t>(bytes)});
   }
+  for (const Step& st : pl.steps)
+    if (st.nested && !p->nested_) p->nested_ = std::make_unique<NestedGraphs>(registry, pl.threads);
   // Weights: host params are used in place; a device the host cannot address gets its own copy.
   p->device_params_.assign(pl.devices.size(), {});
   for (ir::ValueId v : g.params()) p->weight_bytes_ += g.param_data(v)->nbytes();
@@ -238,10 +246,14 @@ Status Program::run_step(int index, RunState& state, int worker) {
       kctx.inputs.push_back(&held.back());
     }
     runtime::NamedTensors scope;
+    std::set<std::string> constants;  // captured weights: the nested graph's params
     if (st.nested) {
-      for (ir::ValueId v : st.captured) scope.emplace(g.value(v).name, tensor_of(v, state));
-      kctx.run_subgraph = [this, &scope](const ir::Graph& sub, const std::vector<Tensor>& in) {
-        return runtime::run_nested_reference(sub, registry_, in, scope);
+      for (ir::ValueId v : st.captured) {
+        scope.emplace(g.value(v).name, tensor_of(v, state));
+        if (plan_.slots[static_cast<size_t>(v)].kind == ValueSlot::Kind::kParam) constants.insert(g.value(v).name);
+      }
+      kctx.run_subgraph = [this, &scope, &constants](const ir::Graph& sub, const std::vector<Tensor>& in) {
+        return nested_->run(sub, in, scope, constants);
       };
     }
     Status s;

@@ -25,6 +25,7 @@
 namespace tessera::stages {
 
 class ThreadPool;
+class NestedGraphs;
 
 struct RunOptions {
   observe::TraceSink* trace = nullptr;  // spans for every step, when set
@@ -61,6 +62,8 @@ class Program {
   std::string print() const;
   size_t weight_bytes() const { return weight_bytes_; }
   const std::vector<CaptureSegment>& segments() const { return segments_; }
+  // The nested graphs run so far: compiled (for how many shapes) or interpreted, with the reason.
+  std::vector<std::string> nested_summary() const;
 
  private:
   Program(ExecutionPlan plan, const ops::OpRegistry& registry);
@@ -79,6 +82,7 @@ class Program {
   std::unique_ptr<ThreadPool> pool_;
   std::vector<CaptureSegment> segments_;
   std::mutex run_mutex_;
+  std::unique_ptr<NestedGraphs> nested_;  // If branches and Loop bodies, compiled on first use
 };
 
 }  // namespace tessera::stages

@@ -155,6 +155,36 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 0 and j.get("flops_per_sample") is None and j.get("flops_unknown"), "its --json says null and why (%s)" % out[-300:])
     rc, out, err = run("run", audio, "--dim", "T=2048", "--device", "cpu")
     check(rc == 0, "and it runs with T=2048 (%s)" % err.strip())
+    rc, out, err = run("info", audio, "--dim", "T=2048")
+    check(rc == 0 and "FLOPs per sample (T=2048): 28.67K (28672)" in out,
+          "info --dim T=2048 counts its FLOPs and says the size assumed (%s)" % (out + err).strip()[-300:])
+    rc, out, err = run("info", audio, "--dim", "Q=3")
+    check(rc == 1 and "no symbolic dimension 'Q'" in err, "a --dim naming no input symbol is refused (%s)" % err.strip())
+
+# Reshape targets computed from the input's shape (Shape -> Gather -> Unsqueeze -> Concat), as
+# exporters write them: the batch dimension survives into the MatMul, which counts 2 * N * 4 * 4 * 8
+# FLOPs (it counted 0 when the Reshape's output was [?, ?, ?]: Swin-T showed 32 MFLOPs).
+with tempfile.TemporaryDirectory() as tmp:
+    from onnx import TensorProto, helper, numpy_helper
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    g = helper.make_graph([
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+        helper.make_node("Concat", ["n1", "four"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["r"]),
+        helper.make_node("MatMul", ["r", "w"], ["y"])], "shape_chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [i64("zero", 0), i64("axes", [0]), i64("four", [4, 4]),
+         numpy_helper.from_array(np.ones((4, 8), np.float32), "w")])
+    chain = os.path.join(tmp, "chain.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), chain)
+    rc, out, err = run("info", chain)
+    check(rc == 0 and "FLOPs per sample (N=1): 256 (256)" in out, "FLOPs through a computed Reshape target (%s)" % (out + err).strip()[-300:])
+    rc, out, err = run("info", chain, "--dim", "N=3", "--json")
+    j = json.loads(out) if rc == 0 else {}
+    check(j.get("flops_per_sample") == 768 and j.get("dims_assumed") == {"N": 3}, "with --dim N=3 in JSON (%s)" % out[-300:])
 
 # Weights kept as Constant nodes (paddle2onnx's habit) and inside If branches (a voice-activity
 # detector's whole body) are parameters too: 32 + 4 + 4.

@@ -1,5 +1,8 @@
 // The int8 kernels (engine/cpu/int8_kernels.cpp) against the reference kernels of the
 // quantization ops (the qdq-fuse pass: tests/stages/qdq_fuse_test.cpp).
+#include <cmath>
+#include <limits>
+
 #include "tests/engine/cpu_test_util.h"
 
 namespace tessera::cpu_test {
@@ -85,6 +88,72 @@ TEST(CpuInt8, WeightZeroPointsAndRuntimeScalesDecline) {
   const Tensor wz0 = scalar_q(DType::kI8, 0);
   in[5] = &wz0;
   EXPECT_EQ(run_cpu({"QLinearConv", in, {}, runtime_scale, {}, "", 1}).impl, "");
+}
+
+// ONNX Runtime's dynamic quantizer: DynamicQuantizeLinear's three outputs bit-exact (a range
+// straddling 0, all positive, all zeros, odd lengths for the vector tail); NaN or infinity is the
+// reference kernel's error.
+TEST(CpuInt8, DynamicQuantizeLinearMatchesTheReference) {
+  Tensor zeros(DType::kF32, {7});
+  const std::vector<Tensor> xs = {random_f32({3, 1001}, 1, -4, 3), random_f32({37}, 2, 0.5f, 9), zeros,
+                                  random_f32({128, 256}, 3, -0.2f, 0.1f)};
+  for (size_t i = 0; i < xs.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const KernelResult got = run_cpu({"DynamicQuantizeLinear", {&xs[i]}, {}, {false}, {}, "", 3});
+    ASSERT_EQ(got.impl, "cpu.vec:dynamic_quantize");
+    const std::vector<Tensor> want = reference("DynamicQuantizeLinear", {&xs[i]}, {}, 3);
+    ASSERT_EQ(got.outputs.size(), 3u);
+    for (size_t k = 0; k < 3; ++k)
+      EXPECT_TRUE(got.outputs[k].equals(want[k])) << k << ": " << got.outputs[k].summary(8) << "\nwant " << want[k].summary(8);
+  }
+  for (float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
+    Tensor x = random_f32({40}, 4, -1, 1);
+    x.data<float>()[33] = bad;
+    Case c{"DynamicQuantizeLinear", {&x}, {}, {false}, {}, "", 3};
+    c.expect_run_error = true;
+    const KernelResult got = run_cpu(c);
+    EXPECT_NE(got.error.find("input element 33"), std::string::npos) << got.error;
+  }
+}
+
+// MatMulInteger and ConvInteger with the data zero point known only at run time (an input, as
+// DynamicQuantizeLinear gives it), constant, or absent; s8 weights of zero point 0; i32 exact.
+TEST(CpuInt8, IntegerOpsWithRunTimeZeroPointsMatchTheReference) {
+  const Tensor a = random_q(DType::kU8, {2, 5, 64}, 1), b = random_q(DType::kI8, {64, 24}, 2);
+  const Tensor az = scalar_q(DType::kU8, 131), bz = scalar_q(DType::kI8, 0);
+  for (bool runtime_zp : {true, false}) {
+    SCOPED_TRACE(runtime_zp ? "run-time zero point" : "constant zero point");
+    const std::vector<const Tensor*> in = {&a, &b, &az, &bz};
+    const KernelResult got = run_cpu({"MatMulInteger", in, {}, {false, true, !runtime_zp, true}, {}, "", 1});
+    ASSERT_EQ(got.impl, "onednn:matmul_integer");
+    EXPECT_TRUE(got.outputs[0].equals(reference("MatMulInteger", in, {})[0]));
+  }
+  const KernelResult no_zp = run_cpu({"MatMulInteger", {&a, &b}, {}, {false, true}, {}, "", 1});
+  ASSERT_EQ(no_zp.impl, "onednn:matmul_integer");
+  EXPECT_TRUE(no_zp.outputs[0].equals(reference("MatMulInteger", {&a, &b}, {})[0]));
+  struct C {
+    ir::Attributes attrs;
+    Shape x, w;
+  };
+  const std::vector<C> cases = {
+      {{}, {1, 3, 8, 8}, {4, 3, 3, 3}},
+      {{{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, {2, 8, 9, 7}, {16, 8, 3, 3}},
+      {{{"group", int64_t{4}}, {"pads", Ints{1, 1, 1, 1}}}, {1, 8, 6, 6}, {8, 2, 3, 3}},
+      {{}, {1, 32, 5, 5}, {64, 32, 1, 1}},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("conv case " + std::to_string(i));
+    const Tensor x = random_q(DType::kU8, cases[i].x, 40 + static_cast<uint32_t>(i));
+    const Tensor w = random_q(DType::kI8, cases[i].w, 50 + static_cast<uint32_t>(i));
+    const Tensor xz = scalar_q(DType::kU8, 77 + static_cast<double>(i));
+    const std::vector<const Tensor*> in = {&x, &w, &xz, &bz};
+    const KernelResult got = run_cpu({"ConvInteger", in, cases[i].attrs, {false, true, false, true}, {}, "", 1});
+    ASSERT_EQ(got.impl, "onednn:conv_integer");
+    EXPECT_TRUE(got.outputs[0].equals(reference("ConvInteger", in, cases[i].attrs)[0]));
+  }
+  // A weight zero point other than 0 (oneDNN has none): the reference kernel.
+  const Tensor bz3 = scalar_q(DType::kI8, 3);
+  EXPECT_EQ(run_cpu({"MatMulInteger", {&a, &b, &az, &bz3}, {}, {false, true, false, true}, {}, "", 1}).impl, "");
 }
 
 }  // namespace

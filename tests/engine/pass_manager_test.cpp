@@ -133,7 +133,7 @@ TEST(PassManager, ParseErrorsNameThePassAndColumn) {
 
 TEST(PassManager, RegistryListsDefaultPasses) {
   const std::vector<std::string> want = {"canonicalize", "constant-fold", "cse",     "dce",
-                                         "fold-batchnorm", "fuse",        "fuse-patterns", "qdq-fuse"};
+                                         "fold-batchnorm", "fuse",        "fuse-patterns", "qdq-fuse", "widen-f16"};
   EXPECT_EQ(default_pass_registry().names(), want);
 }
 

@@ -2,6 +2,7 @@
 // real samples and on hand-written graphs (branches, control flow, a second device), for 1 and 2
 // threads, and bad feeds are refused with the input named.
 #include "tests/support/paths.h"
+#include "engine/stages/nested.h"
 #include "engine/stages/session.h"
 
 #include <gtest/gtest.h>
@@ -297,6 +298,47 @@ TEST(Session, RunsControlFlowThroughTheReferenceFallback) {
     ASSERT_TRUE(got.has_value()) << got.error().to_string();
     auto want = runtime::run_reference(g, registry(), f);
     expect_close((*got)[0], (*want)[0]);
+  }
+  // Both branches went through the six stages, the captured weight as a param.
+  std::vector<std::string> nested = s.last_program()->nested_summary();
+  ASSERT_EQ(nested.size(), 2u);
+  for (const std::string& line : nested) EXPECT_NE(line.find("compiled for 1 shape"), std::string::npos) << line;
+}
+
+// Loop bodies compile too: one whose carried value keeps its shape compiles once; one whose
+// carried value grows every iteration compiles NestedGraphs::kMaxShapes shapes, then the
+// interpreter takes the later iterations, with the same result.
+TEST(Session, CompilesLoopBodiesPerShapeUpToALimit) {
+  for (bool grow : {false, true}) {
+    ir::Graph body("body");
+    body.add_input("i", ir::TensorType::of(DType::kI64, {}));
+    const ir::ValueId cond = body.add_input("cond", ir::TensorType::of(DType::kBool, {}));
+    const ir::ValueId acc = body.add_input("acc", ir::TensorType::unranked(DType::kF32));
+    const ir::ValueId x = body.add_capture("x", ir::TensorType::of(DType::kF32, {1, 3}));
+    const ir::ValueId w = body.add_capture("w", ir::TensorType::of(DType::kF32, {3}));
+    const ir::NodeId scaled = body.add_node("Mul", {acc, w}, 1, "scaled");
+    const ir::NodeId next = grow ? body.add_node("Concat", {body.node(scaled).outputs[0], x}, 1, "grow", {{"axis", 0}})
+                                 : body.add_node("Add", {body.node(scaled).outputs[0], x}, 1, "step");
+    body.set_outputs({cond, body.node(next).outputs[0]});
+    ir::Graph g("loop");
+    const ir::ValueId xin = g.add_input("x", ir::TensorType::of(DType::kF32, {1, 3}));
+    g.add_param("w", Tensor::from_vector<float>({3}, {0.5f, -1.0f, 2.0f}));
+    const ir::ValueId trips = g.add_param("trips", Tensor::scalar<int64_t>(12));
+    const ir::NodeId loop = g.add_node("Loop", {trips, ir::kNoValue, xin}, 1, "loop", {{"body", body}});
+    g.value(g.node(loop).outputs[0]).name = "y";
+    g.set_outputs(g.node(loop).outputs);
+    Session s(g, registry(), {});
+    runtime::Feeds f{{"x", random_tensor({1, 3}, 6)}};
+    auto got = s.run(f);
+    ASSERT_TRUE(got.has_value()) << got.error().to_string();
+    auto want = runtime::run_reference(g, registry(), f);
+    ASSERT_TRUE(want.has_value()) << want.error().to_string();
+    EXPECT_EQ((*got)[0].shape(), (*want)[0].shape());
+    expect_close((*got)[0], (*want)[0]);
+    std::vector<std::string> nested = s.last_program()->nested_summary();
+    ASSERT_EQ(nested.size(), 1u);
+    const std::string expect = grow ? "compiled for " + std::to_string(NestedGraphs::kMaxShapes) + " shape" : "compiled for 1 shape";
+    EXPECT_NE(nested[0].find(expect), std::string::npos) << nested[0];
   }
 }
 

@@ -1,0 +1,28 @@
+// FLOPs of a graph whose shapes are computed by the graph (passes.h: folded_graph_cost).
+#include "engine/ops/infer.h"
+#include "engine/passes/passes.h"
+
+namespace tessera::passes {
+
+Expected<ops::GraphCost> folded_graph_cost(const ir::Graph& graph, const ops::OpRegistry& registry,
+                                           const std::map<std::string, int64_t>& sizes, int64_t default_size) {
+  ir::Graph g = graph;
+  for (ir::ValueId v : g.inputs())
+    for (ir::Dim& d : g.value(v).type.dims)
+      if (!d.is_known()) {
+        auto it = d.is_symbolic() ? sizes.find(d.symbol) : sizes.end();
+        d = ir::Dim::known(it != sizes.end() ? it->second : default_size);
+      }
+  RETURN_IF_ERROR(ops::infer_types(g, registry));
+  PassContext ctx{registry, {}, {}};
+  // Folding is best effort: a graph it cannot fold is counted as typed.
+  if (Expected<bool> folded = make_constant_fold_pass()->run(g, ctx); !folded.has_value()) g = graph;
+  TRY(ops::GraphCost cost, ops::graph_cost(g, registry, default_size));
+  // Parameters and op counts of the graph as written (folding turned shape nodes into params).
+  cost.params = ops::weight_elements(graph);
+  cost.op_counts.clear();
+  for (ir::NodeId id : graph.node_ids()) ++cost.op_counts[graph.node(id).op];
+  return cost;
+}
+
+}  // namespace tessera::passes
