@@ -178,6 +178,21 @@ struct BenchOptions {
 };
 int run_bench(const BenchOptions& o);
 
+// `tessera generate` (generate_command.cpp): a decoder with a KV cache, token by token.
+struct GenerateOptions {
+  std::string file;
+  std::string prompt;       // comma-separated token ids
+  std::string prompt_file;  // or an .npy of integer ids
+  int tokens = 32;          // new tokens
+  int top_k = 1;            // 1: greedy; else sample among the k most likely
+  double temperature = 1.0;
+  uint64_t seed = 0;
+  int threads = 0;
+  std::string device = "auto";
+  bool json = false;
+};
+int run_generate(const GenerateOptions& o);
+
 struct ConvertOptions {
   std::string in, out;
   std::string to;              // tsr | json | tir | onnx; empty: by OUT's extension

@@ -184,11 +184,21 @@ int run_bench(const BenchOptions& o) {
   const double others = load.others_cores();
   if (others >= 0) rec.metric("bench/other_load_cores", others);
   // Steps on the reference kernel, counted by op and reason.
+  // A step whose shapes were known only at run time counts when a run fell back to its reference
+  // kernel; one that always found a kernel made for its shapes counts as specialised.
   std::map<std::string, int> reference;
-  int reference_steps = 0;
+  int reference_steps = 0, specialised_steps = 0;
+  size_t specialised_kernels = 0;
   for (const stages::Step& s : plan.steps)
     if (s.kind == stages::Step::Kind::kReference) {
-      ++reference[s.why_reference];
+      if (s.specialised) specialised_kernels += s.specialised->kernels_made();
+      if (s.specialised && s.specialised->reference_runs() == 0 && s.specialised->kernel_runs() > 0) {
+        ++specialised_steps;
+        continue;
+      }
+      std::string why = s.why_reference;
+      if (s.specialised && !s.specialised->why_reference().empty()) why += " (" + s.specialised->why_reference() + ")";
+      ++reference[why];
       ++reference_steps;
     }
   // The device, and why there is no GPU when auto found none.
@@ -218,6 +228,7 @@ int run_bench(const BenchOptions& o) {
                      {"threads", so.threads},     {"inter_op", so.inter_op_threads}, {"runs", o.runs},
                      {"flops", plan.total_flops}, {"steps", plan.steps.size()},
                      {"reference_steps", reference_steps}, {"reference_ops", reference},
+                     {"specialised_steps", specialised_steps}, {"specialised_kernels", specialised_kernels},
                      {"other_load_cores", others}};
     print_json(j);
     return rec.finish();
@@ -238,6 +249,9 @@ int run_bench(const BenchOptions& o) {
               static_cast<double>(plan.lower_bound_bytes()) / 1e6);
   std::printf("  %.3f GFLOP per run, %.1f GFLOP/s\n", plan.total_flops / 1e9, gflops);
   std::printf("  load: %s during the timed runs\n", load.describe().c_str());
+  if (specialised_steps > 0)
+    std::printf("  %d step(s) with shapes known only at run time, on %zu kernel(s) made for the shapes seen\n",
+                specialised_steps, specialised_kernels);
   if (reference_steps > 0) {
     std::printf("  %d step(s) on reference kernels:\n", reference_steps);
     for (const auto& [why, count] : reference) std::printf("    %4d x %s\n", count, printable(why).c_str());

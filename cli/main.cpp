@@ -210,6 +210,19 @@ int main(int argc, char** argv) {
   bench_cmd->add_flag("--json", bench.json, "Print {median_ms, min_ms, compile_ms, peak_bytes, gflops, ...} as one line");
   bench_cmd->add_flag("--trace-timed", bench.trace_timed, "Record every kernel span of the timed runs too (measures the tracing overhead)");
 
+  GenerateOptions gen;
+  CLI::App* gen_cmd = app.add_subcommand("generate", "Generate tokens with a decoder exported with a KV cache (past_key_values in, presents out)");
+  gen_cmd->add_option("FILE", gen.file, "Decoder (.onnx, .tsr, .json or .tir)")->required();
+  gen_cmd->add_option("--prompt", gen.prompt, "Prompt token ids, comma-separated");
+  gen_cmd->add_option("--prompt-file", gen.prompt_file, "Prompt token ids in an .npy (integers)");
+  gen_cmd->add_option("--tokens,-n", gen.tokens, "New tokens (default 32)")->check(CLI::Range(1, 1000000));
+  gen_cmd->add_option("--top-k", gen.top_k, "1: greedy (default); K: sample among the K most likely")->check(CLI::Range(1, 1000000));
+  gen_cmd->add_option("--temperature", gen.temperature, "Sampling temperature with --top-k (default 1)")->check(kFinite)->check(CLI::Range(1e-3, 1e3));
+  gen_cmd->add_option("--seed", gen.seed, "Seed of the sampling")->check(kSeedRange);
+  gen_cmd->add_option("--threads,-t", gen.threads, "Threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
+  gen_cmd->add_option("--device", gen.device, device_help);
+  gen_cmd->add_flag("--json", gen.json, "Print {generated, tokens_per_second, ...} as one line");
+
   add_record(run_cmd, run.record);
   add_record(train_cmd, train.record);
   add_record(passes_cmd, passes.record);
@@ -318,6 +331,13 @@ int main(int argc, char** argv) {
     if (*print_cmd) return run_print(print_file);
     if (*passes_cmd) return run_passes(passes);
     if (*bench_cmd) return run_bench(bench);
+    if (*gen_cmd) {
+      if (gen.prompt.empty() == gen.prompt_file.empty()) {
+        std::cerr << "tessera generate: error: give the prompt as --prompt ID,ID,... or --prompt-file FILE.npy (one of them)\n";
+        return 2;
+      }
+      return run_generate(gen);
+    }
     if (*train_cmd) return run_train(train);
     if (*runs_cmd) return run_runs(runs);
   } catch (const std::bad_alloc&) {

@@ -84,6 +84,8 @@ class Tensor {
 
   // The allocation the tensor's bytes live in: equal for tensors that share storage.
   const void* storage_id() const { return storage_.get(); }
+  // No other tensor shares this one's bytes (a kept buffer nobody else holds may be written over).
+  bool storage_unique() const { return storage_.use_count() == 1; }
   void* raw_data() { return storage_.get() + offset_; }
   const void* raw_data() const { return storage_.get() + offset_; }
   template <class T>

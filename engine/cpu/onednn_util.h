@@ -44,6 +44,8 @@ void register_vec_kernels(KernelRegistry& registry);  // vec_kernels.cpp
 void register_vec_train(KernelRegistry& registry);    // vec_train.cpp
 void register_vec_norm(KernelRegistry& registry);     // vec_norm.cpp
 void register_vec_conv(KernelRegistry& registry);     // vec_conv.cpp
+void register_vec_detection(KernelRegistry& registry);  // vec_detection.cpp
+void register_vec_small(KernelRegistry& registry);      // vec_small.cpp
 void register_vec_dist(KernelRegistry& registry);     // vec_dist.cpp
 
 // ---- errors ----

@@ -840,6 +840,8 @@ void register_vec_kernels(KernelRegistry& registry) {
   register_vec_norm(registry);
   register_vec_dist(registry);
   register_vec_conv(registry);
+  register_vec_detection(registry);
+  register_vec_small(registry);
 }
 
 }  // namespace tessera::cpu

@@ -20,6 +20,7 @@
 // Reference kernels in double.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "engine/ir/limits.h"
@@ -113,16 +114,37 @@ Status nms_kernel(KernelContext& ctx) {
       for (int64_t n = 0; n < N; ++n)
         if (!has_score_threshold || s[n] > score_threshold) order.push_back(n);
       std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t bb) { return s[a] > s[bb]; });
+      // A box suppresses only boxes it overlaps, so each candidate is compared with the kept boxes
+      // whose x-range can meet its own: the kept boxes sorted by x1, searched from x1 - (widest
+      // kept box) to x2. torchvision's batched NMS offsets each class's boxes apart and calls NMS
+      // once over all classes (SSDLite: up to 27,000 boxes); comparing each with every kept box
+      // was 60% of SSDLite's time. A box with a coordinate that is not finite has an IoU of 0 or
+      // NaN with every box: it neither suppresses nor is suppressed, and stays out of the index.
       std::vector<int64_t> kept;
+      std::vector<std::pair<double, int64_t>> by_x1;  // finite kept boxes by x1
+      double widest = 0;
       for (int64_t n : order) {
         if (static_cast<int64_t>(kept.size()) >= max_out) break;
+        const Box& a = bx[static_cast<size_t>(n)];
+        const bool finite = std::isfinite(a.x1) && std::isfinite(a.x2) && std::isfinite(a.y1) && std::isfinite(a.y2);
         bool keep = true;
-        for (int64_t k : kept)
-          if (iou(bx[static_cast<size_t>(n)], bx[static_cast<size_t>(k)]) > iou_threshold) {
-            keep = false;
-            break;
-          }
-        if (keep) kept.push_back(n);
+        if (finite) {
+          // Every kept box meeting a has x1 > a.x1 - widest; the margin covers x1 + (x2 - x1) != x2
+          // in floating point.
+          const double from = a.x1 - widest - 4 * std::numeric_limits<double>::epsilon() * (std::fabs(a.x1) + widest);
+          auto it = std::upper_bound(by_x1.begin(), by_x1.end(), std::make_pair(from, std::numeric_limits<int64_t>::max()));
+          for (; it != by_x1.end() && it->first < a.x2; ++it)
+            if (iou(a, bx[static_cast<size_t>(it->second)]) > iou_threshold) {
+              keep = false;
+              break;
+            }
+        }
+        if (!keep) continue;
+        kept.push_back(n);
+        if (finite) {
+          by_x1.insert(std::upper_bound(by_x1.begin(), by_x1.end(), std::make_pair(a.x1, n)), {a.x1, n});
+          widest = std::max(widest, a.x2 - a.x1);
+        }
       }
       for (int64_t k : kept) out.insert(out.end(), {b, c, k});
     }
@@ -160,7 +182,11 @@ Expected<std::vector<TensorType>> infer_roi_align(const InferContext& ctx) {
 
 Status roi_align_kernel(KernelContext& ctx) {
   const DType dt = ctx.in(0).dtype();
-  const Tensor x = ctx.in(0).cast(DType::kF64).contiguous(), rois = ctx.in(1).contiguous();
+  // float32 read as it is (each element widened exactly when used), other types through float64.
+  const bool f32 = dt == DType::kF32;
+  const Tensor x = f32 ? ctx.in(0).contiguous() : ctx.in(0).cast(DType::kF64).contiguous(), rois = ctx.in(1).contiguous();
+  const float* xf = f32 ? x.data<float>() : nullptr;
+  const double* xd = f32 ? nullptr : x.data<double>();
   const std::vector<int64_t> batch = to_int64s(ctx.in(2));
   if (x.rank() != 4 || rois.rank() != 2 || rois.dim(1) != 4 || static_cast<int64_t>(batch.size()) != rois.dim(0))
     return node_error(ctx.node, "X, rois and batch_indices must be [N, C, H, W], [R, 4] and [R]");
@@ -172,6 +198,14 @@ Status roi_align_kernel(KernelContext& ctx) {
   const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), R = rois.dim(0);
   TRY(Tensor y, make_tensor(DType::kF64, {R, C, oh, ow}, ctx.node));
   double* py = y.data<double>();
+  // The sampling points of a region and their bilinear weights depend on the region only: computed
+  // once per region, then applied to every channel (Faster R-CNN: 256 channels, 1,000 regions;
+  // recomputing them per channel made RoiAlign 90 ms a call).
+  struct Sample {
+    int64_t i1, i2, i3, i4;  // corner offsets in the plane; i1 < 0: outside the image (value 0)
+    double w1, w2, w3, w4;
+  };
+  std::vector<Sample> samples;
   for (int64_t r = 0; r < R; ++r) {
     const int64_t n = batch[static_cast<size_t>(r)];
     if (n < 0 || n >= N)
@@ -196,51 +230,63 @@ Status roi_align_kernel(KernelContext& ctx) {
                                       " samples per bin (at most 2^20)");
     const int64_t gh = static_cast<int64_t>(std::max(gh_d, 0.0)), gw = static_cast<int64_t>(std::max(gw_d, 0.0));
     const double count = static_cast<double>(std::max<int64_t>(gh * gw, 1));
+    samples.clear();
+    samples.reserve(static_cast<size_t>(oh * ow * gh * gw));
+    for (int64_t ph = 0; ph < oh; ++ph)
+      for (int64_t pw = 0; pw < ow; ++pw)
+        for (int64_t iy = 0; iy < gh; ++iy) {
+          const double yy = y1 + ph * bh + (iy + 0.5) * bh / static_cast<double>(gh);
+          for (int64_t ix = 0; ix < gw; ++ix) {
+            const double xx = x1 + pw * bw + (ix + 0.5) * bw / static_cast<double>(gw);
+            if (yy < -1.0 || yy > static_cast<double>(H) || xx < -1.0 || xx > static_cast<double>(W)) {
+              samples.push_back({-1, 0, 0, 0, 0, 0, 0, 0});
+              continue;
+            }
+            double yc = std::max(yy, 0.0), xc = std::max(xx, 0.0);
+            int64_t y0 = static_cast<int64_t>(yc), x0 = static_cast<int64_t>(xc), yh, xh;
+            if (y0 >= H - 1) {
+              yh = y0 = H - 1;
+              yc = static_cast<double>(y0);
+            } else {
+              yh = y0 + 1;
+            }
+            if (x0 >= W - 1) {
+              xh = x0 = W - 1;
+              xc = static_cast<double>(x0);
+            } else {
+              xh = x0 + 1;
+            }
+            const double ly = yc - y0, lx = xc - x0, hy = 1 - ly, hx = 1 - lx;
+            samples.push_back({y0 * W + x0, y0 * W + xh, yh * W + x0, yh * W + xh, hy * hx, hy * lx, ly * hx, ly * lx});
+          }
+        }
+    const int64_t per_bin = gh * gw;
     for (int64_t c = 0; c < C; ++c) {
-      const double* plane = x.data<double>() + (n * C + c) * H * W;
-      for (int64_t ph = 0; ph < oh; ++ph)
-        for (int64_t pw = 0; pw < ow; ++pw) {
-          double acc = 0;
-          bool any = false;
-          for (int64_t iy = 0; iy < gh; ++iy) {
-            double yy = y1 + ph * bh + (iy + 0.5) * bh / static_cast<double>(gh);
-            for (int64_t ix = 0; ix < gw; ++ix) {
-              double xx = x1 + pw * bw + (ix + 0.5) * bw / static_cast<double>(gw);
-              double v = 0;
-              if (!(yy < -1.0 || yy > static_cast<double>(H) || xx < -1.0 || xx > static_cast<double>(W))) {
-                double yc = std::max(yy, 0.0), xc = std::max(xx, 0.0);
-                int64_t y0 = static_cast<int64_t>(yc), x0 = static_cast<int64_t>(xc), yh, xh;
-                if (y0 >= H - 1) {
-                  yh = y0 = H - 1;
-                  yc = static_cast<double>(y0);
-                } else {
-                  yh = y0 + 1;
-                }
-                if (x0 >= W - 1) {
-                  xh = x0 = W - 1;
-                  xc = static_cast<double>(x0);
-                } else {
-                  xh = x0 + 1;
-                }
-                const double ly = yc - y0, lx = xc - x0, hy = 1 - ly, hx = 1 - lx;
-                const double w1 = hy * hx, w2 = hy * lx, w3 = ly * hx, w4 = ly * lx;
-                const double v1 = plane[y0 * W + x0], v2 = plane[y0 * W + xh], v3 = plane[yh * W + x0], v4 = plane[yh * W + xh];
-                if (avg) {
-                  v = w1 * v1 + w2 * v2 + w3 * v3 + w4 * v4;
-                } else {  // ONNX Runtime's max: the largest weighted corner
-                  v = std::max(std::max(w1 * v1, w2 * v2), std::max(w3 * v3, w4 * v4));
-                }
-              }
-              if (avg) {
-                acc += v;
-              } else {
-                acc = any ? std::max(acc, v) : v;
-                any = true;
-              }
+      const int64_t plane_at = (n * C + c) * H * W;
+      const auto value = [&](int64_t i) { return f32 ? static_cast<double>(xf[plane_at + i]) : xd[plane_at + i]; };
+      for (int64_t bin = 0; bin < oh * ow; ++bin) {
+        double acc = 0;
+        bool any = false;
+        for (int64_t k = 0; k < per_bin; ++k) {
+          const Sample& sm = samples[static_cast<size_t>(bin * per_bin + k)];
+          double v = 0;
+          if (sm.i1 >= 0) {
+            const double v1 = value(sm.i1), v2 = value(sm.i2), v3 = value(sm.i3), v4 = value(sm.i4);
+            if (avg) {
+              v = sm.w1 * v1 + sm.w2 * v2 + sm.w3 * v3 + sm.w4 * v4;
+            } else {  // ONNX Runtime's max: the largest weighted corner
+              v = std::max(std::max(sm.w1 * v1, sm.w2 * v2), std::max(sm.w3 * v3, sm.w4 * v4));
             }
           }
-          py[((r * C + c) * oh + ph) * ow + pw] = avg ? acc / count : acc;
+          if (avg) {
+            acc += v;
+          } else {
+            acc = any ? std::max(acc, v) : v;
+            any = true;
+          }
         }
+        py[(r * C + c) * oh * ow + bin] = avg ? acc / count : acc;
+      }
     }
   }
   ctx.outputs = {y.cast(dt)};

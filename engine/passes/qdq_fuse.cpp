@@ -45,6 +45,13 @@ bool feeds_qdq_pattern(const ir::Graph& g, const ir::Node& dq) {
         is_movement(g.node(g.value(x).producer).op))
       x = g.node(g.value(x).producer).inputs[0];
     if (!producer(g, x, "DequantizeLinear")) return false;
+    // And the result quantized again, maybe after a Relu: without the QuantizeLinear (ONNX
+    // Runtime's quantizer leaves a Conv before a residual Add or a MaxPool so) qdq-fuse makes no
+    // integer op, and a weight kept dequantized would run on the reference kernel every time.
+    ir::ValueId y = c.outputs.empty() ? ir::kNoValue : c.outputs[0];
+    std::vector<ir::Use> y_uses = y == ir::kNoValue ? std::vector<ir::Use>{} : g.uses(y);
+    if (y_uses.size() == 1 && g.node(y_uses[0].node).op == "Relu") y_uses = g.uses(g.node(y_uses[0].node).outputs[0]);
+    if (y_uses.size() != 1 || g.node(y_uses[0].node).op != "QuantizeLinear") return false;
   }
   return !g.uses(dq.outputs[0]).empty();
 }

@@ -271,8 +271,11 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
           if (t) types += (types.empty() ? "" : ",") + std::string(dtype_name(t->dtype));
         st.why_reference = n.op + "(" + types + "): " + st.why_reference;
       }
+    } else if (all_static) {
+      st.why_reference = n.op + ": control flow on the host; its graphs are compiled through the six stages on first run (stages/nested.h)";
     } else {
-      st.why_reference = n.op + ": " + (all_static ? "control flow on the host; its graphs are compiled through the six stages on first run (stages/nested.h)" : "symbolic shape");
+      st.why_reference = n.op + ": shapes known only at run time";
+      if (devs[static_cast<size_t>(st.device)]->host_accessible()) st.specialised = std::make_unique<ShapeSpecialised>();
     }
     if (st.kind == Step::Kind::kReference && !devs[static_cast<size_t>(st.device)]->runs_reference())
       return make_error(ir::describe_node(n) + ": placed on " + plan.devices[static_cast<size_t>(st.device)] +

@@ -18,6 +18,7 @@
 
 #include "engine/backend/device.h"
 #include "engine/stages/memory_plan.h"
+#include "engine/stages/specialise.h"
 #include "engine/stages/split.h"
 
 namespace tessera::stages {
@@ -47,6 +48,8 @@ struct Step {
   std::unique_ptr<backend::Kernel> kernel;   // kKernel
   std::vector<ir::ValueId> captured;         // values nested graphs read by name (kReference)
   bool nested = false;                       // the node has graph attributes (If, Loop, Scan)
+  // A host step whose types were not all static: kernels made per shape at run time (specialise.h).
+  std::unique_ptr<ShapeSpecialised> specialised;
   size_t scratch_offset = 0, scratch_bytes = 0;
   int scratch_request = -1;
   // The node's gradient inputs are views into one bucket buffer it may sum in place

@@ -89,18 +89,28 @@ Status bind_shapes(ir::Graph& g, const InputShapes& shapes) {
     if (!in.type.is_tensor())
       return make_error("input '" + in.name + "' expects " + in.type.to_string() + " but was given a tensor of shape " +
                         shape_to_string(s));
-    if (!in.type.accepts(in.type.dtype, s))
+    // kDynamicDim: a symbolic dimension the Session keeps symbolic (it changes from run to run).
+    Shape probe = s;
+    for (int64_t& d : probe) d = d == kDynamicDim ? 0 : d;
+    if (!in.type.accepts(in.type.dtype, probe) ||
+        (in.type.rank_known && [&] {
+          for (size_t d = 0; d < s.size(); ++d)
+            if (s[d] == kDynamicDim && !in.type.dims[d].is_symbolic()) return true;
+          return false;
+        }()))
       return make_error("input '" + in.name + "' expects " + in.type.to_string() + " but was given shape " +
                         shape_to_string(s));
     if (in.type.rank_known)
       for (size_t d = 0; d < s.size(); ++d)
-        if (in.type.dims[d].is_symbolic()) {
+        if (in.type.dims[d].is_symbolic() && s[d] != kDynamicDim) {
           auto [pos, inserted] = symbols.emplace(in.type.dims[d].symbol, s[d]);
           if (!inserted && pos->second != s[d])
             return make_error("input '" + in.name + "' has " + in.type.dims[d].symbol + " = " + std::to_string(s[d]) +
                               " but another input has " + in.type.dims[d].symbol + " = " + std::to_string(pos->second));
         }
-    in.type = ir::TensorType::of(in.type.dtype, s);
+    std::vector<ir::Dim> dims;
+    for (size_t d = 0; d < s.size(); ++d) dims.push_back(s[d] == kDynamicDim ? in.type.dims[d] : ir::Dim::known(s[d]));
+    in.type = ir::TensorType(in.type.dtype, std::move(dims));
   }
   return Status::ok();
 }

@@ -17,6 +17,8 @@
 namespace tessera::stages {
 
 using InputShapes = std::map<std::string, Shape>;  // graph input name -> concrete shape
+// In an InputShapes entry: a symbolic dimension left symbolic (Session: a size that keeps changing).
+inline constexpr int64_t kDynamicDim = -1;
 
 struct PreparedGraph {
   ir::Graph graph;

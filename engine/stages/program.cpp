@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "engine/cpu/cpu_backend.h"
+#include "engine/ops/infer.h"
 #include "engine/ir/verifier.h"
 #include "engine/stages/nested.h"
 #include "engine/stages/thread_pool.h"
@@ -20,6 +21,7 @@ namespace tessera::stages {
 struct Program::RunState {
   std::vector<Tensor> inputs;
   std::vector<std::optional<Tensor>> dynamic;  // by value id
+  std::vector<char> handed;  // by value id: 1 when dynamic[v] is a graph output handed over (no copy)
   std::vector<int> pending;
   std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
   std::mutex mu;
@@ -56,6 +58,8 @@ Expected<std::unique_ptr<Program>> Program::load(ExecutionPlan plan, const backe
   }
   for (const Step& st : pl.steps)
     if (st.nested && !p->nested_) p->nested_ = std::make_unique<NestedGraphs>(registry, pl.threads);
+  p->graph_output_.assign(static_cast<size_t>(g.value_capacity()), 0);
+  for (ir::ValueId v : g.outputs()) p->graph_output_[static_cast<size_t>(v)] = 1;
   // Weights: host params are used in place; a device the host cannot address gets its own copy.
   p->device_params_.assign(pl.devices.size(), {});
   for (ir::ValueId v : g.params()) p->weight_bytes_ += g.param_data(v)->nbytes();
@@ -258,7 +262,22 @@ Status Program::run_step(int index, RunState& state, int worker) {
     }
     Status s;
     try {
-      s = def->reference(kctx);
+      bool ran = false;
+      if (st.specialised) {
+        std::vector<const Tensor*> constants;
+        for (ir::ValueId v : n.inputs) constants.push_back(v == ir::kNoValue ? nullptr : ops::constant_value(g, v));
+        Expected<bool> r = st.specialised->run(n, *def, devices_[static_cast<size_t>(st.device)]->kernels(), plan_.threads,
+                                               kctx.inputs, constants, kctx.outputs);
+        if (!r.has_value()) return fail(r.error());
+        ran = *r;
+        // A graph output goes to the caller as it is: the step makes a new buffer when it runs
+        // again while the caller still holds this one (a decoder's cache is not copied per token).
+        if (ran)
+          for (ir::ValueId v : n.outputs)
+            if (graph_output_[static_cast<size_t>(v)] && plan_.slots[static_cast<size_t>(v)].kind == ValueSlot::Kind::kDynamic)
+              state.handed[static_cast<size_t>(v)] = 1;
+      }
+      if (!ran) s = def->reference(kctx);
     } catch (const std::bad_alloc&) {
       s = make_error("out of memory");
     }
@@ -371,6 +390,7 @@ Expected<std::vector<Tensor>> Program::run(const runtime::Feeds& feeds, const Ru
       }
   }
   state.dynamic.resize(static_cast<size_t>(g.value_capacity()));
+  state.handed.assign(static_cast<size_t>(g.value_capacity()), 0);
   // Graph outputs planned in host memory get a buffer of their own for this run, handed to the
   // caller without a copy (a training step returns every new weight and optimizer buffer).
   std::vector<char> own(static_cast<size_t>(g.value_capacity()), 0);
@@ -440,6 +460,9 @@ Expected<std::vector<Tensor>> Program::run(const runtime::Feeds& feeds, const Ru
     } else if (own[static_cast<size_t>(v)] == 1) {  // handed over once; a repeated output is copied
       outs.push_back(*state.dynamic[static_cast<size_t>(v)]);
       own[static_cast<size_t>(v)] = 2;
+    } else if (state.handed[static_cast<size_t>(v)] == 1) {  // a specialised step's own new buffer
+      outs.push_back(*state.dynamic[static_cast<size_t>(v)]);
+      state.handed[static_cast<size_t>(v)] = 2;  // a repeated output is copied
     } else {
       outs.push_back(tensor_of(v, state).clone());
     }

@@ -82,7 +82,8 @@ class Program {
   std::unique_ptr<ThreadPool> pool_;
   std::vector<CaptureSegment> segments_;
   std::mutex run_mutex_;
-  std::unique_ptr<NestedGraphs> nested_;  // If branches and Loop bodies, compiled on first use
+  std::unique_ptr<NestedGraphs> nested_;
+  std::vector<char> graph_output_;  // by value id: 1 for the graph's outputs  // If branches and Loop bodies, compiled on first use
 };
 
 }  // namespace tessera::stages

@@ -59,10 +59,35 @@ Expected<Program*> Session::compile_for(const InputShapes& shapes, int threads) 
   return p;
 }
 
-Expected<std::vector<Tensor>> Session::run(const runtime::Feeds& feeds) {
+InputShapes Session::key_of(const runtime::Feeds& feeds) {
   InputShapes shapes;
   for (const auto& [name, t] : feeds)
     if (t.is_tensor()) shapes[name] = t.shape();  // a sequence's length does not specialise the program
+  if (options_.sizes_before_dynamic <= 0 || options_.training) return shapes;
+  for (ir::ValueId v : graph_.inputs()) {
+    const ir::Value& in = graph_.value(v);
+    auto it = shapes.find(in.name);
+    if (it == shapes.end() || !in.type.rank_known || in.type.dims.size() != it->second.size()) continue;
+    for (size_t d = 0; d < in.type.dims.size(); ++d) {
+      const ir::Dim& dim = in.type.dims[d];
+      if (!dim.is_symbolic()) continue;
+      std::set<int64_t>& seen = sizes_seen_[dim.symbol];
+      if (seen.size() <= static_cast<size_t>(options_.sizes_before_dynamic)) seen.insert(it->second[d]);
+      if (seen.size() > static_cast<size_t>(options_.sizes_before_dynamic)) dynamic_symbols_.insert(dim.symbol);
+    }
+  }
+  for (ir::ValueId v : graph_.inputs()) {
+    const ir::Value& in = graph_.value(v);
+    auto it = shapes.find(in.name);
+    if (it == shapes.end() || !in.type.rank_known || in.type.dims.size() != it->second.size()) continue;
+    for (size_t d = 0; d < in.type.dims.size(); ++d)
+      if (in.type.dims[d].is_symbolic() && dynamic_symbols_.count(in.type.dims[d].symbol)) it->second[d] = kDynamicDim;
+  }
+  return shapes;
+}
+
+Expected<std::vector<Tensor>> Session::run(const runtime::Feeds& feeds) {
+  InputShapes shapes = key_of(feeds);
   // With adapt_threads, a program per thread count the load calls for: oneDNN's primitives keep
   // the thread count they were created for (their parallel regions name it), so fewer threads
   // need primitives made for fewer.

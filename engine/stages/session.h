@@ -10,6 +10,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 
@@ -42,6 +43,11 @@ struct SessionOptions {
   // thread count used (an arena each; weights fed, as in training, are not duplicated). Off:
   // always `threads` (bench, inference).
   bool adapt_threads = false;
+  // A symbolic input dimension that has taken more than this many sizes stays symbolic in the
+  // programs compiled after: its steps get kernels made per shape at run time (specialise.h)
+  // instead of one compilation per size (a decoder's growing cache, OCR lines of every width).
+  // 0: always compile per size.
+  int sizes_before_dynamic = 2;
 };
 
 // Every artefact of one compilation, for printing (`tessera passes`, the studio's pass stepper).
@@ -67,6 +73,8 @@ class Session {
   // Compiles for the feeds' shapes when needed, then executes.
   Expected<std::vector<Tensor>> run(const runtime::Feeds& feeds);
 
+  // Symbols left symbolic because their sizes kept changing (SessionOptions::sizes_before_dynamic).
+  const std::set<std::string>& dynamic_symbols() const { return dynamic_symbols_; }
   // The program the last run() used (nullptr before the first).
   Program* last_program() const { return last_program_; }
   // Reports of the last compilation (stages and passes).
@@ -87,6 +95,9 @@ class Session {
   int64_t last_compile_ns_ = 0;
   Program* last_program_ = nullptr;
   std::unique_ptr<LoadGovernor> governor_;  // when options_.adapt_threads
+  std::map<std::string, std::set<int64_t>> sizes_seen_;  // by input symbol
+  std::set<std::string> dynamic_symbols_;                // left symbolic from now on
+  InputShapes key_of(const runtime::Feeds& feeds);
 };
 
 // Runs the six stages' first five on `graph` and keeps every printed artefact.

@@ -543,3 +543,70 @@ TEST(CpuVec, BlockedLayoutIsAnError) {
 
 }  // namespace
 }  // namespace tessera::cpu_test
+
+namespace tessera::cpu_test {
+namespace {
+
+// RoiAlign (Faster R-CNN's heads): regions inside, across the border and outside the image, in
+// both modes and both coordinate conventions, with and without a sampling ratio, against the
+// reference kernel (double) to float rounding; a bad batch index is the reference's error.
+TEST(CpuVec, RoiAlignMatchesTheReference) {
+  const Tensor x = random_f32({2, 5, 13, 11}, 1, -2, 2);
+  const Tensor rois = Tensor::from_vector<float>({5, 4}, {0.5f, 1.f, 8.f, 9.5f,   -3.f, -2.f, 4.f, 3.f,  2.f, 2.f, 2.4f, 2.2f,
+                                                          10.f, 12.f, 30.f, 40.f, 20.f, 20.f, 25.f, 28.f});
+  const Tensor batch = Tensor::from_vector<int64_t>({5}, {0, 1, 1, 0, 1});
+  for (const char* mode : {"avg", "max"})
+    for (const char* ctm : {"half_pixel", "output_half_pixel"})
+      for (int64_t ratio : {0, 2}) {
+        SCOPED_TRACE(std::string(mode) + " " + ctm + " ratio " + std::to_string(ratio));
+        const ir::Attributes attrs = {{"mode", std::string(mode)}, {"coordinate_transformation_mode", std::string(ctm)},
+                                      {"output_height", int64_t{3}}, {"output_width", int64_t{4}},
+                                      {"sampling_ratio", ratio}, {"spatial_scale", 0.5}};
+        const std::vector<const Tensor*> in = {&x, &rois, &batch};
+        const KernelResult got = run_cpu({"RoiAlign", in, attrs, {false, false, false}, {}, ""});
+        ASSERT_EQ(got.impl, "cpu.vec:roi_align");
+        expect_close(got.outputs[0], reference("RoiAlign", in, attrs)[0], 1e-5, 1e-6);
+      }
+  const Tensor bad = Tensor::from_vector<int64_t>({5}, {0, 1, 2, 0, 1});
+  Case c{"RoiAlign", {&x, &rois, &bad}, {{"output_height", int64_t{2}}, {"output_width", int64_t{2}}}, {false, false, false}, {}, ""};
+  c.expect_run_error = true;
+  EXPECT_NE(run_cpu(c).error.find("batch_indices[2] = 2 is outside [0, 2)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::cpu_test
+
+namespace tessera::cpu_test {
+namespace {
+
+// The setup-free kernels of a decoder step (vec_small.cpp) against the reference kernels: MatMul
+// of a few rows by a run-time operand with broadcast batch axes, Softmax over the last axis (a
+// NaN row stays NaN), Concat of plain buffers on every axis; larger shapes go to oneDNN.
+TEST(CpuVec, SmallKernelsMatchTheReference) {
+  const Tensor a = random_f32({2, 4, 1, 64}, 1), b = random_f32({2, 4, 64, 37}, 2), b1 = random_f32({1, 4, 64, 37}, 3);
+  for (const Tensor* rhs : {&b, &b1}) {
+    const KernelResult got = run_cpu({"MatMul", {&a, rhs}, {}, {false, false}, {}, "", 1, "cpu.vec:small_matmul"});
+    ASSERT_EQ(got.impl, "cpu.vec:small_matmul");
+    expect_close(got.outputs[0], reference("MatMul", {&a, rhs})[0], 1e-5, 1e-6);
+  }
+  const Tensor big = random_f32({64, 64}, 4);
+  EXPECT_EQ(run_cpu({"MatMul", {&big, &big}, {}, {false, false}, {}, "", 1, "cpu.vec:small_matmul"}).impl, "") << "64 rows decline";
+  EXPECT_EQ(run_cpu({"MatMul", {&a, &b}, {}, {false, false}, {}, ""}).impl, "onednn:matmul") << "static programs keep oneDNN";
+  Tensor s = random_f32({3, 5, 19}, 5, -30, 30);
+  s.data<float>()[19 + 4] = std::nanf("");
+  const KernelResult sm = run_cpu({"Softmax", {&s}, {{"axis", int64_t{-1}}}, {false}, {}, "", 1, "cpu.vec:small_softmax"});
+  ASSERT_EQ(sm.impl, "cpu.vec:small_softmax");
+  expect_close(sm.outputs[0], reference("Softmax", {&s}, {{"axis", int64_t{-1}}})[0], 1e-5, 1e-7);
+  EXPECT_TRUE(std::isnan(sm.outputs[0].data<float>()[19 + 7])) << "a row with a NaN is NaN";
+  const Tensor c1 = random_f32({2, 3, 4}, 6), c2 = random_f32({2, 3, 1}, 7), c3 = random_f32({2, 3, 0}, 8);
+  const KernelResult cat = run_cpu({"Concat", {&c1, &c2, &c3}, {{"axis", int64_t{2}}}, {false, false, false}, {}, "", 1, "cpu.vec:concat"});
+  ASSERT_EQ(cat.impl, "cpu.vec:concat");
+  EXPECT_TRUE(cat.outputs[0].equals(reference("Concat", {&c1, &c2, &c3}, {{"axis", int64_t{2}}})[0]));
+  const Tensor d1 = random_f32({1, 4, 7, 8}, 9), d2 = random_f32({1, 4, 1, 8}, 10);
+  const KernelResult cat2 = run_cpu({"Concat", {&d1, &d2}, {{"axis", int64_t{-2}}}, {false, false}, {}, "", 1, "cpu.vec:concat"});
+  ASSERT_EQ(cat2.impl, "cpu.vec:concat");
+  EXPECT_TRUE(cat2.outputs[0].equals(reference("Concat", {&d1, &d2}, {{"axis", int64_t{-2}}})[0]));
+}
+
+}  // namespace
+}  // namespace tessera::cpu_test

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <random>
+#include <set>
 
 #include "engine/ir/text.h"
 #include "engine/ops/infer.h"
@@ -340,6 +341,51 @@ TEST(Session, CompilesLoopBodiesPerShapeUpToALimit) {
     const std::string expect = grow ? "compiled for " + std::to_string(NestedGraphs::kMaxShapes) + " shape" : "compiled for 1 shape";
     EXPECT_NE(nested[0].find(expect), std::string::npos) << nested[0];
   }
+}
+
+// A symbolic dimension whose size keeps changing (a decoder's growing cache) stays symbolic after
+// SessionOptions::sizes_before_dynamic sizes: one more program, whose steps get kernels made per
+// shape at run time (the Reshape's target computed from the input's shape is a shape argument),
+// with results equal to the reference kernels at every size, and repeated shapes made once.
+TEST(Session, KeepsAChangingDimensionSymbolicAndSpecialisesItsSteps) {
+  ir::Graph g = parse(R"(graph "growing" {
+  input %0 "x" : f32[1, P, 8]
+  param %1 "w" : f32[8, 8] = tensor<f32[8, 8]> [0.5, -1.0, 0.25, 2.0, 0.0, 1.5, -0.5, 1.0, 0.5, -1.0, 0.25, 2.0, 0.0, 1.5, -0.5, 1.0, 0.5, -1.0, 0.25, 2.0, 0.0, 1.5, -0.5, 1.0, 0.5, -1.0, 0.25, 2.0, 0.0, 1.5, -0.5, 1.0, 0.5, -1.0, 0.25, 2.0, 0.0, 1.5, -0.5, 1.0, 0.5, -1.0, 0.25, 2.0, 0.0, 1.5, -0.5, 1.0, 0.5, -1.0, 0.25, 2.0, 0.0, 1.5, -0.5, 1.0, 0.5, -1.0, 0.25, 2.0, 0.0, 1.5, -0.5, 1.0]
+  param %2 "tail" : i64[1] = tensor<i64[1]> [-1]
+  #0 = MatMul(%0, %1) -> (%3 : f32[1, P, 8])
+  #1 = Softmax(%3) -> (%4 : f32[1, P, 8]) {axis = 1}
+  #2 = Shape(%0) -> (%5 : i64[3])
+  #3 = Slice(%5, %2, %2) -> (%6 : i64[0])
+  #4 = Concat(%2, %6) -> (%7 : i64[1]) {axis = 0}
+  #5 = Reshape(%4, %7) -> (%8 "y" : f32[?])
+  output %8
+})");
+  SessionOptions options;
+  options.sizes_before_dynamic = 2;
+  Session s(g, registry(), options);
+  for (int64_t p : {3, 5, 4, 9, 4, 11, 9}) {
+    SCOPED_TRACE("P = " + std::to_string(p));
+    runtime::Feeds f{{"x", random_tensor({1, p, 8}, static_cast<uint32_t>(p))}};
+    auto got = s.run(f);
+    ASSERT_TRUE(got.has_value()) << got.error().to_string();
+    auto want = runtime::run_reference(g, registry(), f);
+    ASSERT_TRUE(want.has_value()) << want.error().to_string();
+    EXPECT_EQ((*got)[0].shape(), (Shape{p * 8}));
+    expect_close((*got)[0], (*want)[0]);
+  }
+  EXPECT_EQ(s.dynamic_symbols(), std::set<std::string>{"P"});
+  int specialised = 0;
+  size_t made = 0;
+  const ir::Graph& plan_graph = s.last_program()->plan().graph;
+  for (const Step& st : s.last_program()->plan().steps) {
+    const std::string& op = plan_graph.node(st.node).op;
+    if (!st.specialised || (op != "MatMul" && op != "Softmax" && op != "Reshape")) continue;  // Shape, Slice: reference
+    ++specialised;
+    made += st.specialised->kernels_made();
+    EXPECT_EQ(st.specialised->reference_runs(), 0) << op << ": " << st.specialised->why_reference();
+  }
+  EXPECT_EQ(specialised, 3) << "MatMul, Softmax and the Reshape";
+  EXPECT_LE(made, static_cast<size_t>(specialised * 3)) << "sizes 4, 9 and 11 once each, 4 and 9 again from the cache";
 }
 
 // A graph nested two deep capturing a value of the graph between (an If inside an If branch

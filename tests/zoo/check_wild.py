@@ -98,6 +98,27 @@ def bench(args, zoo, name, entry):
     return f"tessera {tm:.2f} ms, ORT {om:.2f} ms, {tm / om:.2f}x, steps on reference kernels {ref}"
 
 
+def generation(args, model, prompt_len=64, tokens=128):
+    """`tessera generate` against the same greedy loop in ONNX Runtime (tests/bench/ort_generate.js):
+    the same tokens; "generation: ..." with both speeds, or why not."""
+    prompt = ",".join(str((7 * i + 3) % 1000) for i in range(prompt_len))
+    t = subprocess.run([args.tessera, "generate", model, "--prompt", prompt, "--tokens", str(tokens), "--threads",
+                        str(args.threads), "--json"], capture_output=True, text=True, timeout=600)
+    if t.returncode != 0:
+        return f"tessera generate failed: {(t.stderr or t.stdout).strip()[:300]}"
+    o = subprocess.run(["node", os.path.join(kRoot, "tests", "bench", "ort_generate.js"), model, "--prompt", prompt,
+                        "--tokens", str(tokens), "--threads", str(args.threads)],
+                       capture_output=True, text=True, env=node_env(), timeout=600)
+    if o.returncode != 0:
+        return f"ort_generate failed: {(o.stderr or o.stdout).strip()[:300]}"
+    tj, oj = json.loads(t.stdout.strip().splitlines()[-1]), json.loads(o.stdout.strip().splitlines()[-1])
+    if tj["generated"] != oj["generated"]:
+        first = next(i for i, (a, b) in enumerate(zip(tj["generated"] + [None], oj["generated"] + [None])) if a != b)
+        return f"generated tokens differ from ONNX Runtime's from token {first}"
+    return (f"generation: {tokens} tokens as ONNX Runtime's; tokens/s tessera {tj['tokens_per_second']:.0f}, "
+            f"ORT {oj['tokens_per_second']:.0f} (median {tj['median_token_ms']:.3f} vs {oj['median_token_ms']:.3f} ms)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tessera", required=True)
@@ -171,6 +192,10 @@ def main():
             line = f"{'ok   ' if ok else 'FAIL '} {name}: diff {worst:.1e} (tolerance {entry['tolerance']:g}, {seconds:.1f} s)"
             if problems:
                 line += "; " + "; ".join(problems)
+            if ok and name == "gpt_kv":  # the decoder also generates, token by token, as ORT does
+                why = generation(args, os.path.join(args.zoo, name + ".onnx"))
+                ok = why.startswith("generation:")
+                line = line.replace("ok   ", "ok   " if ok else "FAIL ", 1) + "; " + why
             if args.bench and ok:
                 line += "; " + bench(args, args.zoo, name, entry)
             print(line, flush=True)

@@ -20,6 +20,7 @@ Usage: /usr/bin/python3 tests/zoo/make_wild.py [--out DIR] [--models a,b] [--for
 
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -279,6 +280,69 @@ def qdq_quantize(model, calib):
     return model
 
 
+# ---- a decoder with a KV cache ----
+
+class GptKv(nn.Module):
+    """A GPT-style decoder exported as generation tools export one (past_key_values in, present
+    out): input_ids [1, S] and, per layer, past key and value [1, H, P, D/H]; outputs logits
+    [1, S, vocab] and the presents [1, H, P + S, D/H]. Positions continue from P; the causal mask
+    lets position P + i see the cache and the new tokens up to itself."""
+
+    def __init__(self, d=256, heads=4, layers=2, max_positions=1024):
+        super().__init__()
+        self.d, self.heads, self.layers = d, heads, layers
+        self.tokens, self.positions = nn.Embedding(make_zoo.kVocab, d), nn.Embedding(max_positions, d)
+        self.ln1 = nn.ModuleList(nn.LayerNorm(d) for _ in range(layers))
+        self.qkv = nn.ModuleList(nn.Linear(d, 3 * d) for _ in range(layers))
+        self.proj = nn.ModuleList(nn.Linear(d, d) for _ in range(layers))
+        self.ln2 = nn.ModuleList(nn.LayerNorm(d) for _ in range(layers))
+        self.mlp = nn.ModuleList(nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"), nn.Linear(4 * d, d))
+                                 for _ in range(layers))
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, make_zoo.kVocab, bias=False)
+
+    def forward(self, input_ids, *past):
+        b, s = input_ids.shape
+        p = past[0].shape[2]
+        dk = self.d // self.heads
+        pos = torch.arange(p, p + s).unsqueeze(0)
+        x = self.tokens(input_ids) + self.positions(pos)
+        query_at = torch.arange(p, p + s).unsqueeze(1)
+        key_at = torch.arange(p + s).unsqueeze(0)
+        blocked = key_at > query_at
+        presents = []
+        for i in range(self.layers):
+            q, k, v = self.qkv[i](self.ln1[i](x)).split(self.d, dim=2)
+            q, k, v = (t.reshape(b, s, self.heads, dk).transpose(1, 2) for t in (q, k, v))
+            k = torch.cat([past[2 * i], k], dim=2)
+            v = torch.cat([past[2 * i + 1], v], dim=2)
+            presents += [k, v]
+            att = (q @ k.transpose(2, 3)) / math.sqrt(dk)
+            att = att.masked_fill(blocked, float("-inf")).softmax(dim=-1)
+            x = x + self.proj[i]((att @ v).transpose(1, 2).reshape(b, s, self.d))
+            x = x + self.mlp[i](self.ln2[i](x))
+        return (self.head(self.norm(x)),) + tuple(presents)
+
+
+def make_gpt_kv(path):
+    torch.manual_seed(make_zoo.kSeed)
+    model = GptKv().eval()
+    heads, dk, layers = model.heads, model.d // model.heads, model.layers
+    spec = [("input_ids", (1, 3), "int64")] + [(f"past_key_values.{i}.{kv}", (1, heads, 7, dk), "float32")
+                                               for i in range(layers) for kv in ("key", "value")]
+    arrays = make_zoo.make_inputs(spec)
+    names = [n for n, _, _ in spec]
+    outputs = ["logits"] + [f"present.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
+    axes = {"input_ids": {1: "sequence"}, "logits": {1: "sequence"}}
+    for n in names[1:]:
+        axes[n] = {2: "past_sequence"}
+    for n in outputs[1:]:
+        axes[n] = {2: "total_sequence"}
+    torch.onnx.export(model, tuple(torch.from_numpy(a) for a in arrays), path, opset_version=13, input_names=names,
+                      output_names=outputs, dynamic_axes=axes, do_constant_folding=True, **make_zoo.legacy_exporter())
+    return onnx.load(path), [(n, sh, d) for n, sh, d in spec]
+
+
 # ---- the table ----
 
 def image_spec(size=224, batch=1, name="input"):
@@ -398,6 +462,8 @@ kWild = {
     "squeezenet_if_const": ("exporter of a traced branch", "the whole model inside an If on a constant",
                             make_if("squeezenet", "constant"), 1e-4),
     "gpt_unsorted": ("hand-merged file", "nodes in reverse topological order", make_shuffled("gpt"), 1e-4),
+    "gpt_kv": ("PyTorch, past_key_values", "a decoder with a KV cache: 3 new tokens after 7 cached (tessera generate)",
+               make_gpt_kv, 1e-4),
 }
 
 
