@@ -97,10 +97,10 @@ int run_generate(const GenerateOptions& o) {
   const ops::OpRegistry reg = ops::make_default_registry();
   auto g = load_typed(o.file, reg);
   if (!g) return fail(g.error());
-  auto layout = read_layout(*g);
-  if (!layout) return fail(layout.error().within(o.file));
   auto prompt = parse_prompt(o);
   if (!prompt) return fail(prompt.error());
+  auto layout = read_layout(*g);
+  if (!layout) return fail(layout.error().within(o.file));
   stages::SessionOptions so;
   so.threads = o.threads > 0 ? o.threads : default_threads();
   so.device = o.device;

@@ -15,12 +15,20 @@
 //   Reshape(x, s) with static x and result of the same shape -> x
 //   Reshape(Reshape(x, s1) | Flatten(x), s2)     -> Reshape(x, static result shape)
 //   Squeeze(Unsqueeze(x, a), a), Unsqueeze(Squeeze(x, a), a)  -> x   (axes constant, normalised)
+//   If(constant condition)                       -> the chosen branch's nodes in this graph (ONNX
+//                                                   Runtime's constant folding of If): the model
+//                                                   then goes through every pass as one graph.
+//                                                   Not when the branch holds nested graphs, a value
+//                                                   name this graph has, or returns a value it does
+//                                                   not compute, nor when a nested graph captures an
+//                                                   output of the If.
 // An outer node rewritten in place (Transpose, Reshape) keeps its id and adds the inner node to
 // its provenance; the inner node, when now unused, is left to dce.
 #include <algorithm>
 #include <functional>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "engine/ops/infer.h"
 #include "engine/passes/passes.h"
@@ -214,9 +222,64 @@ bool unsqueeze_rule(RuleContext& rc, ir::NodeId id) {
   return forward(rc, id, inner->inputs[0]);
 }
 
+bool if_rule(RuleContext& rc, ir::NodeId id) {
+  ir::Graph& g = rc.g;
+  const Tensor* cond = ops::constant_value(g, g.node(id).inputs[0]);
+  if (!cond || cond->numel() != 1) return false;
+  const ir::Attribute* attr = g.node(id).attr(cond->get(0) != 0 ? "then_branch" : "else_branch");
+  if (!attr || attr->kind() != ir::AttrKind::kGraph) return false;
+  const ir::Graph branch = attr->g();  // a copy: adding nodes below moves the If node
+  if (!branch.inputs().empty() || branch.outputs().size() != g.node(id).outputs.size()) return false;
+  // A nested graph reading an output by name would see it defined by nodes that come after it
+  // (captures are no edges of the topological order): left as it is.
+  for (ir::ValueId out : g.node(id).outputs)
+    if (is_captured(g, out, rc.captured)) return false;
+  std::set<ir::ValueId> returned;
+  for (ir::ValueId out : branch.outputs())
+    if (branch.value(out).kind != ir::ValueKind::kNodeOutput || !returned.insert(out).second) return false;
+  for (ir::NodeId bn : branch.node_ids())
+    if (has_graph_attribute(branch.node(bn))) return false;
+  for (ir::ValueId v = 0; v < branch.value_capacity(); ++v) {
+    if (!branch.has_value(v) || branch.value(v).kind == ir::ValueKind::kCapture || branch.value(v).name.empty()) continue;
+    const std::optional<ir::ValueId> clash = g.find_value(branch.value(v).name);
+    // The If's own outputs go away (exporters often name the branch's output as the If's).
+    if (clash && std::find(g.node(id).outputs.begin(), g.node(id).outputs.end(), *clash) == g.node(id).outputs.end()) return false;
+  }
+  std::vector<ir::ValueId> map(static_cast<size_t>(branch.value_capacity()), ir::kNoValue);
+  for (ir::ValueId c : branch.captures()) {
+    auto v = g.find_value(branch.value(c).name);
+    if (!v) return false;
+    map[static_cast<size_t>(c)] = *v;
+  }
+  Expected<std::vector<ir::NodeId>> order = branch.topological_order();
+  if (!order.has_value()) return false;
+  for (ir::ValueId p : branch.params())
+    map[static_cast<size_t>(p)] = g.add_param(branch.value(p).name, *branch.param_data(p));
+  const std::string origin = g.node(id).provenance.origin;
+  for (ir::NodeId bn : *order) {
+    const ir::Node& b = branch.node(bn);
+    std::vector<ir::ValueId> inputs;
+    for (ir::ValueId v : b.inputs) inputs.push_back(v == ir::kNoValue ? ir::kNoValue : map[static_cast<size_t>(v)]);
+    const ir::NodeId nn = g.add_node(b.op, inputs, static_cast<int>(b.outputs.size()), b.name, b.attrs);
+    g.node(nn).provenance.from = {id};
+    g.node(nn).provenance.origin = b.provenance.origin.empty() ? origin : b.provenance.origin;
+    for (size_t i = 0; i < b.outputs.size(); ++i) {
+      const ir::ValueId nv = g.node(nn).outputs[i];
+      g.value(nv).name = branch.value(b.outputs[i]).name;
+      g.value(nv).type = branch.value(b.outputs[i]).type;
+      map[static_cast<size_t>(b.outputs[i])] = nv;
+    }
+  }
+  const std::vector<ir::ValueId> if_outputs = g.node(id).outputs;
+  for (size_t i = 0; i < if_outputs.size(); ++i) take_over(g, if_outputs[i], map[static_cast<size_t>(branch.outputs()[i])]);
+  g.remove_node(id);
+  return true;
+}
+
 const std::map<std::string, std::vector<Rule>>& rules() {
   static const std::map<std::string, std::vector<Rule>> kRules = {
       {"Identity", {identity_rule}},
+      {"If", {if_rule}},
       {"Dropout", {dropout_rule}},
       {"Add", {neutral_rule(0.0, true)}},
       {"Sub", {neutral_rule(0.0, false)}},

@@ -161,6 +161,14 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run("info", audio, "--dim", "Q=3")
     check(rc == 1 and "no symbolic dimension 'Q'" in err, "a --dim naming no input symbol is refused (%s)" % err.strip())
 
+# tessera generate refuses what is not a decoder with a KV cache, and bad prompts, in one line.
+rc, out, err = run("generate", lenet, "--prompt", "1,2")
+check(rc == 1 and "no token input" in err and "lenet.json" in err, "generate on a CNN says it is no decoder (%s)" % err.strip())
+rc, out, err = run("generate", lenet, "--prompt", "1,x")
+check(rc == 1 and "'x' is not a token id" in err, "a prompt that is not ids is refused naming the item (%s)" % err.strip())
+rc, out, err = run("generate", lenet)
+check(rc == 2 and "--prompt" in err, "generate without a prompt is a usage error (%s)" % err.strip())
+
 # Reshape targets computed from the input's shape (Shape -> Gather -> Unsqueeze -> Concat), as
 # exporters write them: the batch dimension survives into the MatMul, which counts 2 * N * 4 * 4 * 8
 # FLOPs (it counted 0 when the Reshape's output was [?, ?, ?]: Swin-T showed 32 MFLOPs).

@@ -115,6 +115,17 @@ def generation(args, model, prompt_len=64, tokens=128):
     if tj["generated"] != oj["generated"]:
         first = next(i for i, (a, b) in enumerate(zip(tj["generated"] + [None], oj["generated"] + [None])) if a != b)
         return f"generated tokens differ from ONNX Runtime's from token {first}"
+    # A cache of the wrong length (the key of layer 0 longer than its value): one line naming both.
+    with tempfile.TemporaryDirectory(prefix="wild-kv-") as tmp:
+        k = os.path.join(tmp, "k.npy")
+        np.save(k, np.zeros((1, 4, 9, 64), np.float32))
+        zoo = os.path.dirname(model)
+        feeds = ["--input", f"input_ids={os.path.join(zoo, 'gpt_kv.input_ids.npy')}", "--input", f"past_key_values.0.key={k}"]
+        for n in ("past_key_values.0.value", "past_key_values.1.key", "past_key_values.1.value"):
+            feeds += ["--input", f"{n}={os.path.join(zoo, 'gpt_kv.' + n + '.npy')}"]
+        bad = subprocess.run([args.tessera, "run", model, "--no-record"] + feeds, capture_output=True, text=True, timeout=120)
+        if bad.returncode != 1 or "past_sequence = " not in bad.stderr or len(bad.stderr.strip().splitlines()) != 1:
+            return f"a cache of the wrong length: exit {bad.returncode}, {bad.stderr.strip()[:300]!r}"
     return (f"generation: {tokens} tokens as ONNX Runtime's; tokens/s tessera {tj['tokens_per_second']:.0f}, "
             f"ORT {oj['tokens_per_second']:.0f} (median {tj['median_token_ms']:.3f} vs {oj['median_token_ms']:.3f} ms)")
 
