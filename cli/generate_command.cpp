@@ -35,6 +35,12 @@ struct Layout {
 // Reads the decoder's interface; an error names what does not fit.
 Expected<Layout> read_layout(const ir::Graph& g) {
   Layout l;
+  bool tokens = false;
+  for (ir::ValueId v : g.inputs()) {
+    const ir::TensorType& t = g.value(v).type;
+    tokens |= g.value(v).name == "input_ids" || (t.dtype == DType::kI64 && t.rank_known && t.rank() == 2);
+  }
+  if (!tokens) return make_error("no token input (i64 [1, sequence], named input_ids): not a decoder");
   for (ir::ValueId v : g.inputs()) {
     const ir::Value& in = g.value(v);
     const ir::TensorType& t = in.type;
