@@ -26,6 +26,7 @@
 #include "engine/ir/limits.h"
 #include "engine/ops/index_internal.h"
 #include "engine/ops/nn_internal.h"
+#include "engine/ops/roi_align.h"
 
 namespace tessera::ops {
 namespace {
@@ -180,6 +181,74 @@ Expected<std::vector<TensorType>> infer_roi_align(const InferContext& ctx) {
   return std::vector<TensorType>{TensorType(x.dtype, {r, c, Dim::known(oh), Dim::known(ow)})};
 }
 
+}  // namespace
+
+Status roi_align_samples(const double roi[4], int64_t r, const RoiAlignParams& p, int64_t H, int64_t W,
+                         std::vector<RoiSample>& out, int64_t& per_bin, double& count) {
+  const double x1 = roi[0] * p.spatial_scale - p.offset, y1 = roi[1] * p.spatial_scale - p.offset;
+  const double x2 = roi[2] * p.spatial_scale - p.offset, y2 = roi[3] * p.spatial_scale - p.offset;
+  if (!std::isfinite(x1) || !std::isfinite(y1) || !std::isfinite(x2) || !std::isfinite(y2))
+    return make_error("rois[" + std::to_string(r) + "] is not finite");
+  double rw = x2 - x1, rh = y2 - y1;
+  if (p.offset == 0) {  // output_half_pixel (opset 10): regions at least 1 x 1
+    rw = std::max(rw, 1.0);
+    rh = std::max(rh, 1.0);
+  }
+  const double bh = rh / static_cast<double>(p.oh), bw = rw / static_cast<double>(p.ow);
+  // Points per bin: sampling_ratio, else ceil(region / bins); a bin of more than 2^20 points is
+  // refused (a hostile region, not an image).
+  const double gh_d = p.sampling_ratio > 0 ? static_cast<double>(p.sampling_ratio) : std::ceil(rh / static_cast<double>(p.oh));
+  const double gw_d = p.sampling_ratio > 0 ? static_cast<double>(p.sampling_ratio) : std::ceil(rw / static_cast<double>(p.ow));
+  if (gh_d * gw_d > static_cast<double>(1 << 20))
+    return make_error("region " + std::to_string(r) + " needs " + std::to_string(gh_d * gw_d) + " samples per bin (at most 2^20)");
+  const int64_t gh = static_cast<int64_t>(std::max(gh_d, 0.0)), gw = static_cast<int64_t>(std::max(gw_d, 0.0));
+  per_bin = gh * gw;
+  count = static_cast<double>(std::max<int64_t>(per_bin, 1));
+  out.clear();
+  out.reserve(static_cast<size_t>(p.oh * p.ow * per_bin));
+  for (int64_t ph = 0; ph < p.oh; ++ph)
+    for (int64_t pw = 0; pw < p.ow; ++pw)
+      for (int64_t iy = 0; iy < gh; ++iy) {
+        const double yy = y1 + ph * bh + (iy + 0.5) * bh / static_cast<double>(gh);
+        for (int64_t ix = 0; ix < gw; ++ix) {
+          const double xx = x1 + pw * bw + (ix + 0.5) * bw / static_cast<double>(gw);
+          if (yy < -1.0 || yy > static_cast<double>(H) || xx < -1.0 || xx > static_cast<double>(W)) {
+            out.push_back({-1, 0, 0, 0, 0, 0, 0, 0});
+            continue;
+          }
+          double yc = std::max(yy, 0.0), xc = std::max(xx, 0.0);
+          int64_t y0 = static_cast<int64_t>(yc), x0 = static_cast<int64_t>(xc), yh, xh;
+          if (y0 >= H - 1) {
+            yh = y0 = H - 1;
+            yc = static_cast<double>(y0);
+          } else {
+            yh = y0 + 1;
+          }
+          if (x0 >= W - 1) {
+            xh = x0 = W - 1;
+            xc = static_cast<double>(x0);
+          } else {
+            xh = x0 + 1;
+          }
+          const double ly = yc - y0, lx = xc - x0, hy = 1 - ly, hx = 1 - lx;
+          out.push_back({y0 * W + x0, y0 * W + xh, yh * W + x0, yh * W + xh, hy * hx, hy * lx, ly * hx, ly * lx});
+        }
+      }
+  return Status::ok();
+}
+
+namespace {
+
+RoiAlignParams roi_align_params(const AttrReader& a) {
+  RoiAlignParams p;
+  p.oh = a.i("output_height");
+  p.ow = a.i("output_width");
+  p.sampling_ratio = a.i("sampling_ratio");
+  p.spatial_scale = a.f("spatial_scale");
+  p.offset = a.s("coordinate_transformation_mode") == "half_pixel" ? 0.5 : 0.0;
+  return p;
+}
+
 Status roi_align_kernel(KernelContext& ctx) {
   const DType dt = ctx.in(0).dtype();
   // float32 read as it is (each element widened exactly when used), other types through float64.
@@ -191,76 +260,25 @@ Status roi_align_kernel(KernelContext& ctx) {
   if (x.rank() != 4 || rois.rank() != 2 || rois.dim(1) != 4 || static_cast<int64_t>(batch.size()) != rois.dim(0))
     return node_error(ctx.node, "X, rois and batch_indices must be [N, C, H, W], [R, 4] and [R]");
   const AttrReader a = ctx.attrs();
-  const int64_t oh = a.i("output_height"), ow = a.i("output_width"), sr = a.i("sampling_ratio");
-  const double scale = a.f("spatial_scale");
+  const RoiAlignParams p = roi_align_params(a);
   const bool avg = a.s("mode") == "avg";
-  const double offset = a.s("coordinate_transformation_mode") == "half_pixel" ? 0.5 : 0.0;
-  const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), R = rois.dim(0);
+  const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), R = rois.dim(0), oh = p.oh, ow = p.ow;
   TRY(Tensor y, make_tensor(DType::kF64, {R, C, oh, ow}, ctx.node));
   double* py = y.data<double>();
-  // The sampling points of a region and their bilinear weights depend on the region only: computed
-  // once per region, then applied to every channel (Faster R-CNN: 256 channels, 1,000 regions;
-  // recomputing them per channel made RoiAlign 90 ms a call).
-  struct Sample {
-    int64_t i1, i2, i3, i4;  // corner offsets in the plane; i1 < 0: outside the image (value 0)
-    double w1, w2, w3, w4;
-  };
-  std::vector<Sample> samples;
+  // The sampling points of a region depend on the region only: computed once per region, then
+  // applied to every channel (Faster R-CNN: 256 channels, 1,000 regions; recomputing them per
+  // channel made RoiAlign 90 ms a call).
+  std::vector<RoiSample> samples;
   for (int64_t r = 0; r < R; ++r) {
     const int64_t n = batch[static_cast<size_t>(r)];
     if (n < 0 || n >= N)
       return node_error(ctx.node, "batch_indices[" + std::to_string(r) + "] = " + std::to_string(n) + " is outside [0, " +
                                       std::to_string(N) + ")");
-    const double x1 = rois.get(r * 4) * scale - offset, y1 = rois.get(r * 4 + 1) * scale - offset;
-    const double x2 = rois.get(r * 4 + 2) * scale - offset, y2 = rois.get(r * 4 + 3) * scale - offset;
-    if (!std::isfinite(x1) || !std::isfinite(y1) || !std::isfinite(x2) || !std::isfinite(y2))
-      return node_error(ctx.node, "rois[" + std::to_string(r) + "] is not finite");
-    double rw = x2 - x1, rh = y2 - y1;
-    if (offset == 0) {  // output_half_pixel (opset 10): regions at least 1 x 1
-      rw = std::max(rw, 1.0);
-      rh = std::max(rh, 1.0);
-    }
-    const double bh = rh / static_cast<double>(oh), bw = rw / static_cast<double>(ow);
-    // Samples per bin: sampling_ratio, else ceil(region / bins); a bin of more than 2^20 samples
-    // is refused (a hostile region, not an image).
-    const double gh_d = sr > 0 ? static_cast<double>(sr) : std::ceil(rh / static_cast<double>(oh));
-    const double gw_d = sr > 0 ? static_cast<double>(sr) : std::ceil(rw / static_cast<double>(ow));
-    if (gh_d * gw_d > static_cast<double>(1 << 20))
-      return node_error(ctx.node, "region " + std::to_string(r) + " needs " + std::to_string(gh_d * gw_d) +
-                                      " samples per bin (at most 2^20)");
-    const int64_t gh = static_cast<int64_t>(std::max(gh_d, 0.0)), gw = static_cast<int64_t>(std::max(gw_d, 0.0));
-    const double count = static_cast<double>(std::max<int64_t>(gh * gw, 1));
-    samples.clear();
-    samples.reserve(static_cast<size_t>(oh * ow * gh * gw));
-    for (int64_t ph = 0; ph < oh; ++ph)
-      for (int64_t pw = 0; pw < ow; ++pw)
-        for (int64_t iy = 0; iy < gh; ++iy) {
-          const double yy = y1 + ph * bh + (iy + 0.5) * bh / static_cast<double>(gh);
-          for (int64_t ix = 0; ix < gw; ++ix) {
-            const double xx = x1 + pw * bw + (ix + 0.5) * bw / static_cast<double>(gw);
-            if (yy < -1.0 || yy > static_cast<double>(H) || xx < -1.0 || xx > static_cast<double>(W)) {
-              samples.push_back({-1, 0, 0, 0, 0, 0, 0, 0});
-              continue;
-            }
-            double yc = std::max(yy, 0.0), xc = std::max(xx, 0.0);
-            int64_t y0 = static_cast<int64_t>(yc), x0 = static_cast<int64_t>(xc), yh, xh;
-            if (y0 >= H - 1) {
-              yh = y0 = H - 1;
-              yc = static_cast<double>(y0);
-            } else {
-              yh = y0 + 1;
-            }
-            if (x0 >= W - 1) {
-              xh = x0 = W - 1;
-              xc = static_cast<double>(x0);
-            } else {
-              xh = x0 + 1;
-            }
-            const double ly = yc - y0, lx = xc - x0, hy = 1 - ly, hx = 1 - lx;
-            samples.push_back({y0 * W + x0, y0 * W + xh, yh * W + x0, yh * W + xh, hy * hx, hy * lx, ly * hx, ly * lx});
-          }
-        }
-    const int64_t per_bin = gh * gw;
+    const double roi[4] = {rois.get(r * 4), rois.get(r * 4 + 1), rois.get(r * 4 + 2), rois.get(r * 4 + 3)};
+    int64_t per_bin;
+    double count;
+    if (Status st = roi_align_samples(roi, r, p, H, W, samples, per_bin, count); !st.is_ok())
+      return node_error(ctx.node, st.error().message);
     for (int64_t c = 0; c < C; ++c) {
       const int64_t plane_at = (n * C + c) * H * W;
       const auto value = [&](int64_t i) { return f32 ? static_cast<double>(xf[plane_at + i]) : xd[plane_at + i]; };
@@ -268,7 +286,7 @@ Status roi_align_kernel(KernelContext& ctx) {
         double acc = 0;
         bool any = false;
         for (int64_t k = 0; k < per_bin; ++k) {
-          const Sample& sm = samples[static_cast<size_t>(bin * per_bin + k)];
+          const RoiSample& sm = samples[static_cast<size_t>(bin * per_bin + k)];
           double v = 0;
           if (sm.i1 >= 0) {
             const double v1 = value(sm.i1), v2 = value(sm.i2), v3 = value(sm.i3), v4 = value(sm.i4);
