@@ -1,6 +1,8 @@
 // Parameter and FLOP counting over a graph.
 #include "engine/ops/cost.h"
 
+#include <algorithm>
+
 #include "engine/ops/infer.h"
 
 namespace tessera::ops {
@@ -9,6 +11,24 @@ namespace {
 // Categories whose ops do arithmetic per output element when they have no flops function.
 bool is_math_category(const std::string& c) {
   return c == "math" || c == "activation" || c == "normalization" || c == "reduce" || c == "nn";
+}
+
+// FLOPs of the graphs a node holds: the larger branch of an If, a Loop's or Scan's body once.
+double nested_flops(const ir::Node& n, const OpRegistry& registry, int depth) {
+  if (depth > 64) return 0;
+  double total = 0, largest = 0;
+  for (const auto& [key, attr] : n.attrs) {
+    if (attr.kind() != ir::AttrKind::kGraph) continue;
+    const ir::Graph& sub = attr.g();
+    double f = 0;
+    for (ir::NodeId id : sub.node_ids()) {
+      const OpDef* def = registry.find(sub.node(id).op);
+      if (def) f += node_flops(sub, id, *def) + nested_flops(sub.node(id), registry, depth + 1);
+    }
+    total += f;
+    largest = std::max(largest, f);
+  }
+  return n.op == "If" ? largest : total;
 }
 
 }  // namespace
@@ -60,7 +80,7 @@ Expected<GraphCost> graph_cost(const ir::Graph& graph, const OpRegistry& registr
   for (ir::NodeId id : g.node_ids()) {
     const ir::Node& n = g.node(id);
     ++cost.op_counts[n.op];
-    double f = node_flops(g, id, *registry.find(n.op));
+    double f = node_flops(g, id, *registry.find(n.op)) + nested_flops(n, registry, 0);
     cost.flops += f;
     cost.flops_by_op[n.op] += f;
     cost.flops_by_node[id] = f;

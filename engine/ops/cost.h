@@ -26,8 +26,9 @@ struct GraphCost {
 int64_t weight_elements(const ir::Graph& g, int depth = 0);
 
 // Binds every symbolic or unknown input dimension to `symbol_size` (1: "per sample" when the
-// symbol is the batch), re-infers types on a copy and sums each node's FLOPs. Nested graphs (If,
-// Loop) count once: their trip count is not known statically.
+// symbol is the batch), re-infers types on a copy and sums each node's FLOPs. Nested graphs count
+// in their node: an If its larger branch, a Loop or Scan its body once (the trip count is not
+// known statically).
 // FLOPs of one node of a typed graph (its op's flops function, else one per output element for
 // math-like categories, else 0).
 double node_flops(const ir::Graph& graph, ir::NodeId node, const OpDef& def);

@@ -215,6 +215,8 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run("info", model, "--json")
     j = json.loads(out) if rc == 0 else {}
     check(rc == 0 and j.get("parameters") == 40, "weights in Constant nodes and If branches count as parameters (%s)" % (out + err)[-300:])
+    # FLOPs: the MatMul's 2 * 2 * 8 * 4 and the If's larger branch (an Add of [2, 4]): 128 + 8.
+    check(rc == 0 and j.get("flops_per_sample") == 136, "an If counts its larger branch's FLOPs (%s)" % (out + err)[-300:])
 
 # Devices: --device on every command, `info --devices`, and the CUDA plugin loaded at run time.
 rc, out, err = run("info", "--devices", "--json")
