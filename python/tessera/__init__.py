@@ -16,6 +16,8 @@
     t = tessera.Trainer(g, optimizer="momentum", lr=0.01, epochs=2)   # recorded in insight
     t.fit(x=images, y=labels)
 
+    ids = tessera.generate(sess, prompt=[1, 2, 3], max_new_tokens=32)   # a decoder with a KV cache
+
     with tessera.insight.run("my-pytorch-run", params={"lr": 0.1}) as run:
         run.log(step, loss=loss.item())
 
@@ -36,11 +38,12 @@ from tessera._tessera import (  # noqa: F401
     op_schemas,
 )
 from tessera import insight, ops  # noqa: F401
+from tessera.generate import generate  # noqa: F401
 
 #: Debian's Fashion-MNIST (package dataset-fashion-mnist), an IDX folder Trainer.fit(data=...) reads.
 FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
 
 __all__ = [
     "Error", "Graph", "InferenceSession", "NodeArg", "Trainer", "Value", "compile", "load",
-    "op_schemas", "insight", "ops", "FASHION_MNIST", "__version__",
+    "op_schemas", "insight", "ops", "generate", "FASHION_MNIST", "__version__",
 ]

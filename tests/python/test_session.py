@@ -235,3 +235,28 @@ def test_devices_list_the_cpu_and_why_there_is_no_gpu():
             tessera.InferenceSession(lenet, device="cuda")
         with pytest.raises(ValueError, match="no CUDA device is usable here"):
             tessera.Trainer(lenet, device="cuda")
+
+
+def test_generate_matches_the_cli_and_refuses_what_is_no_decoder():
+    """tessera.generate on the second zoo's decoder with a KV cache gives the tokens `tessera
+    generate` gives (greedy; sampling repeatable by seed), and a CNN is refused naming why."""
+    import json
+    import os
+    import subprocess
+    from conftest import ZOO
+    model = ZOO / "wild" / "gpt_kv.onnx"
+    cli = os.environ.get("TESSERA_CLI")
+    if not model.exists() or not cli:
+        pytest.skip("the second zoo (tests/zoo/make_wild.py) or TESSERA_CLI is missing")
+    prompt = [(7 * i + 3) % 1000 for i in range(16)]
+    sess = tessera.InferenceSession(str(model), threads=2)
+    got = tessera.generate(sess, prompt, 24)
+    proc = subprocess.run([cli, "generate", str(model), "--prompt", ",".join(map(str, prompt)), "--tokens", "24",
+                           "--threads", "2", "--json"], capture_output=True, text=True, check=True)
+    assert got == json.loads(proc.stdout)["generated"]
+    sampled = tessera.generate(sess, prompt, 8, top_k=20, temperature=0.7, seed=3)
+    assert sampled == tessera.generate(sess, prompt, 8, top_k=20, temperature=0.7, seed=3)
+    assert all(0 <= t < 1000 for t in sampled)
+    lenet = tessera.InferenceSession(str(ROOT / "samples" / "lenet.json"))
+    with pytest.raises(ValueError, match="not a decoder"):
+        tessera.generate(lenet, [1, 2], 4)
