@@ -7,7 +7,7 @@
 // others are the presents [1, heads, past + sequence, head_size], one per past input in the same
 // order. The loop feeds the prompt with an empty cache, then each chosen token with the presents
 // of the step before: the presents are the program's own output buffers, fed back without a copy
-// (the Session keeps the growing past dimension symbolic after a few sizes, stages/session.h).
+// (the Session keeps the growing past dimension symbolic from its second size, stages/session.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -110,6 +110,7 @@ int run_generate(const GenerateOptions& o) {
   stages::SessionOptions so;
   so.threads = o.threads > 0 ? o.threads : default_threads();
   so.device = o.device;
+  so.sizes_before_dynamic = 1;  // the past length changes every token: symbolic from its second size
   stages::Session session(*g, reg, so);
 
   const Layout& l = *layout;

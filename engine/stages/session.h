@@ -44,10 +44,12 @@ struct SessionOptions {
   // always `threads` (bench, inference).
   bool adapt_threads = false;
   // A symbolic input dimension that has taken more than this many sizes stays symbolic in the
-  // programs compiled after: its steps get kernels made per shape at run time (specialise.h)
-  // instead of one compilation per size (a decoder's growing cache, OCR lines of every width).
-  // 0: always compile per size.
-  int sizes_before_dynamic = 2;
+  // programs compiled after for new sizes: their steps get kernels made per shape at run time
+  // (specialise.h) instead of one compilation per size (a decoder's growing cache, OCR lines of
+  // every width). Sizes that already have a program keep it: a static program is the faster (a
+  // ResNet-18 at a size it was compiled for ran 1.45x slower in the symbolic program: no blocked
+  // layouts). 0: always compile per size.
+  int sizes_before_dynamic = 4;
 };
 
 // Every artefact of one compilation, for printing (`tessera passes`, the studio's pass stepper).
@@ -97,7 +99,7 @@ class Session {
   std::unique_ptr<LoadGovernor> governor_;  // when options_.adapt_threads
   std::map<std::string, std::set<int64_t>> sizes_seen_;  // by input symbol
   std::set<std::string> dynamic_symbols_;                // left symbolic from now on
-  InputShapes key_of(const runtime::Feeds& feeds);
+  InputShapes key_of(const runtime::Feeds& feeds, int threads);
 };
 
 // Runs the six stages' first five on `graph` and keeps every printed artefact.

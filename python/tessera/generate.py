@@ -9,7 +9,8 @@ per layer a past key and value [1, heads, past, head size] (float inputs of rank
 optionally ``attention_mask`` [1, past + sequence] and ``position_ids`` [1, sequence]; the first
 output is the logits [1, sequence, vocabulary], the others the presents, one per past input in the
 same order. The presents are fed back as the next past as they came out (no copy); the session
-keeps the growing past dimension symbolic after two sizes, so it does not compile per token.
+keeps the growing past dimension symbolic after a few sizes (SessionOptions::sizes_before_dynamic,
+4), so it does not compile per token.
 """
 
 import numpy as np
