@@ -142,8 +142,8 @@ std::string file_name_for(const std::string& value_name, size_t index) {
 
 }  // namespace
 
-// --dim SYMBOL=SIZE specs as a map.
-static Expected<std::map<std::string, int64_t>> parse_dims(const std::vector<std::string>& specs) {
+// --dim SYMBOL=SIZE specs as a map; a symbol no input of `g` has is a mistake, named with those it has.
+static Expected<std::map<std::string, int64_t>> parse_dims(const ir::Graph& g, const std::vector<std::string>& specs) {
   std::map<std::string, int64_t> dims;
   for (const std::string& d : specs) {
     auto kv = split_assignment(d, "--dim");
@@ -154,16 +154,7 @@ static Expected<std::map<std::string, int64_t>> parse_dims(const std::vector<std
       return (make_error("--dim " + d + ": size must be a non-negative integer"));
     dims[kv->first] = n;
   }
-  return dims;
-}
-
-Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std::vector<std::string>& inputs,
-                                                   const std::vector<std::string>& dims_specs, uint64_t seed,
-                                                   std::map<std::string, std::string>* source) {
-  std::map<std::string, std::string> ignored;
-  if (!source) source = &ignored;
-  TRY(auto dims, parse_dims(dims_specs));
-  std::set<std::string> symbols;  // of the graph's inputs: a --dim naming another is a mistake
+  std::set<std::string> symbols;
   for (ir::ValueId v : g.inputs())
     for (const ir::Dim& d : g.value(v).type.dims)
       if (d.is_symbolic()) symbols.insert(d.symbol);
@@ -174,6 +165,15 @@ Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std
       return make_error("--dim " + symbol + "=" + std::to_string(size) + ": the graph's inputs have no symbolic dimension '" + symbol +
                         "' (" + (known.empty() ? std::string("they have none") : "they have: " + known) + ")");
     }
+  return dims;
+}
+
+Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std::vector<std::string>& inputs,
+                                                   const std::vector<std::string>& dims_specs, uint64_t seed,
+                                                   std::map<std::string, std::string>* source) {
+  std::map<std::string, std::string> ignored;
+  if (!source) source = &ignored;
+  TRY(auto dims, parse_dims(g, dims_specs));
   runtime::Feeds feeds;
   for (const std::string& spec : inputs) {
     auto kv = split_assignment(spec, "--input");
@@ -244,7 +244,7 @@ int run_info(const InfoOptions& o) {
   if (!doc) return fail(doc.error());
   const ir::Graph* g = &doc->graph;
   const formats::Metadata& meta = doc->metadata;
-  auto parsed = parse_dims(o.dims);
+  auto parsed = parse_dims(*g, o.dims);
   if (!parsed) return fail(parsed.error());
   std::map<std::string, int64_t> sizes = *parsed;
   // The sizes assumed for the inputs' symbolic dimensions, said beside the FLOPs.
@@ -255,8 +255,6 @@ int run_info(const InfoOptions& o) {
       if (d.is_symbolic()) assumed[d.symbol] = sizes.count(d.symbol) ? sizes[d.symbol] : 1;
       else if (!d.is_known()) unnamed = true;
     }
-  for (const auto& [symbol, size] : sizes)
-    if (!assumed.count(symbol)) return fail(make_error("--dim " + symbol + "=" + std::to_string(size) + ": the graph's inputs have no symbolic dimension '" + symbol + "'"));
   std::string assumption;
   for (const auto& [symbol, size] : assumed) assumption += (assumption.empty() ? "" : ", ") + symbol + "=" + std::to_string(size);
   if (unnamed) assumption += std::string(assumption.empty() ? "" : ", ") + "unnamed dimensions=1";

@@ -262,18 +262,12 @@ Expected<KernelPtr> make_qlinear_conv(const ContextPtr& ctx, const KernelInit& i
   const memory::dims in(x.begin() + 2, x.end()), out(y.begin() + 2, y.end()), kernel(w.begin() + 2, w.end());
   auto geom = window_geom(init, kernel, in, out);
   if (!geom) return decline(init, impl, geom.error().message);
-  const int64_t group = attr_int(init, "group", 1);
-  memory::dims wdims = w;
-  if (group > 1) {
-    wdims = {group, w[0] / group};
-    wdims.insert(wdims.end(), w.begin() + 1, w.end());
-  }
-  static const tag kPlain[] = {tag::undef, tag::undef, tag::undef, tag::abc, tag::abcd, tag::abcde, tag::abcdef};
+  const memory::dims wdims = grouped_weight_dims(w, attr_int(init, "group", 1));
   auto src_md = layout_md(x, in_layout, onednn_type(xt->dtype));
   auto dst_md = layout_md(y, out_layout, onednn_type(init.out_types[0]->dtype));
   if (!src_md || !dst_md) return decline(init, impl, "layout of this rank");
   const memory::desc user_src = *src_md, user_dst = *dst_md;
-  const memory::desc user_wei(wdims, dt::s8, kPlain[wdims.size()]);
+  const memory::desc user_wei = plain_md(wdims, dt::s8);
   const memory::desc src_any(x, onednn_type(xt->dtype), tag::any), dst_any(y, onednn_type(init.out_types[0]->dtype), tag::any);
   const memory::desc wei_any(wdims, dt::s8, tag::any);
   const memory::desc bias_md = q->bias ? memory::desc({w[0]}, dt::s32, tag::x) : memory::desc();
@@ -395,12 +389,11 @@ Expected<IntegerParams> read_integer_params(const KernelInit& init) {
   const Tensor* w = constant_at(init, 1);
   if (!w) return make_error("weights must be constant");
   p.q.weights = w->contiguous();
-  if (const ir::TensorType* wz = input_type(init, 3)) {
+  if (input_type(init, 3)) {
     auto v = const_values(init, 3);
     if (!v) return make_error("the weights' zero point must be constant");
     for (double z : *v)
       if (z != 0) return make_error("weight zero points must be 0");
-    (void)wz;
   }
   if (const ir::TensorType* xz = input_type(init, 2)) {
     if (!xz->is_static() || xz->static_numel() != 1) return make_error("per-row data zero points");
@@ -463,16 +456,9 @@ Expected<KernelPtr> make_conv_integer(const ContextPtr& ctx, const KernelInit& i
   const memory::dims in(x.begin() + 2, x.end()), out(y.begin() + 2, y.end()), kernel(w.begin() + 2, w.end());
   auto geom = window_geom(init, kernel, in, out);
   if (!geom) return decline(init, impl, geom.error().message);
-  const int64_t group = attr_int(init, "group", 1);
-  memory::dims wdims = w;
-  if (group > 1) {
-    wdims = {group, w[0] / group};
-    wdims.insert(wdims.end(), w.begin() + 1, w.end());
-  }
-  static const tag kPlain[] = {tag::undef, tag::undef, tag::undef, tag::abc, tag::abcd, tag::abcde, tag::abcdef};
-  const memory::desc user_src(x, onednn_type(xt->dtype), kPlain[x.size()]);
-  const memory::desc user_dst(y, dt::s32, kPlain[y.size()]);
-  const memory::desc user_wei(wdims, dt::s8, kPlain[wdims.size()]);
+  const memory::dims wdims = grouped_weight_dims(w, attr_int(init, "group", 1));
+  const memory::desc user_src = plain_md(x, onednn_type(xt->dtype)), user_dst = plain_md(y, dt::s32);
+  const memory::desc user_wei = plain_md(wdims, dt::s8);
   std::unique_ptr<Int8Kernel> k;
   Status st = guarded(impl, [&] {
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,

@@ -45,11 +45,7 @@ class ConvKernel : public OneDnnKernel {
     TRY(src_user_md_, layout_md(x, layout_at(init, 0)));
     TRY(dst_user_md_, layout_md(y, init.out_layout));
     if (!layout_at(init, 1).empty()) return make_error("blocked weights");
-    memory::dims wd = w;
-    if (group > 1) {
-      wd = {group, w[0] / group};
-      wd.insert(wd.end(), w.begin() + 1, w.end());
-    }
+    const memory::dims wd = grouped_weight_dims(w, group);
     wei_user_md_ = plain_md(wd);
     w_const_ = constant_at(init, 1);
     if (w_const_) w_copy_ = w_const_->contiguous();

@@ -50,11 +50,18 @@ memory::dims dims_of(const ir::TensorType& t) {
   return d;
 }
 
-memory::desc plain_md(const memory::dims& dims) {
+memory::desc plain_md(const memory::dims& dims, memory::data_type type) {
   memory::dims strides(dims.size(), 1);
   for (size_t i = dims.size(); i-- > 1;)
     strides[i - 1] = strides[i] * std::max<memory::dim>(dims[i], 1);
-  return memory::desc(dims, memory::data_type::f32, strides);
+  return memory::desc(dims, type, strides);
+}
+
+memory::dims grouped_weight_dims(const memory::dims& w, int64_t group) {
+  if (group <= 1) return w;
+  memory::dims g = {group, w[0] / group};
+  g.insert(g.end(), w.begin() + 1, w.end());
+  return g;
 }
 
 namespace {
@@ -84,14 +91,7 @@ const TagInfo* find_tag(const LayoutTag& layout) {
 }  // namespace
 
 Expected<memory::desc> layout_md(const memory::dims& dims, const LayoutTag& layout, memory::data_type type) {
-  if (layout.empty()) {
-    if (type == memory::data_type::f32) return plain_md(dims);
-    static const memory::format_tag kPlain[] = {memory::format_tag::a, memory::format_tag::a, memory::format_tag::ab,
-                                                memory::format_tag::abc, memory::format_tag::abcd, memory::format_tag::abcde,
-                                                memory::format_tag::abcdef};
-    if (dims.size() > 6) return make_error("rank " + std::to_string(dims.size()) + " not handled");
-    return memory::desc(dims, type, kPlain[dims.size()]);
-  }
+  if (layout.empty()) return plain_md(dims, type);
   const TagInfo* t = find_tag(layout);
   if (!t) return make_error("unknown layout tag '" + layout + "'");
   if (static_cast<int>(dims.size()) != t->rank)

@@ -85,8 +85,11 @@ LayoutTag layout_at(const KernelInit& init, size_t i);
 bool is_static_f32(const ir::TensorType* t);
 // Dims of a static type as oneDNN dims; a rank-0 tensor becomes {1}.
 memory::dims dims_of(const ir::TensorType& t);
-// Contiguous row-major f32 descriptor.
-memory::desc plain_md(const memory::dims& dims);
+// Contiguous row-major descriptor (f32 unless `type` says otherwise).
+memory::desc plain_md(const memory::dims& dims, memory::data_type type = memory::data_type::f32);
+// A convolution's weights [M, C/group, k...] as oneDNN's grouped [group, M/group, C/group, k...]
+// (unchanged for one group).
+memory::dims grouped_weight_dims(const memory::dims& w, int64_t group);
 // Descriptor of a static f32 tensor in `layout` ("" plain, "nChw16c", "nChw8c", "nCdhw16c", ...).
 // An unknown tag or a rank that does not fit it is an error.
 // `type` other than f32: the same tag over 8-bit or 32-bit elements (the int8 kernels, Reorder).

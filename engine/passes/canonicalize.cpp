@@ -239,17 +239,24 @@ bool if_rule(RuleContext& rc, ir::NodeId id) {
     if (branch.value(out).kind != ir::ValueKind::kNodeOutput || !returned.insert(out).second) return false;
   for (ir::NodeId bn : branch.node_ids())
     if (has_graph_attribute(branch.node(bn))) return false;
-  for (ir::ValueId v = 0; v < branch.value_capacity(); ++v) {
-    if (!branch.has_value(v) || branch.value(v).kind == ir::ValueKind::kCapture || branch.value(v).name.empty()) continue;
-    const std::optional<ir::ValueId> clash = g.find_value(branch.value(v).name);
-    // The If's own outputs go away (exporters often name the branch's output as the If's).
-    if (clash && std::find(g.node(id).outputs.begin(), g.node(id).outputs.end(), *clash) == g.node(id).outputs.end()) return false;
+  // The enclosing graph's names, once (first live value by name, as Graph::find_value), less the
+  // If's own outputs, which go away (exporters often name the branch's output as the If's).
+  std::map<std::string, ir::ValueId> names;
+  for (ir::ValueId v = 0; v < g.value_capacity(); ++v)
+    if (g.has_value(v) && !g.value(v).name.empty()) names.emplace(g.value(v).name, v);
+  for (ir::ValueId out : g.node(id).outputs) {
+    auto it = names.find(g.value(out).name);
+    if (it != names.end() && it->second == out) names.erase(it);
   }
+  for (ir::ValueId v = 0; v < branch.value_capacity(); ++v)
+    if (branch.has_value(v) && branch.value(v).kind != ir::ValueKind::kCapture && !branch.value(v).name.empty() &&
+        names.count(branch.value(v).name))
+      return false;
   std::vector<ir::ValueId> map(static_cast<size_t>(branch.value_capacity()), ir::kNoValue);
   for (ir::ValueId c : branch.captures()) {
-    auto v = g.find_value(branch.value(c).name);
-    if (!v) return false;
-    map[static_cast<size_t>(c)] = *v;
+    auto it = names.find(branch.value(c).name);
+    if (it == names.end()) return false;
+    map[static_cast<size_t>(c)] = it->second;
   }
   Expected<std::vector<ir::NodeId>> order = branch.topological_order();
   if (!order.has_value()) return false;

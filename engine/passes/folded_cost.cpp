@@ -15,8 +15,9 @@ Expected<ops::GraphCost> folded_graph_cost(const ir::Graph& graph, const ops::Op
       }
   RETURN_IF_ERROR(ops::infer_types(g, registry));
   PassContext ctx{registry, {}, {}};
-  // Folding is best effort: a graph it cannot fold is counted as typed.
-  if (Expected<bool> folded = make_constant_fold_pass()->run(g, ctx); !folded.has_value()) g = graph;
+  // Folding is best effort: a graph it cannot fold is counted as bound and typed.
+  ir::Graph folded = g;
+  if (make_constant_fold_pass()->run(folded, ctx).has_value()) g = std::move(folded);
   TRY(ops::GraphCost cost, ops::graph_cost(g, registry, default_size));
   // Parameters and op counts of the graph as written (folding turned shape nodes into params).
   cost.params = ops::weight_elements(graph);

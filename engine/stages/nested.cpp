@@ -79,6 +79,9 @@ Expected<std::vector<Tensor>> NestedGraphs::run(const ir::Graph& sub, const std:
         SessionOptions options;
         options.threads = threads_;
         options.device = kHostDevice;
+        // One program per shape, as compiled below (kMaxShapes caps them): the Session's own
+        // switch to a symbolic program would compile the same shapes a second time.
+        options.sizes_before_dynamic = 0;
         slot->session = std::make_unique<Session>(std::move(g), registry_, options);
       }
     }

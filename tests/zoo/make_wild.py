@@ -371,43 +371,12 @@ def make_opset17_transformer(path):
     return export(model, spec, path, opset=17), spec
 
 
-def make_fp16(name):
+def transformed(name, transform, extra_inputs=()):
+    """A maker: the first-zoo model `name` exported, then rewritten by `transform` (as another
+    tool writes it), with `extra_inputs` appended to its inputs."""
     def make(path):
         model, spec = base(name)
-        m = export(model, spec, path)
-        return to_float16(m), spec
-    return make
-
-
-def make_dynq(name):
-    def make(path):
-        model, spec = base(name)
-        m = export(model, spec, path)
-        return dynamic_quantize(m), spec
-    return make
-
-
-def make_constants(name):
-    def make(path):
-        model, spec = base(name)
-        return constant_nodes(export(model, spec, path)), spec
-    return make
-
-
-def make_if(name, condition):
-    def make(path):
-        model, spec = base(name)
-        m = inside_if(export(model, spec, path), condition)
-        if condition == "input":
-            spec = spec + [("sr", (1,), "sr")]
-        return m, spec
-    return make
-
-
-def make_shuffled(name):
-    def make(path):
-        model, spec = base(name)
-        return shuffled(export(model, spec, path)), spec
+        return transform(export(model, spec, path)), spec + list(extra_inputs)
     return make
 
 
@@ -447,21 +416,21 @@ kWild = {
                      make_dynamic_bert, 1e-4),
     "transformer_opset17": ("PyTorch, opset 17", "LayerNormalization as one op", make_opset17_transformer, 1e-4),
     "mobilenetv2_fp16": ("ONNX Runtime float16 converter", "float16 weights and values, float32 I/O, unsorted Casts",
-                         make_fp16("mobilenetv2"), 1e-2),
+                         transformed("mobilenetv2", to_float16), 1e-2),
     "bert_fp16": ("ONNX Runtime float16 converter", "float16 transformer with a padding mask",
-                  make_fp16("bert"), 1e-2),
+                  transformed("bert", to_float16), 1e-2),
     "resnet18_dynq": ("ONNX Runtime dynamic quantizer", "DynamicQuantizeLinear + ConvInteger/MatMulInteger",
-                      make_dynq("resnet18"), 1e-3),
+                      transformed("resnet18", dynamic_quantize), 1e-3),
     "bert_dynq": ("ONNX Runtime dynamic quantizer", "DynamicQuantizeLinear + MatMulInteger",
-                  make_dynq("bert"), 1e-3),
+                  transformed("bert", dynamic_quantize), 1e-3),
     "resnet18_qdq": ("ONNX Runtime static quantizer (QDQ)", "per-channel int8 weights, uint8 activations",
                      make_qdq("resnet18"), 1e-2),
-    "mobilenetv2_constants": ("paddle2onnx style", "every weight a Constant node", make_constants("mobilenetv2"), 1e-4),
+    "mobilenetv2_constants": ("paddle2onnx style", "every weight a Constant node", transformed("mobilenetv2", constant_nodes), 1e-4),
     "squeezenet_if": ("voice-activity style", "the whole model inside an If on an input (sr == 16000)",
-                      make_if("squeezenet", "input"), 1e-4),
+                      transformed("squeezenet", lambda m: inside_if(m, "input"), [("sr", (1,), "sr")]), 1e-4),
     "squeezenet_if_const": ("exporter of a traced branch", "the whole model inside an If on a constant",
-                            make_if("squeezenet", "constant"), 1e-4),
-    "gpt_unsorted": ("hand-merged file", "nodes in reverse topological order", make_shuffled("gpt"), 1e-4),
+                            transformed("squeezenet", lambda m: inside_if(m, "constant")), 1e-4),
+    "gpt_unsorted": ("hand-merged file", "nodes in reverse topological order", transformed("gpt", shuffled), 1e-4),
     "gpt_kv": ("PyTorch, past_key_values", "a decoder with a KV cache: 3 new tokens after 7 cached (tessera generate)",
                make_gpt_kv, 1e-4),
 }
@@ -529,28 +498,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     import warnings
     warnings.filterwarnings("ignore")
-    manifest_path = os.path.join(args.out, "models.json")
-    manifest = {}
-    if os.path.exists(manifest_path):
-        try:
-            with open(manifest_path) as f:
-                manifest = json.load(f)
-        except (OSError, ValueError):
-            manifest = {}
-    failed = []
-    for name in names:
-        try:
-            manifest[name] = make_one(name, args.out, args.force)
-        except Exception as e:  # one model failing must not lose the others
-            print(f"make_wild: {name}: failed: {type(e).__name__}: {e}", file=sys.stderr)
-            manifest.pop(name, None)
-            failed.append(name)
-    tmp = manifest_path + ".part"
-    with open(tmp, "w") as f:
-        json.dump(manifest, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, manifest_path)
-    return 1 if failed else 0
+    return make_zoo.make_all(names, args.out, lambda name: make_one(name, args.out, args.force), "make_wild")
 
 
 if __name__ == "__main__":

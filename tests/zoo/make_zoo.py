@@ -428,7 +428,15 @@ def main():
 
     import warnings
     warnings.filterwarnings("ignore")  # torch.onnx's tracer warnings say nothing about the zoo
-    manifest_path = os.path.join(args.out, "models.json")
+    return make_all(names, args.out, lambda name: export_one(name, args.out, args.force), "make_zoo")
+
+
+def make_all(names, out_dir, make_one, label):
+    """Makes each model with make_one(name) -> its manifest entry, into out_dir/models.json (kept
+    entries of other models stay; a damaged manifest is rewritten). One model failing is reported
+    and the others are still made. Returns the exit status: 1 when any failed. Shared with
+    make_wild.py."""
+    manifest_path = os.path.join(out_dir, "models.json")
     manifest = {}
     if os.path.exists(manifest_path):
         try:
@@ -439,9 +447,9 @@ def main():
     failed = []
     for name in names:
         try:
-            manifest[name] = export_one(name, args.out, args.force)
-        except Exception as e:  # one model's export failing must not lose the others
-            print(f"make_zoo: {name}: export failed: {type(e).__name__}: {e}", file=sys.stderr)
+            manifest[name] = make_one(name)
+        except Exception as e:  # one model failing must not lose the others
+            print(f"{label}: {name}: failed: {type(e).__name__}: {e}", file=sys.stderr)
             manifest.pop(name, None)
             failed.append(name)
     tmp = manifest_path + ".part"
