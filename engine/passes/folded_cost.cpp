@@ -1,4 +1,6 @@
 // FLOPs of a graph whose shapes are computed by the graph (passes.h: folded_graph_cost).
+#include <iterator>
+
 #include "engine/ops/infer.h"
 #include "engine/passes/passes.h"
 
@@ -22,7 +24,12 @@ Expected<ops::GraphCost> folded_graph_cost(const ir::Graph& graph, const ops::Op
   // Parameters and op counts of the graph as written (folding turned shape nodes into params).
   cost.params = ops::weight_elements(graph);
   cost.op_counts.clear();
-  for (ir::NodeId id : graph.node_ids()) ++cost.op_counts[graph.node(id).op];
+  for (ir::NodeId id : graph.node_ids()) {
+    ++cost.op_counts[graph.node(id).op];
+    cost.flops_by_node.emplace(id, 0.0);  // folded away: computed once, not per run
+  }
+  for (auto it = cost.flops_by_node.begin(); it != cost.flops_by_node.end();)  // only the graph's own ids
+    it = graph.has_node(it->first) ? std::next(it) : cost.flops_by_node.erase(it);
   return cost;
 }
 

@@ -5,8 +5,8 @@
 #include <QPainter>
 #include <cstdlib>
 
-#include "studio/canvas_style.h"
-#include "studio/graph_view.h"
+#include "studio/common/canvas_style.h"
+#include "studio/canvas/graph_view.h"
 
 namespace canvas_test {
 

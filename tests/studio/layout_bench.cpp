@@ -26,11 +26,11 @@
 #include <vector>
 
 #include "engine/ops/op_def.h"
-#include "studio/document.h"
-#include "studio/graph_layout.h"
-#include "studio/graph_scene.h"
-#include "studio/graph_view.h"
-#include "studio/graphviz_layout.h"
+#include "studio/document/document.h"
+#include "studio/canvas/graph_layout.h"
+#include "studio/canvas/graph_scene.h"
+#include "studio/canvas/graph_view.h"
+#include "studio/canvas/graphviz_layout.h"
 
 using namespace tessera::studio;  // NOLINT: a benchmark's main
 

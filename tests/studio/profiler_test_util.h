@@ -9,8 +9,8 @@
 #include <string>
 
 #include "insight/timeline/view.h"
-#include "studio/imgui_widget.h"
-#include "studio/profiler_panel.h"
+#include "studio/insight/imgui_widget.h"
+#include "studio/insight/profiler_panel.h"
 
 namespace profiler_test {
 

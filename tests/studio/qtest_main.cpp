@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "studio/imgui_widget.h"
+#include "studio/insight/imgui_widget.h"
 
 namespace tessera::test {
 namespace {

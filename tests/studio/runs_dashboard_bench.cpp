@@ -17,9 +17,9 @@
 
 #include "insight/database.h"
 #include "insight/runs_query.h"
-#include "studio/runs_chart.h"
-#include "studio/runs_dashboard.h"
-#include "studio/runs_model.h"
+#include "studio/insight/runs_chart.h"
+#include "studio/insight/runs_dashboard.h"
+#include "studio/insight/runs_model.h"
 
 using tessera::insight::Database;
 

@@ -1,0 +1,255 @@
+// Tests of studio/main_window_view.cpp: File > Export ONNX writes a .onnx that File > Import ONNX
+// reads back (12 nodes, 61,706 parameters) without changing the exporting document's path or
+// modified state; import and export errors go to the file error dialog (its test hook) naming
+// the file and the reason, and the document keeps what it had; View > Theme switches the canvas
+// colours and is kept in the settings file; the menus hold the new actions.
+#include <QAction>
+#include <QApplication>
+#include <QFile>
+#include <QMenu>
+#include <QMenuBar>
+#include <QSettings>
+#include <QTemporaryDir>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTest>
+
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
+#include "engine/ops/op_def.h"
+#include "studio/common/canvas_style.h"
+#include "studio/document/document.h"
+#include "studio/canvas/graph_items.h"
+#include "studio/canvas/graph_scene.h"
+#include "studio/canvas/graph_view.h"
+#include "studio/app/main_window.h"
+#include "studio/insight/pass_stepper_model.h"
+#include "studio/insight/pass_stepper_panel.h"
+#include "studio/common/theme.h"
+
+using tessera::studio::Document;
+using tessera::studio::MainWindow;
+using tessera::studio::MainWindowOptions;
+namespace style = tessera::studio::style;
+
+namespace {
+
+const QString kLenet = QString::fromStdString(tessera::test::source_dir() + "/samples/lenet.json");
+
+QAction* action(const MainWindow& w, const QString& name) {
+  return w.findChild<QAction*>(name);
+}
+
+struct ErrorSeen {
+  int count = 0;
+  QString path, text;
+};
+
+}  // namespace
+
+class MainWindowViewTest : public QObject {
+  Q_OBJECT
+
+ private:
+  tessera::ops::OpRegistry registry_ = tessera::ops::make_default_registry();
+  QTemporaryDir dir_;
+
+  void hook_errors(MainWindow& w, ErrorSeen& seen) {
+    w.set_file_error_dialog([&seen](const QString& path, const tessera::Error& e) {
+      ++seen.count;
+      seen.path = path;
+      seen.text = QString::fromStdString(e.to_string());
+    });
+  }
+
+ private Q_SLOTS:
+  void cleanup() { tessera::studio::apply_theme(style::Theme::kLight); }
+
+  void export_then_import_onnx() {
+    Document doc(registry_);
+    QVERIFY(doc.load(kLenet.toStdString()).is_ok());
+    QVERIFY(doc.rename_node(doc.graph().node_ids().front(), "first").is_ok());  // modified
+    MainWindow w(doc);
+    ErrorSeen seen;
+    hook_errors(w, seen);
+    const QString onnx = dir_.filePath(QStringLiteral("lenet.onnx"));
+    w.set_save_as_dialog([&] { return onnx; });
+    action(w, QStringLiteral("action_export_onnx"))->trigger();
+    QCOMPARE(seen.count, 0);
+    QVERIFY(QFile::exists(onnx));
+    QCOMPARE(QString::fromStdString(doc.path()), kLenet);  // still the document's own file
+    QVERIFY(doc.is_modified());
+
+    Document other(registry_);
+    MainWindow w2(other);
+    hook_errors(w2, seen);
+    w2.set_open_dialog([&] { return onnx; });
+    action(w2, QStringLiteral("action_import_onnx"))->trigger();
+    QCOMPARE(seen.count, 0);
+    QCOMPARE(QString::fromStdString(other.path()), onnx);
+    QCOMPARE(other.graph().num_nodes(), 12);
+    QCOMPARE(other.parameter_count(), int64_t{61706});
+    QCOMPARE(other.graph().node(other.graph().node_ids().front()).name, std::string("first"));
+    QVERIFY(!other.inference_error());
+  }
+
+  // Issue 17: nested graphs are navigable: a double-click on an If node (ONNX's own test model)
+  // opens its then_branch in a window titled by its place, which opens a Loop body the same way.
+  void nested_graphs_open_in_their_own_window() {
+    const std::string model = "/usr/share/libonnx-testdata/data/node/test_if/model.onnx";
+    if (!QFile::exists(QString::fromStdString(model))) QSKIP("libonnx-testdata is not installed");
+    Document doc(registry_);
+    QVERIFY(doc.load(model).is_ok());
+    MainWindow w(doc);
+    w.resize(1000, 700);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    tessera::ir::NodeId if_node = tessera::ir::kNoNode;
+    for (tessera::ir::NodeId id : doc.graph().node_ids())
+      if (doc.graph().node(id).op == "If") if_node = id;
+    QVERIFY(if_node != tessera::ir::kNoNode);
+    auto* item = w.scene()->node_item(if_node);
+    QVERIFY(item);
+    w.view()->centerOn(item);
+    const QPoint at = w.view()->mapFromScene(item->sceneBoundingRect().center());
+    const int before = static_cast<int>(QApplication::topLevelWidgets().size());
+    QTest::mouseDClick(w.view()->viewport(), Qt::LeftButton, {}, at);
+    MainWindow* sub = nullptr;
+    for (QWidget* top : QApplication::topLevelWidgets())
+      if (auto* m = qobject_cast<MainWindow*>(top); m && m != &w && m->isVisible()) sub = m;
+    QVERIFY2(sub, qPrintable(QString::number(before)));
+    QVERIFY2(sub->windowTitle().contains(QStringLiteral("If")) && sub->windowTitle().contains(QStringLiteral("then_branch")),
+             qPrintable(sub->windowTitle()));
+    QCOMPARE(sub->scene()->node_item_count(),
+             doc.graph().node(if_node).attr("then_branch")->g().num_nodes());
+    QVERIFY(!w.open_subgraph(if_node, QStringLiteral("no_such_branch")));
+    sub->close();  // deletes the window and its document
+    QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
+
+    const std::string loop = "/usr/share/libonnx-testdata/data/node/test_loop11/model.onnx";
+    Document ldoc(registry_);
+    QVERIFY(ldoc.load(loop).is_ok());
+    MainWindow lw(ldoc);
+    for (tessera::ir::NodeId id : ldoc.graph().node_ids())
+      if (ldoc.graph().node(id).op == "Loop") {
+        MainWindow* body = lw.open_subgraph(id, QStringLiteral("body"));
+        QVERIFY(body);
+        QVERIFY(body->scene()->node_item_count() > 0);
+        body->close();
+      }
+  }
+
+  // Issue 17: the Passes tab's Compile button compiles the open document (it compiled an empty
+  // graph "main" unless Insight > Step Through Optimisation had run first).
+  void compile_button_compiles_the_document() {
+    Document doc(registry_);
+    QVERIFY(doc.load(kLenet.toStdString()).is_ok());
+    MainWindow w(doc);
+    tessera::studio::PassStepperPanel* stepper = w.pass_stepper();
+    QSignalSpy done(&stepper->model(), &tessera::studio::PassStepperModel::finished);
+    stepper->compile_button()->click();
+    QVERIFY(done.wait(30000));
+    QCOMPARE(stepper->model().graph().num_nodes(), 12);
+    QVERIFY(!stepper->model().snapshots().empty());
+    QCOMPARE(stepper->model().snapshots().front().nodes_before, 12);
+  }
+
+  void import_error_names_the_file_and_keeps_the_document() {
+    Document doc(registry_);
+    QVERIFY(doc.load(kLenet.toStdString()).is_ok());
+    MainWindow w(doc);
+    ErrorSeen seen;
+    hook_errors(w, seen);
+    const QString bad = dir_.filePath(QStringLiteral("broken.onnx"));
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("this is not a protobuf");
+    f.close();
+    w.set_open_dialog([&] { return bad; });
+    const tessera::Status st = w.import_onnx();
+    QVERIFY(!st);
+    QCOMPARE(seen.count, 1);
+    QCOMPARE(seen.path, bad);
+    QVERIFY2(seen.text.contains(QStringLiteral("broken.onnx")), qPrintable(seen.text));
+    QCOMPARE(QString::fromStdString(doc.path()), kLenet);
+    QCOMPARE(doc.graph().num_nodes(), 12);
+  }
+
+  void export_error_names_the_file() {
+    Document doc(registry_);
+    QVERIFY(doc.load(kLenet.toStdString()).is_ok());
+    MainWindow w(doc);
+    ErrorSeen seen;
+    hook_errors(w, seen);
+    const QString nowhere = dir_.filePath(QStringLiteral("no/such/folder/lenet.onnx"));
+    w.set_save_as_dialog([&] { return nowhere; });
+    QVERIFY(!w.export_onnx());
+    QCOMPARE(seen.count, 1);
+    QCOMPARE(seen.path, nowhere);
+    QVERIFY2(seen.text.contains(QStringLiteral("lenet.onnx")), qPrintable(seen.text));
+    // Not a .onnx name: refused before writing.
+    const QString json = dir_.filePath(QStringLiteral("lenet.json"));
+    w.set_save_as_dialog([&] { return json; });
+    QVERIFY(!w.export_onnx());
+    QCOMPARE(seen.count, 2);
+    QVERIFY(seen.text.contains(QStringLiteral(".onnx")));
+    QVERIFY(!QFile::exists(json));
+  }
+
+  void theme_menu_switches_and_persists() {
+    const QString ini = dir_.filePath(QStringLiteral("theme.ini"));
+    MainWindowOptions options;
+    options.settings_file = ini;
+    {
+      Document doc(registry_);
+      QVERIFY(doc.load(kLenet.toStdString()).is_ok());
+      MainWindow w(doc, options);
+      QCOMPARE(w.theme(), style::Theme::kLight);
+      QAction* dark = action(w, QStringLiteral("action_theme_dark"));
+      QVERIFY(dark && dark->isCheckable());
+      dark->trigger();
+      QCOMPARE(w.theme(), style::Theme::kDark);
+      QVERIFY(dark->isChecked());
+      QVERIFY(!action(w, QStringLiteral("action_theme_light"))->isChecked());
+      QCOMPARE(w.scene()->backgroundBrush().color(), QColor(0x1e, 0x21, 0x26));
+      QCOMPARE(QSettings(ini, QSettings::IniFormat).value("view/theme").toString(),
+               QStringLiteral("dark"));
+    }
+    tessera::studio::apply_theme(style::Theme::kLight);
+    Document doc(registry_);
+    MainWindow again(doc, options);  // read back at start
+    QCOMPARE(again.theme(), style::Theme::kDark);
+    QVERIFY(action(again, QStringLiteral("action_theme_dark"))->isChecked());
+    action(again, QStringLiteral("action_theme_light"))->trigger();
+    QCOMPARE(style::colours().background, QColor(0xf4, 0xf5, 0xf7));
+    QCOMPARE(QSettings(ini, QSettings::IniFormat).value("view/theme").toString(),
+             QStringLiteral("light"));
+  }
+
+  void menus_hold_the_new_actions() {
+    Document doc(registry_);
+    MainWindow w(doc);
+    QStringList file, view;
+    for (QAction* m : w.menuBar()->actions()) {
+      if (!m->menu()) continue;
+      QStringList& into = m->text() == QStringLiteral("&File") ? file : view;
+      if (m->text() != QStringLiteral("&File") && m->text() != QStringLiteral("&View")) continue;
+      for (QAction* a : m->menu()->actions()) into << a->objectName();
+    }
+    // Import/Export just before Quit.
+    const int quit = file.indexOf(QStringLiteral("action_quit"));
+    QVERIFY(quit > 0);
+    QVERIFY(file.indexOf(QStringLiteral("action_import_onnx")) >= 0);
+    QVERIFY(file.indexOf(QStringLiteral("action_export_onnx")) < quit);
+    for (const char* name : {"action_find", "action_find_next", "action_group", "action_ungroup",
+                             "action_collapse_group"})
+      QVERIFY2(view.contains(QLatin1String(name)), name);
+    QCOMPARE(action(w, QStringLiteral("action_find"))->shortcut(),
+             QKeySequence::keyBindings(QKeySequence::Find).value(0));
+    QCOMPARE(action(w, QStringLiteral("action_group"))->shortcut(),
+             QKeySequence(Qt::CTRL | Qt::Key_G));
+  }
+};
+
+TESSERA_QTEST(MainWindowViewTest)
+#include "main_window_view_test.moc"

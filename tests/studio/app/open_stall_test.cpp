@@ -1,0 +1,134 @@
+// The window never freezes while it opens real models (issue 40, item 1): DenseNet-121 and then,
+// at once, ResNet-18 are opened through File › Open's path while a 5 ms timer measures the longest
+// gap between event-loop turns; and each zoo model's final layout (Graphviz, or the layered one
+// when Graphviz runs past its budget) lands within 3 s of opening. Skipped without build/zoo.
+#include <QElapsedTimer>
+#include <QFile>
+#include <QTest>
+#include <QTimer>
+#include <algorithm>
+
+#include "tests/studio/qtest_main.h"
+#include "tests/support/paths.h"
+#include "engine/ops/op_def.h"
+#include "studio/app/main_window.h"
+#include "studio/canvas/graph_scene.h"
+#include "studio/document/document.h"
+
+using tessera::studio::Document;
+using tessera::studio::GraphScene;
+using tessera::studio::MainWindow;
+using tessera::studio::MainWindowOptions;
+
+namespace {
+
+QString zoo_path(const char* model) {
+  return QString::fromStdString(tessera::test::source_dir() + "/build/zoo/") + QLatin1String(model) +
+         QLatin1String(".onnx");
+}
+
+// The longest gap between two ticks of a 5 ms timer while it runs: how long input would wait.
+class StallMeter : public QObject {
+ public:
+  StallMeter() {
+    timer_.setInterval(5);
+    QObject::connect(&timer_, &QTimer::timeout, [this] {
+      const qint64 now = clock_.elapsed();
+      worst_ = std::max(worst_, now - last_);
+      last_ = now;
+    });
+    clock_.start();
+    timer_.start();
+  }
+  qint64 worst() const { return worst_; }
+
+ private:
+  QTimer timer_;
+  QElapsedTimer clock_;
+  qint64 last_ = 0;
+  qint64 worst_ = 0;
+};
+
+}  // namespace
+
+class OpenStallTest : public QObject {
+  Q_OBJECT
+
+ private:
+  tessera::ops::OpRegistry registry_ = tessera::ops::make_default_registry();
+
+ private Q_SLOTS:
+  void opening_densenet_then_resnet_never_blocks_input() {
+    const QString densenet = zoo_path("densenet121"), resnet = zoo_path("resnet18");
+    if (!QFile::exists(densenet) || !QFile::exists(resnet))
+      QSKIP("build/zoo is absent (tests/zoo/make_zoo.py makes it)");
+    Document doc(registry_);
+    MainWindow w(doc, MainWindowOptions{});
+    w.resize(1280, 720);
+    w.show();
+    QCoreApplication::processEvents();
+    StallMeter meter;
+    QElapsedTimer clock;
+    clock.start();
+    qint64 open_densenet = 0, open_resnet = 0;
+    // As File › Open does it: the second file chosen while the first is still being read.
+    QTimer::singleShot(20, &w, [&] {
+      QElapsedTimer t;
+      t.start();
+      w.open_in_background(densenet);
+      open_densenet = std::max<qint64>(1, t.elapsed());
+      QTimer::singleShot(10, &w, [&] {
+        QElapsedTimer t2;
+        t2.start();
+        w.open_in_background(resnet);
+        open_resnet = std::max<qint64>(1, t2.elapsed());
+      });
+    });
+    QTRY_VERIFY_WITH_TIMEOUT(open_resnet > 0 && !doc.is_loading() && !w.scene()->is_refining(), 30000);
+    const qint64 final_layout = clock.elapsed();
+    QTest::qWait(300);  // input keeps flowing after the layout lands
+    qInfo("File › Open of DenseNet-121 took %lld ms, of ResNet-18 %lld ms on the UI thread; ResNet-18's final layout "
+          "(%s) %lld ms after the first open; longest event-loop stall %lld ms",
+          static_cast<long long>(open_densenet), static_cast<long long>(open_resnet),
+          qPrintable(w.scene()->layout_note()), static_cast<long long>(final_layout),
+          static_cast<long long>(meter.worst()));
+    QCOMPARE(doc.graph().num_nodes(), size_t{49});  // ResNet-18's nodes, not DenseNet's
+    QVERIFY2(meter.worst() <= 100, qPrintable(QString::number(meter.worst())));
+  }
+
+  void final_layout_within_three_seconds_data() {
+    QTest::addColumn<QString>("model");
+    for (const char* m : {"densenet121", "swin_t", "inception_v3", "efficientnet_b0", "gpt", "unet"})
+      QTest::newRow(m) << QString::fromLatin1(m);
+  }
+
+  void final_layout_within_three_seconds() {
+    QFETCH(QString, model);
+    const QString path = zoo_path(model.toLatin1().constData());
+    if (!QFile::exists(path)) QSKIP("build/zoo is absent (tests/zoo/make_zoo.py makes it)");
+    Document doc(registry_);
+    MainWindow w(doc, MainWindowOptions{});
+    w.resize(1280, 720);
+    w.show();
+    QCoreApplication::processEvents();
+    StallMeter meter;
+    QElapsedTimer clock;
+    clock.start();
+    w.open_in_background(path);
+    const qint64 open = clock.elapsed();
+    QTRY_VERIFY_WITH_TIMEOUT(!doc.is_loading() && !w.scene()->is_refining(), 30000);
+    const qint64 final_layout = clock.elapsed();
+    qInfo("%s: open %lld ms, final layout (%s) at %lld ms, longest stall after the open %lld ms",
+          qPrintable(model), static_cast<long long>(open), qPrintable(w.scene()->layout_note()),
+          static_cast<long long>(final_layout), static_cast<long long>(meter.worst()));
+    QCOMPARE(QString::fromStdString(doc.path()), path);
+    QVERIFY2(final_layout < 3000, qPrintable(QString::number(final_layout)));
+    // Swin-T's 3,775 boxes take about 190 ms to make on the UI thread (items and their text 95 ms,
+    // edges 60 ms, labels 20 ms; AMD EPYC): the one stall left, once per open.
+    const qint64 allowed = model == QLatin1String("swin_t") ? 300 : 100;
+    QVERIFY2(meter.worst() <= allowed, qPrintable(QString::number(meter.worst())));
+  }
+};
+
+TESSERA_QTEST(OpenStallTest)
+#include "open_stall_test.moc"
