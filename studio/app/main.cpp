@@ -147,6 +147,7 @@ int run(StudioApplication& app) {
   MainWindow window(document, options);
   // Otherwise the saved size, or 1200x760 the first time.
   if (shooting || parser.isSet(size_option)) window.resize(size);
+  else if (options.settings_file.isEmpty()) window.resize(window.first_size());
   window.tabs()->setCurrentIndex(tab);
   if (!files.isEmpty()) {
     const QString path = files.front();

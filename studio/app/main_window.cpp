@@ -12,11 +12,15 @@
 #include <QKeySequence>
 #include <QLabel>
 #include <QLocale>
+#include <QScreen>
+#include <QGuiApplication>
+#include <QResizeEvent>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
 #include <QRegularExpression>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QTimer>
 #include <QUndoStack>
@@ -60,6 +64,8 @@ MainWindow::MainWindow(Document& document, MainWindowOptions options, QWidget* p
   tabs_->setDocumentMode(true);
   tabs_->addTab(view_, tr("Graph"));
   setCentralWidget(tabs_);
+  connect(tabs_, &QTabWidget::currentChanged, this,
+          [this] { guarded(this, tr("Showing the tab"), [&] { on_tab_changed(); }); });
 
   file_label_ = new QLabel(this);
   nodes_label_ = new QLabel(this);
@@ -114,10 +120,77 @@ MainWindow::MainWindow(Document& document, MainWindowOptions options, QWidget* p
   });
   if (!options_.autosave_dir.isEmpty()) autosave_timer_->start();
   load_settings();
+  if (options_.nested_view) {  // the graph only: running and the insight tabs are the model's
+    for (QAction* a : menuBar()->actions())
+      if (a->menu() && (a->menu()->objectName() == QLatin1String("run_menu") ||
+                        a->menu()->objectName() == QLatin1String("insight_menu")))
+        a->setVisible(false);
+    tabs_->tabBar()->hide();
+    tabs_->setCurrentWidget(view_);
+    for (QDockWidget* d : {run_dock_, train_dock_, value_dock_}) d->hide();
+  }
   refresh();
 }
 
 MainWindow::~MainWindow() = default;
+
+QSize MainWindow::first_size() const {
+  QSize size(1200, 760);
+  if (const QScreen* screen = this->screen() ? this->screen() : QGuiApplication::primaryScreen()) {
+    // The frame (title bar, borders) is outside the widget's size: leave room for it.
+    const QSize room = screen->availableGeometry().size() - QSize(16, 48);
+    size = size.boundedTo(room.expandedTo(QSize(400, 300)));
+  }
+  return size;
+}
+
+void MainWindow::on_tab_changed() {
+  if (options_.nested_view) return;
+  if (tabs_->currentWidget() == view_) {
+    restore_editor_docks();
+    fit_docks();
+    return;
+  }
+  for (QDockWidget* d : {palette_dock_, inspector_dock_, run_dock_, train_dock_, value_dock_})
+    if (d && d->isVisible() && !d->isFloating() && !hidden_for_tab_.contains(d)) {
+      hidden_for_tab_ << d;
+      d->hide();
+    }
+}
+
+void MainWindow::restore_editor_docks() {
+  const QList<QDockWidget*> docks = hidden_for_tab_;
+  hidden_for_tab_.clear();
+  for (QDockWidget* d : docks) d->show();
+}
+
+void MainWindow::resizeEvent(QResizeEvent* event) {
+  QMainWindow::resizeEvent(event);
+  // After the layout has placed the docks for the new size (resizeDocks before that is undone).
+  if (fit_docks_pending_) return;
+  fit_docks_pending_ = true;
+  QTimer::singleShot(0, this, [this] {
+    fit_docks_pending_ = false;
+    guarded(this, tr("Resizing"), [&] { fit_docks(); });
+  });
+}
+
+void MainWindow::fit_docks() {
+  // Docks side by side with the canvas give up room in a small window: together at most 45 % of
+  // the width (900x600: the canvas keeps 495 px; it had 130).
+  QList<QDockWidget*> side;
+  int total = 0;
+  for (QDockWidget* d : {palette_dock_, inspector_dock_})
+    if (d && d->isVisible() && !d->isFloating()) {
+      side << d;
+      total += d->width();
+    }
+  const int budget = width() * 45 / 100;
+  if (side.isEmpty() || total <= budget) return;
+  QList<int> sizes;
+  for (QDockWidget* d : side) sizes << std::max(d->minimumSizeHint().width(), d->width() * budget / total);
+  resizeDocks(side, sizes, Qt::Horizontal);
+}
 
 void MainWindow::create_docks() {
   view_->set_document(&document_);
@@ -185,10 +258,11 @@ MainWindow* MainWindow::open_subgraph(int32_t node, const QString& attribute) {
   // Its own document and window, deleted together when the window closes (the document is the
   // window's last child: every item that reads it is gone first).
   auto* doc = new Document(document_.registry());
+  doc->set_outer_scope(document_.scope_for_nested(node));  // its captures typed as in the model
   formats::GraphDocument sub{attr->g(), {}, {}};
   doc->open(std::move(sub));
   MainWindowOptions options;
-  options.insight_database = options_.insight_database;
+  options.nested_view = true;
   auto* window = new MainWindow(*doc, options);
   doc->setParent(window);
   window->setAttribute(Qt::WA_DeleteOnClose);

@@ -61,6 +61,9 @@ struct MainWindowOptions {
   // The insight database the Run and Train panels record runs in and the runs dashboard reads;
   // empty: nothing is recorded. main() fills it (--db, else insight::default_database_path).
   QString insight_database;
+  // A window showing a nested graph of another (an If branch): the graph only, no Run menu, no
+  // Run/Train docks and no Runs/Passes/Profile tabs (they act on the whole model).
+  bool nested_view = false;
   // What the app uses: the settings above and AppDataLocation/autosave, every 60 s.
   static MainWindowOptions persistent();
 };
@@ -88,6 +91,8 @@ class MainWindow : public QMainWindow {
   // responding; an error shows in a dialog, a success goes to the recent files and offers a newer
   // autosave back. Opening another file before it ends supersedes it.
   void open_in_background(const QString& path);
+  // 1200x760, or the screen's available size when that is smaller (a 1280x720 screen).
+  QSize first_size() const;
   // A modal message box naming PATH and the error.
   void show_open_error(const QString& path, const Error& error);
 
@@ -185,6 +190,14 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+  // The docks of the editor (palette, inspector, run, train, value) give way on the insight tabs
+  // and come back with the canvas; and they never take more than 45 % of the window's width.
+  void on_tab_changed();
+  void restore_editor_docks();
+  void fit_docks();
+  QList<QDockWidget*> hidden_for_tab_;
+  bool fit_docks_pending_ = false;
 
  private:
   void create_menus();

@@ -274,7 +274,7 @@ void MainWindow::load_settings() {
   if (options_.settings_file.isEmpty()) return;
   QSettings settings(options_.settings_file, QSettings::IniFormat);
   if (!restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray()))
-    resize(1200, 760);  // the first start
+    resize(first_size());  // the first start
   restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
   recent_ = settings.value(QStringLiteral("recent_files")).toStringList();
   while (recent_.size() > kMaxRecentFiles) recent_.removeLast();
@@ -286,6 +286,7 @@ void MainWindow::load_settings() {
 
 void MainWindow::save_settings() {
   if (options_.settings_file.isEmpty()) return;
+  restore_editor_docks();  // docks hidden for an insight tab are the user's shown ones
   QSettings settings(options_.settings_file, QSettings::IniFormat);
   settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
   settings.setValue(QStringLiteral("window/state"), saveState());

@@ -45,6 +45,7 @@ void MainWindow::create_insight_views() {
   profiler_->set_database_path(options_.insight_database);
 
   QMenu* menu = menuBar()->addMenu(tr("&Insight"));
+  menu->setObjectName(QStringLiteral("insight_menu"));
   auto add = [&](const QString& text, const char* name, QKeySequence keys, auto&& slot) {
     QAction* a = menu->addAction(text);
     a->setObjectName(QLatin1String(name));

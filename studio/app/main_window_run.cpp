@@ -6,6 +6,8 @@
 
 #include <QAction>
 #include <QDir>
+#include <QScrollArea>
+#include <QLabel>
 #include <QDockWidget>
 #include <QKeySequence>
 #include <QMenu>
@@ -31,7 +33,15 @@ void MainWindow::create_run_and_train() {
   train_panel_ = new TrainPanel(document_, this);
   train_dock_ = new QDockWidget(tr("Train"), this);
   train_dock_->setObjectName(QStringLiteral("train_dock"));
-  train_dock_->setWidget(train_panel_);
+  // In a scroll area: the form and its two charts are taller than a 1280x720 window's dock, which
+  // forced the window to 843 px; status lines wrap instead of widening the dock while training.
+  auto* train_scroll = new QScrollArea(this);
+  train_scroll->setWidgetResizable(true);
+  train_scroll->setFrameShape(QFrame::NoFrame);
+  train_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  train_scroll->setWidget(train_panel_);
+  for (QLabel* l : train_panel_->findChildren<QLabel*>()) l->setWordWrap(true);
+  train_dock_->setWidget(train_scroll);
   addDockWidget(Qt::RightDockWidgetArea, train_dock_);
   tabifyDockWidget(run_dock_, train_dock_);
   run_dock_->hide();
@@ -58,6 +68,7 @@ void MainWindow::create_run_and_train() {
   run_panel_->set_database_path(options_.insight_database);
 
   QMenu* menu = menuBar()->addMenu(tr("&Run"));
+  menu->setObjectName(QStringLiteral("run_menu"));
   QAction* run = menu->addAction(tr("&Run"));
   run->setObjectName(QStringLiteral("run_action"));
   run->setShortcut(QKeySequence(Qt::Key_F5));

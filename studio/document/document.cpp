@@ -246,12 +246,12 @@ const ops::OpDef* Document::op_def(ir::NodeId id) const {
 // ---- inference ----
 
 Document::Analysed Document::analyse(ir::Graph& graph, const ops::OpRegistry& registry,
-                                     const std::string& path) {
+                                     const std::string& path, const ops::Scope& outer) {
   Analysed out;
-  out.analysis = analyse_types(graph, registry);
+  out.analysis = analyse_types(graph, registry, outer);
   out.error = out.analysis.first_error;
   if (out.error && !path.empty()) out.error = naming_file(*out.error, path);
-  if (!out.error) {
+  if (!out.error && graph.captures().empty()) {  // (a nested graph's captures: counted below)
     if (Expected<ops::GraphCost> cost = passes::folded_graph_cost(graph, registry)) out.cost = std::move(cost).value();
   }
   if (!out.cost) {
@@ -262,7 +262,7 @@ Document::Analysed Document::analyse(ir::Graph& graph, const ops::OpRegistry& re
     for (ir::ValueId v : bound.inputs())
       for (ir::Dim& d : bound.value(v).type.dims)
         if (!d.is_known()) d = ir::Dim::known(1);
-    const TypeAnalysis typed = analyse_types(bound, registry);
+    const TypeAnalysis typed = analyse_types(bound, registry, outer);
     ops::GraphCost partial;
     partial.params = ops::weight_elements(graph);
     for (ir::NodeId id : bound.node_ids()) {
@@ -293,7 +293,18 @@ void Document::take(Analysed analysed) {
   cost_ = std::move(analysed.cost);
 }
 
-void Document::reanalyse() { take(analyse(state_.graph(), registry_, path_)); }
+void Document::reanalyse() { take(analyse(state_.graph(), registry_, path_, outer_)); }
+
+ops::Scope Document::scope_for_nested(ir::NodeId) const {
+  // ONNX names are unique in a model and a nested graph can only read values defined before its
+  // node, so every typed named value of this graph stands for "what the node sees".
+  ops::Scope scope = outer_;
+  const ir::Graph& g = graph();
+  for (ir::ValueId v = 0; v < static_cast<ir::ValueId>(analysis_.typed.size()); ++v)
+    if (analysis_.typed[static_cast<size_t>(v)] && g.has_value(v) && !g.value(v).name.empty())
+      scope[g.value(v).name] = g.value(v).type;
+  return scope;
+}
 
 int64_t Document::node_parameter_count(ir::NodeId id) const {
   const ir::Graph& g = graph();

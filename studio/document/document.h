@@ -80,6 +80,14 @@ class Document : public QObject {
   // then the path is ORIGINAL_PATH and the document is modified (not yet saved there).
   Status recover(const std::string& autosave_path, const std::string& original_path);
 
+  // For a nested graph shown on its own: the named values of its enclosing graphs and their types
+  // (its captures and its own nested graphs' are typed from them). Set before open().
+  void set_outer_scope(ops::Scope scope) { outer_ = std::move(scope); }
+  const ops::Scope& outer_scope() const { return outer_; }
+  // The named values visible to the graphs nested in node `id`: the outer scope and every typed
+  // named value of this graph.
+  ops::Scope scope_for_nested(ir::NodeId id) const;
+
   // No file and nothing built: no node, graph input or param.
   bool is_empty() const;
   bool is_modified() const { return !stack_.isClean(); }
@@ -181,7 +189,7 @@ class Document : public QObject {
   // Writes a patch and updates inference and observers; EditCommand's redo and undo call it with
   // the patch to write (`to`) and the one it replaces (`from`, the same items).
   void apply_change(const StatePatch& to, const StatePatch& from);
-  EditContext context() const { return EditContext{state_, registry_, analysis_}; }
+  EditContext context() const { return EditContext{state_, registry_, analysis_, outer_}; }
   Status push(Expected<Edit> edit);
   void reanalyse();
   void emit_changes(const StatePatch& to, const StatePatch& from,
@@ -190,7 +198,8 @@ class Document : public QObject {
   std::vector<std::optional<ir::TensorType>> inferred_types() const;
   void replace_state(DocumentState state, std::string path);
   struct Analysed;
-  static Analysed analyse(ir::Graph& graph, const ops::OpRegistry& registry, const std::string& path);
+  static Analysed analyse(ir::Graph& graph, const ops::OpRegistry& registry, const std::string& path,
+                          const ops::Scope& outer = {});
   void take(Analysed analysed);
   struct Loader;
   std::shared_ptr<Loader> loader_;  // shared with the workers of load_in_background
@@ -200,6 +209,7 @@ class Document : public QObject {
   std::string path_;
   TypeAnalysis analysis_;
   std::optional<Error> inference_error_;
+  ops::Scope outer_;
   std::optional<ops::GraphCost> cost_;  // with inference failing: the typed nodes' FLOPs only
   QUndoStack stack_;  // after state_: destroyed first, its commands refer to this document
   QThreadPool load_pool_;  // last: destroyed first, waiting for load workers (they use registry_)

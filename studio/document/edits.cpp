@@ -134,7 +134,7 @@ bool reaches(const ir::Graph& g, ir::NodeId from, ir::NodeId to) {
 
 // Runs inference on the trial. Returns why `node` fails there when it did not fail before.
 std::optional<std::string> new_failure(const EditContext& ctx, Trial& trial, const ir::Node& node) {
-  const TypeAnalysis after = analyse_types(trial.graph(), ctx.registry);
+  const TypeAnalysis after = analyse_types(trial.graph(), ctx.registry, ctx.outer);
   if (!after.failed(node.id) || ctx.analysis.failed(node.id)) return std::nullopt;
   return without_node_prefix(after.problem(node.id)->error, node);
 }

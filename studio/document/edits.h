@@ -31,6 +31,7 @@ struct EditContext {
   const DocumentState& state;
   const ops::OpRegistry& registry;
   const TypeAnalysis& analysis;  // of state's graph, as it is now
+  const ops::Scope& outer;        // the enclosing graphs' named values (Document::outer_scope)
 };
 
 // What kind of edit, for QUndoCommand::id() (merging) and for tests.

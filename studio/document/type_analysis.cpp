@@ -42,8 +42,10 @@ std::string without_node_prefix(const Error& error, const ir::Node& node) {
   return message;
 }
 
-TypeAnalysis analyse_types(ir::Graph& graph, const ops::OpRegistry& registry) {
+TypeAnalysis analyse_types(ir::Graph& graph, const ops::OpRegistry& registry, const ops::Scope& outer) {
   TypeAnalysis out;
+  for (ir::ValueId c : graph.captures())
+    if (auto it = outer.find(graph.value(c).name); it != outer.end()) graph.value(c).type = it->second;
   out.typed.assign(static_cast<size_t>(graph.value_capacity()), false);
   for (const auto* list : {&graph.inputs(), &graph.params(), &graph.captures()})
     for (ir::ValueId v : *list)
@@ -69,10 +71,11 @@ TypeAnalysis analyse_types(ir::Graph& graph, const ops::OpRegistry& registry) {
     return out;
   }
   // Named typed values visible to nested graphs (If branches, Loop bodies), as infer_types keeps.
-  ops::Scope scope;
+  ops::Scope scope = outer;
   auto publish = [&](ir::ValueId v) {
     if (!graph.value(v).name.empty()) scope[graph.value(v).name] = graph.value(v).type;
   };
+  for (ir::ValueId v : graph.captures()) publish(v);
   for (ir::ValueId v : graph.inputs()) publish(v);
   for (ir::ValueId v : graph.params()) publish(v);
 

@@ -16,6 +16,7 @@
 
 #include "engine/core/status.h"
 #include "engine/ir/graph.h"
+#include "engine/ops/infer.h"
 #include "engine/ops/op_def.h"
 
 namespace tessera::studio {
@@ -45,7 +46,10 @@ struct TypeAnalysis {
 // Infers what it can. Node outputs it does not reach get the type f32[*] (what Graph::add_node
 // gives), so the graph's text depends on its structure only. Graph inputs, params and captures
 // keep their declared types and are typed. Never fails: problems are in the result.
-TypeAnalysis analyse_types(ir::Graph& graph, const ops::OpRegistry& registry);
+// `outer`: the named values of the enclosing graphs with their types, for a nested graph shown on
+// its own (an If branch's window): its captures take their types from there, and its own nested
+// graphs see them, as they do inside the whole model.
+TypeAnalysis analyse_types(ir::Graph& graph, const ops::OpRegistry& registry, const ops::Scope& outer = {});
 
 // The message of an inference error without the prefixes that name the node ("Op 'name' (#id): ",
 // then "Op 'name': "), for a reason that names the node itself.

@@ -22,6 +22,7 @@ RunsCompareTable::RunsCompareTable(QWidget* parent) : QTableWidget(parent) {
   verticalHeader()->hide();
   verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
   horizontalHeader()->setStretchLastSection(true);
+  setTextElideMode(Qt::ElideMiddle);  // paths keep their start and their end
   setAlternatingRowColors(false);
   setWordWrap(false);
 }
@@ -86,6 +87,7 @@ void RunsCompareTable::set_runs(const std::vector<const insight::RunSummary*>& r
     setItem(i, 0, k);
     for (size_t c = 0; c < values.size(); ++c) {
       auto* item = new QTableWidgetItem(values[c]);
+      item->setToolTip(values[c]);  // the whole text where the column elides it
       if (differs) {
         item->setBackground(kDiffers);
         item->setForeground(QBrush(Qt::black));
@@ -98,6 +100,32 @@ void RunsCompareTable::set_runs(const std::vector<const insight::RunSummary*>& r
     }
   }
   resizeColumnsToContents();
+  natural_widths_.clear();
+  for (int c = 0; c < columnCount(); ++c) natural_widths_.push_back(columnWidth(c));
+  fit_columns();
+}
+
+void RunsCompareTable::fit_columns() {
+  // Every run's column on screen: when the contents are wider than the table, the key column
+  // takes at most 40 % and the runs share the rest (long values elided, whole in the tooltip).
+  const int n = static_cast<int>(natural_widths_.size());
+  if (n < 2) return;
+  const int room = viewport()->width();
+  int natural = 0;
+  for (int w : natural_widths_) natural += w;
+  if (natural <= room) {
+    for (int c = 0; c < n; ++c) setColumnWidth(c, natural_widths_[static_cast<size_t>(c)]);
+    return;
+  }
+  const int key = std::min(natural_widths_[0], std::max(60, room * 2 / 5));
+  setColumnWidth(0, key);
+  const int each = std::max(48, (room - key) / (n - 1));
+  for (int c = 1; c < n; ++c) setColumnWidth(c, std::min(natural_widths_[static_cast<size_t>(c)], each));
+}
+
+void RunsCompareTable::resizeEvent(QResizeEvent* event) {
+  QTableWidget::resizeEvent(event);
+  fit_columns();
 }
 
 QStringList RunsCompareTable::differing_keys() const {

@@ -33,6 +33,13 @@ class RunsCompareTable : public QTableWidget {
   QStringList differing_keys() const;
   // The keys of every row, top to bottom.
   QStringList keys() const;
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
+ private:
+  void fit_columns();
+  std::vector<int> natural_widths_;  // by column, as resizeColumnsToContents made them
 };
 
 }  // namespace tessera::studio

@@ -48,7 +48,7 @@ Inspector::Inspector(Document& document, QWidget* parent)
   scroll_->setWidgetResizable(true);
   scroll_->setFrameShape(QFrame::NoFrame);
   scroll_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);  // the form follows the width
-  setMinimumWidth(260);
+  setMinimumWidth(200);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(scroll_);

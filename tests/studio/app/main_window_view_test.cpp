@@ -9,6 +9,9 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QSettings>
+#include <QDockWidget>
+#include <QTabBar>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -137,6 +140,74 @@ class MainWindowViewTest : public QObject {
         QVERIFY(body->scene()->node_item_count() > 0);
         body->close();
       }
+  }
+
+  // Issue 40, item 3: a branch whose own nested graph reads a value of the whole model ('state',
+  // captured two levels down) types in its window as it does in the model (it reported "capture
+  // 'state' names no value of an enclosing graph"), and the window is a view of the graph only:
+  // no Run or Insight menu, no Runs/Passes/Profile tabs, no Run and Train docks.
+  void nested_window_types_as_the_model_does() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("vad.tir"));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"(graph "vad" {
+  input %0 "sr" : bool[]
+  input %1 "speech" : bool[]
+  input %2 "state" : f32[2, 64]
+  input %3 "x" : f32[2, 64]
+  #0 "by_rate" = If(%0) -> (%4 "y" : f32[2, 64]) {else_branch = graph "else" {
+    capture %0 "x" : f32[2, 64]
+    #0 = Neg(%0) -> (%1 : f32[2, 64])
+    output %1
+  }, then_branch = graph "then" {
+    capture %0 "speech" : bool[]
+    capture %1 "x" : f32[2, 64]
+    #0 "gate" = If(%0) -> (%2 "g" : f32[2, 64]) {else_branch = graph "quiet" {
+      capture %0 "x" : f32[2, 64]
+      #0 = Relu(%0) -> (%1 : f32[2, 64])
+      output %1
+    }, then_branch = graph "loud" {
+      capture %0 "state" : f32[2, 64]
+      capture %1 "x" : f32[2, 64]
+      #0 = Add(%0, %1) -> (%2 : f32[2, 64])
+      output %2
+    }}
+    #1 = Tanh(%2) -> (%3 : f32[2, 64])
+    output %3
+  }}
+  output %4
+}
+)");
+    f.close();
+    Document doc(registry_);
+    QVERIFY(doc.load(path.toStdString()).is_ok());
+    QVERIFY2(!doc.inference_error(), doc.inference_error() ? doc.inference_error()->to_string().c_str() : "");
+    MainWindow w(doc);
+    w.show();
+    MainWindow* sub = w.open_subgraph(0, QStringLiteral("then_branch"));
+    QVERIFY(sub);
+    Document* sub_doc = sub->findChild<Document*>();
+    QVERIFY(sub_doc);
+    QVERIFY2(!sub_doc->inference_error(), sub_doc->inference_error() ? sub_doc->inference_error()->to_string().c_str() : "");
+    QVERIFY(sub_doc->cost());
+    QCOMPARE(sub_doc->cost()->flops_by_node.size(), size_t{2});  // no node's FLOPs unknown
+    // Two levels down, from the branch's window: still typed.
+    MainWindow* inner = sub->open_subgraph(0, QStringLiteral("then_branch"));
+    QVERIFY(inner);
+    Document* inner_doc = inner->findChild<Document*>();
+    QVERIFY(inner_doc && !inner_doc->inference_error());
+    for (MainWindow* m : {sub, inner}) {
+      QVERIFY(m->tabs()->tabBar()->isHidden());
+      for (QAction* a : m->menuBar()->actions())
+        QVERIFY2(!a->isVisible() || (!a->text().contains(QStringLiteral("Run")) && !a->text().contains(QStringLiteral("Insight"))),
+                 qPrintable(a->text()));
+      QVERIFY(!m->run_dock()->isVisible() && !m->train_dock()->isVisible());
+    }
+    QVERIFY(!w.tabs()->tabBar()->isHidden());  // the model's own window keeps them
+    inner->close();
+    sub->close();
+    QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
   }
 
   // Issue 17: the Passes tab's Compile button compiles the open document (it compiled an empty
