@@ -39,10 +39,22 @@ GraphView::GraphView(GraphScene* scene, QWidget* parent)
   setResizeAnchor(QGraphicsView::AnchorViewCenter);
   setViewportUpdateMode(QGraphicsView::BoundingRectViewportUpdate);
   setFrameShape(QFrame::NoFrame);
+  // The canvas has no edge: a drag on empty canvas pans past the graph in any direction, as in
+  // Netron (a graph smaller than the window could not be moved at all). Where the view is, the
+  // minimap shows, so there are no scroll bars.
+  setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  connect(scene, &QGraphicsScene::sceneRectChanged, this,
+          [this] { guarded(this, tr("Showing the graph"), [&] { update_pan_room(); }); });
   connect(scene, &GraphScene::rebuilt, this,
           [this] { guarded(this, tr("Showing the graph"), [&] { on_scene_rebuilt(); }); });
   minimap_ = new Minimap(this);
   connect(scene, &GraphScene::updated, minimap_, &Minimap::invalidate);
+  connect(scene, &GraphScene::updated, this, [this] {
+    guarded(this, tr("Showing the graph"), [&] {
+      if (place_added_.node != ir::kNoNode) keep_added_in_place();
+    });
+  });
   connect(scene, &GraphScene::rebuilt, minimap_, &Minimap::invalidate);
   connect(scene, &GraphScene::layout_changed, minimap_, &Minimap::invalidate);
   // Nothing to overview while nothing is open (the hint shows instead).
@@ -116,6 +128,17 @@ double GraphView::zoom() const {
   return transform().m11();
 }
 
+void GraphView::update_pan_room() {
+  const QRectF graph = graph_scene_->sceneRect();
+  if (graph.isEmpty()) {
+    setSceneRect(QRectF());
+    return;
+  }
+  // Room to pan the graph's edge to the window's far edge on every side.
+  const double w = viewport()->width() / zoom(), h = viewport()->height() / zoom();
+  setSceneRect(graph.adjusted(-w, -h, w, h));
+}
+
 void GraphView::set_zoom(double zoom) {
   // Never below what shows the whole graph (a deep network needs less than kMinZoom to fit).
   double lowest = kMinZoom;
@@ -124,7 +147,12 @@ void GraphView::set_zoom(double zoom) {
   if (!target.isEmpty() && !port.isEmpty())
     lowest = std::min(lowest, std::min(port.width() / target.width(), port.height() / target.height()));
   zoom = std::clamp(zoom, lowest, kMaxZoom);
+  if (zoom < this->zoom()) {  // more room first, so the point under the cursor can stay put
+    const double w = viewport()->width() / zoom, h = viewport()->height() / zoom;
+    if (!target.isEmpty()) setSceneRect(target.adjusted(-w, -h, w, h));
+  }
   setTransform(QTransform::fromScale(zoom, zoom));
+  update_pan_room();
   if (minimap_) minimap_->update();
 }
 
@@ -229,8 +257,24 @@ void GraphView::reset_zoom() {
 }
 
 void GraphView::on_scene_rebuilt() {
+  if (place_added_.node != ir::kNoNode) {  // an op dropped on an empty canvas: no overview
+    keep_added_in_place();
+    return;
+  }
   follow_ = Follow::kOverview;
   overview();
+}
+
+void GraphView::keep_added_in_place() {
+  const AddedPlace added = place_added_;
+  place_added_ = AddedPlace{};
+  NodeItem* item = graph_scene_->node_item(added.node);
+  if (!item) return;
+  // The scene rect grew or moved with the new box: scroll so it is where it was dropped.
+  const QPoint now = mapFromScene(item->pos());
+  const QPoint delta = now - added.at;
+  horizontalScrollBar()->setValue(horizontalScrollBar()->value() + delta.x());
+  verticalScrollBar()->setValue(verticalScrollBar()->value() + delta.y());
 }
 
 void GraphView::wheelEvent(QWheelEvent* event) {
@@ -387,6 +431,9 @@ void GraphView::contextMenuEvent(QContextMenuEvent* event) {
         node = static_cast<const NodeItem*>(item);
     if (node && document_->graph().has_node(node->node_id())) {
       const ir::NodeId id = node->node_id();
+      // The menu acts on this node: it becomes the selection (the inspector shows it), unless it
+      // is already part of a selection.
+      if (!graph_scene_->selected_node_ids().contains(id)) graph_scene_->select_nodes({id});
       QMenu menu(this);
       const ir::Node& n = document_->graph().node(id);
       const ops::OpDef* def = document_->op_def(id);
@@ -581,6 +628,7 @@ Expected<ir::ValueId> GraphView::add_weight(ir::NodeId node, int input) {
 
 void GraphView::resizeEvent(QResizeEvent* event) {
   QGraphicsView::resizeEvent(event);
+  update_pan_room();
   place_overlays();
   follow();
 }
@@ -610,9 +658,15 @@ void GraphView::drawForeground(QPainter* painter, const QRectF& rect) {
   painter->resetTransform();
   painter->setPen(style::colours().muted_text);
   painter->setFont(style::canvas_font(15));
-  painter->drawText(viewport()->rect(), Qt::AlignCenter,
-                    tr("Open a graph (.onnx, .tsr, .json or .tir) with File \u203a Open\u2026  (Ctrl+O)"));
+  painter->drawText(viewport()->rect(), Qt::AlignCenter, empty_hint());
   painter->restore();
+}
+
+QString GraphView::empty_hint() const {
+  return tr("Open a graph (.onnx, .tsr, .json or .tir) with File \u203a Open\u2026  (Ctrl+O)\n\n"
+                       "or build one: drag ops from the Palette onto the canvas (or double-click them),\n"
+                       "then right-click a node to add its graph input, its weights and its output,\n"
+                       "and drag from an output port (bottom) to an input port (top) to connect.");
 }
 
 void GraphView::set_document(Document* document) {
@@ -625,15 +679,27 @@ Expected<ir::NodeId> GraphView::add_op(const QString& op, QPointF scene_pos) {
   if (!document_) return make_error("the canvas has no document to edit");
   follow_ = Follow::kNone;  // the user is editing: the view stays where it is
   // An empty name makes the document pick "conv1", "conv2", ...
+  const QPoint at = mapFromScene(scene_pos);
   Expected<ir::NodeId> id =
       document_->add_node(op.toStdString(), {}, NodePosition{scene_pos.x(), scene_pos.y()});
+  if (id) place_added_ = AddedPlace{*id, at};  // kept there when the scene shows it
   if (!id)
     Q_EMIT edit_refused(tr("Cannot add %1: %2").arg(op, QString::fromStdString(id.error().message)));
   return id;
 }
 
 Expected<ir::NodeId> GraphView::add_op_at_centre(const QString& op) {
-  return add_op(op, mapToScene(viewport()->rect().center()));
+  // Ops added one after another land in a cascade, not on top of each other.
+  QPointF at = mapToScene(viewport()->rect().center());
+  for (int tries = 0; tries < 50; ++tries) {
+    bool taken = false;
+    for (QGraphicsItem* item : graph_scene_->items(QRectF(at - QPointF(12, 12), QSizeF(24, 24))))
+      if (item->type() == static_cast<int>(CanvasItemType::kNode) && QLineF(item->pos(), at).length() < 12)
+        taken = true;
+    if (!taken) break;
+    at += QPointF(32, 32);
+  }
+  return add_op(op, at);
 }
 
 Expected<ir::NodeId> GraphView::drop_op(const QMimeData* data, QPointF scene_pos) {

@@ -57,6 +57,8 @@ class GraphView : public QGraphicsView {
   // The document that drops and add_op() edit (the scene's own; must outlive the view). Without
   // one the view accepts no drops.
   void set_document(Document* document);
+  // What the empty canvas says: how to open a graph, and how to build one.
+  QString empty_hint() const;
   // Adds node `op` (named op1, op2, ... in lower case) with its top-left corner at `scene_pos`.
   // A refusal is returned and emitted as edit_refused().
   Expected<ir::NodeId> add_op(const QString& op, QPointF scene_pos);
@@ -187,7 +189,15 @@ class GraphView : public QGraphicsView {
   // viewport; the view scrolls so that it is there again.
   const QGraphicsItem* layout_anchor_ = nullptr;
   QPoint layout_anchor_at_;
+  // A node just added by a drop or a double-click, and the viewport point it was put at.
+  struct AddedPlace {
+    ir::NodeId node = ir::kNoNode;
+    QPoint at;
+  };
+  AddedPlace place_added_;
+  void keep_added_in_place();
   void remember_layout_anchor();
+  void update_pan_room();  // the view's scene rect: the graph plus a window on every side
   void restore_layout_anchor();
   void follow();
   void fit_now();

@@ -34,31 +34,31 @@ void Minimap::invalidate() {
 }
 
 double Minimap::scale() const {
-  const QRectF scene = view_->sceneRect();
+  const QRectF scene = view_->scene()->sceneRect();
   if (scene.isEmpty()) return 1;
   return std::min((width() - 2 * kInset) / scene.width(), (height() - 2 * kInset) / scene.height());
 }
 
 QPointF Minimap::offset() const {
-  const QRectF scene = view_->sceneRect();
+  const QRectF scene = view_->scene()->sceneRect();
   const double s = scale();
   return {(width() - scene.width() * s) / 2, (height() - scene.height() * s) / 2};
 }
 
 QPointF Minimap::to_scene(QPointF p) const {
   const double s = scale();
-  return view_->sceneRect().topLeft() + (p - offset()) / s;
+  return view_->scene()->sceneRect().topLeft() + (p - offset()) / s;
 }
 
 QRectF Minimap::to_map(const QRectF& r) const {
   const double s = scale();
-  const QPointF o = offset() + (r.topLeft() - view_->sceneRect().topLeft()) * s;
+  const QPointF o = offset() + (r.topLeft() - view_->scene()->sceneRect().topLeft()) * s;
   return {o, r.size() * s};
 }
 
 QRectF Minimap::visible_rect() const {
   const QRectF shown = view_->mapToScene(view_->viewport()->rect()).boundingRect();
-  return to_map(shown.intersected(view_->sceneRect()));
+  return to_map(shown.intersected(view_->scene()->sceneRect()));
 }
 
 void Minimap::paintEvent(QPaintEvent*) {
@@ -69,8 +69,8 @@ void Minimap::paintEvent(QPaintEvent*) {
     painter.setPen(QPen(style::colours().box_border, 1));
     painter.setBrush(back);
     painter.drawRect(QRectF(rect()).adjusted(0.5, 0.5, -0.5, -0.5));
-    if (!view_->scene() || view_->sceneRect().isEmpty()) return;
-    const QRectF target = to_map(view_->sceneRect());
+    if (!view_->scene() || view_->scene()->sceneRect().isEmpty()) return;
+    const QRectF target = to_map(view_->scene()->sceneRect());
     if (dirty_ || picture_.size() != size() * devicePixelRatioF()) {
       picture_ = QPixmap(size() * devicePixelRatioF());
       picture_.setDevicePixelRatio(devicePixelRatioF());
@@ -80,13 +80,13 @@ void Minimap::paintEvent(QPaintEvent*) {
       auto* scene = qobject_cast<GraphScene*>(view_->scene());
       if (scene && scene->box_count() >= GraphScene::kSketchMinBoxes) {
         // A big graph in a minimap is a sketch: rendering its items took seconds.
-        const QRectF source = view_->sceneRect();
+        const QRectF source = view_->scene()->sceneRect();
         p.translate(target.topLeft());
         p.scale(target.width() / source.width(), target.height() / source.height());
         p.translate(-source.topLeft());
         scene->paint_sketch(p, source);
       } else {
-        view_->scene()->render(&p, target, view_->sceneRect());
+        view_->scene()->render(&p, target, view_->scene()->sceneRect());
       }
       dirty_ = false;
     }

@@ -133,6 +133,7 @@ RunPanel::RunPanel(Document& document, QWidget* parent) : QWidget(parent), docum
   inputs_box_->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(inputs_widget_);
   run_button_ = new QPushButton(tr("Run (F5)"), this);
+  run_button_->setObjectName(QStringLiteral("run_button"));
   layout->addWidget(run_button_);
   keep_values_ = new QCheckBox(tr("Keep every value"), this);  // short: the dock stays narrow
   keep_values_->setChecked(true);
@@ -190,6 +191,9 @@ RunPanel::RunPanel(Document& document, QWidget* parent) : QWidget(parent), docum
   connect(&document_, &Document::terminals_changed, this, rebuild);
   connect(&document_, &Document::types_changed, this, rebuild);
   connect(&document_, &Document::value_changed, this, rebuild);
+  // Every edit, undo and redo: Run follows whether the graph can run now.
+  connect(&document_, &Document::changed, this,
+          [this] { guarded(this, tr("Run panel"), [&] { update_enabled(); }); });
   rebuild_inputs();
 }
 
@@ -228,6 +232,7 @@ void RunPanel::rebuild_inputs() {
     delete item;
   }
   feed_labels_.clear();
+  dim_boxes_.clear();
   const ir::Graph& g = document_.graph();
   for (ir::ValueId v : g.inputs()) {
     const ir::Value& in = g.value(v);
@@ -284,6 +289,7 @@ void RunPanel::rebuild_inputs() {
     auto* size = new QSpinBox(row);
     size->setRange(0, 1 << 20);
     size->setValue(static_cast<int>(dims_.count(sym) ? dims_[sym] : 1));
+    dim_boxes_[sym] = size;
     h->addWidget(size);
     inputs_box_->addWidget(row);
     const QString qsym = qs(sym);
@@ -315,6 +321,18 @@ Status RunPanel::set_input_file(const QString& name, const QString& path) {
   }
   feeds_[n] = InputFeed{true, path.toStdString(), feeds_[n].seed};
   if (label) label->setText(tr("from %1").arg(QFileInfo(path).fileName()));
+  // The file's sizes are the symbolic dims' sizes now ("size of N" shows 4 for a batch of 4).
+  if (auto t = formats::read_npy(path.toStdString())) {
+    const auto& dims = input->type.dims;
+    for (size_t i = 0; i < dims.size() && i < t->shape().size(); ++i) {
+      if (!dims[i].is_symbolic()) continue;
+      dims_[dims[i].symbol] = t->shape()[i];
+      if (auto box = dim_boxes_.find(dims[i].symbol); box != dim_boxes_.end()) {
+        const QSignalBlocker quiet(box->second);
+        box->second->setValue(static_cast<int>(t->shape()[i]));
+      }
+    }
+  }
   return st;
 }
 

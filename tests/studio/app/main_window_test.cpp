@@ -165,7 +165,7 @@ class MainWindowTest : public QObject {
     view->fit();
     QVERIFY(view->zoom() < 1.0);
     const QRectF visible = view->mapToScene(view->viewport()->rect()).boundingRect();
-    QVERIFY2(visible.contains(view->sceneRect()), qPrintable(QStringLiteral("visible %1,%2 %3x%4 scene %5,%6 %7x%8").arg(visible.x()).arg(visible.y()).arg(visible.width()).arg(visible.height()).arg(view->sceneRect().x()).arg(view->sceneRect().y()).arg(view->sceneRect().width()).arg(view->sceneRect().height())));
+    QVERIFY2(visible.contains(view->scene()->sceneRect()), qPrintable(QStringLiteral("visible %1,%2 %3x%4 scene %5,%6 %7x%8").arg(visible.x()).arg(visible.y()).arg(visible.width()).arg(visible.height()).arg(view->scene()->sceneRect().x()).arg(view->scene()->sceneRect().y()).arg(view->scene()->sceneRect().width()).arg(view->scene()->sceneRect().height())));
   }
 
   void undo_and_redo_actions_follow_the_stack() {
