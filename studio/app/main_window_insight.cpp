@@ -119,8 +119,10 @@ void MainWindow::create_insight_views() {
             });
           });
   connect(runs_, &RunsDashboard::diff_graphs_requested, this,
-          [this](formats::GraphDocument a, formats::GraphDocument b, const QString& title) {
+          [this](formats::GraphDocument a, formats::GraphDocument b, const QString& title, const QString& a_label,
+                 const QString& b_label) {
             guarded(this, tr("Comparing graphs"), [&] {
+              diff_->set_side_titles(a_label, b_label);
               diff_->set_graphs(std::move(a), std::move(b), {}, DiffMatch::kByName);
               tabs_->setTabVisible(tab_index(diff_), true);
               tabs_->setTabText(tab_index(diff_), title);

@@ -141,6 +141,11 @@ GraphDiffView::GraphDiffView(QWidget* parent)
   rebuild();
 }
 
+void GraphDiffView::set_side_titles(const QString& before, const QString& after) {
+  before_title_ = before;
+  after_title_ = after;
+}
+
 void GraphDiffView::set_graphs(formats::GraphDocument before, formats::GraphDocument after,
                                std::vector<std::pair<int32_t, std::vector<int32_t>>> provenance, DiffMatch match) {
   before_ = std::move(before);
@@ -285,7 +290,7 @@ double GraphDiffView::draw_graph(Side side, double left) {
   stretch = std::max(1.0, stretch);
 
   auto* title = scene_->addSimpleText(
-      after ? tr("after: %1 nodes").arg(ids.size()) : tr("before: %1 nodes").arg(ids.size()));
+      tr("%1: %2 nodes").arg(after ? after_title_ : before_title_).arg(ids.size()));
   QFont f = title->font();
   f.setPointSize(12);
   f.setBold(true);

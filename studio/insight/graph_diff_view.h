@@ -56,6 +56,10 @@ class GraphDiffView : public QWidget {
   // zoom and scroll; `redraw` false only keeps them for the next set_graphs.
   void set_after_marks(std::map<ir::NodeId, NodeMark> marks, bool redraw = true);
   void clear();
+  // What the two sides are called above their graphs ("before" and "after" by default; the runs
+  // dashboard names the two runs). Used by the next set_graphs.
+  void set_side_titles(const QString& before, const QString& after);
+  QString side_title(Side side) const { return side == Side::kBefore ? before_title_ : after_title_; }
 
   const GraphDiff& diff() const { return diff_; }
   QString counts_text() const { return QString::fromStdString(diff_.summary()); }
@@ -85,6 +89,7 @@ class GraphDiffView : public QWidget {
 
  private:
   void rebuild();
+  QString before_title_ = QStringLiteral("before"), after_title_ = QStringLiteral("after");
   // Lays out and draws one graph with its left edge at x = `left`; returns its width.
   double draw_graph(Side side, double left);
 

@@ -245,6 +245,15 @@ QString MetricChart::note() const { return note_->text(); }
 
 void MetricChart::set_compact(bool compact) {
   controls_->setVisible(!compact);
+  // A tile: small axis numbers and thin margins, so the numbers fit instead of showing "…".
+  QFont small = font();
+  small.setPointSizeF(std::max(6.0, small.pointSizeF() * 0.8));
+  for (QAbstractAxis* axis : {static_cast<QAbstractAxis*>(x_axis_item_), static_cast<QAbstractAxis*>(y_linear_),
+                              static_cast<QAbstractAxis*>(y_log_)}) {
+    axis->setLabelsFont(compact ? small : font());
+    axis->setTitleVisible(!compact);
+  }
+  chart_->setMargins(compact ? QMargins(2, 2, 2, 2) : QMargins(20, 20, 20, 20));
   view_->setMinimumHeight(compact ? 150 : 200);
   chart_->legend()->setVisible(!compact && !labels_.empty());
   chart_->setTitle(compact ? metric_ : QString());
@@ -346,7 +355,7 @@ void MetricChart::rebuild() {
     x_min -= 1;
     x_max += 1;
   }
-  x->setTickCount(5);
+  x->setTickCount(compact_ ? 3 : 5);  // a tile's axis has room for three numbers, not "…"
   x->setLabelFormat(QStringLiteral("%g"));
   x->setRange(x_min, x_max);
   x->applyNiceNumbers();  // 0, 50, 100 rather than 1, 75.8, 150.5
@@ -365,7 +374,7 @@ void MetricChart::rebuild() {
   }
   y_linear_->setVisible(!log_y_);
   y_log_->setVisible(log_y_);
-  y_axis->setTitleText(metric_);
+  y_axis->setTitleText(compact_ ? QString() : metric_);  // a tile's title names it already
   for (const Curve& curve : curves) {
     // Added and attached while empty, filled last: Qt Charts strokes a series' whole path (its
     // hover shape) on addSeries and on each attachAxis, which cost 3x the time with the points in.

@@ -458,7 +458,12 @@ Status RunsDashboard::diff_graphs(int64_t a, int64_t b) {
     show_message(tr("Cannot diff the graphs of runs %1 and %2: %3").arg(a).arg(b).arg(qs(e.to_string())), true);
     return e;
   }
-  Q_EMIT diff_graphs_requested(std::move(*da), std::move(*db), tr("run %1 vs run %2").arg(a).arg(b));
+  auto label = [&](int64_t id) {
+    const insight::RunSummary* r = model_->run_at(model_->row_of(id));
+    return r ? tr("run %1: %2").arg(id).arg(qs(r->run.name)) : tr("run %1").arg(id);
+  };
+  Q_EMIT diff_graphs_requested(std::move(*da), std::move(*db), tr("run %1 vs run %2").arg(a).arg(b), label(a),
+                               label(b));
   return Status::ok();
 }
 

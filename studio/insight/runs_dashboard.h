@@ -99,7 +99,9 @@ class RunsDashboard : public QWidget {
 
  Q_SIGNALS:
   void open_graph_requested(tessera::formats::GraphDocument document, QString title);
-  void diff_graphs_requested(tessera::formats::GraphDocument a, tessera::formats::GraphDocument b, QString title);
+  // `a_label` and `b_label` name the two sides ("run 3: lenet adam lr 0.01").
+  void diff_graphs_requested(tessera::formats::GraphDocument a, tessera::formats::GraphDocument b, QString title,
+                             QString a_label, QString b_label);
   // The selection changed (ids in table order).
   void selection_changed(QList<qint64> runs);
 

@@ -11,6 +11,8 @@
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <limits>
+#include <tuple>
 #include <cmath>
 
 #include "studio/common/canvas_style.h"
@@ -69,14 +71,7 @@ void HParamsView::set_runs(const std::vector<insight::RunSummary>& runs, const s
   runs_ = runs;
   selected_ = selected;
   const QStringList names = metric_names();
-  if (!names.contains(metric_)) {
-    metric_ = names.isEmpty() ? QString() : names.front();
-    for (const QString& n : names)  // an accuracy if there is one (what a sweep maximises), else a loss
-      if (n.contains(QLatin1String("accuracy"))) {
-        metric_ = n;
-        break;
-      }
-  }
+  if (!names.contains(metric_)) metric_ = default_metric(names);
   updating_ = true;
   metric_box_->clear();
   metric_box_->addItems(names);
@@ -84,6 +79,31 @@ void HParamsView::set_runs(const std::vector<insight::RunSummary>& runs, const s
   updating_ = false;
   layout_lines();
   update();
+}
+
+QString HParamsView::default_metric(const QStringList& names) const {
+  // What a sweep is judged by: a metric whose final values differ between the runs (the last
+  // batch's train/accuracy is often 1.0 in every run: one colour, nothing to read), a test metric
+  // before a training one, an accuracy before a loss, then the widest spread.
+  QString best;
+  std::tuple<bool, bool, bool, double> best_key{false, false, false, -1.0};
+  for (const QString& n : names) {
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (const auto& r : runs_)
+      for (const auto& m : r.metrics)
+        if (QString::fromStdString(m.name) == n && std::isfinite(m.final_value)) {
+          lo = std::min(lo, m.final_value);
+          hi = std::max(hi, m.final_value);
+        }
+    const double spread = hi > lo ? hi - lo : 0.0;
+    const std::tuple<bool, bool, bool, double> key{spread > 0, n.contains(QLatin1String("test")),
+                                                   n.contains(QLatin1String("accuracy")), spread};
+    if (best.isEmpty() || key > best_key) {
+      best = n;
+      best_key = key;
+    }
+  }
+  return best;
 }
 
 void HParamsView::set_selected(const std::set<int64_t>& selected) {

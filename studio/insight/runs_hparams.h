@@ -40,6 +40,8 @@ class HParamsView : public QWidget {
   void set_metric(const QString& metric);
   QString metric() const { return metric_; }
   QStringList metric_names() const;
+  // The metric shown until the user picks one (see runs_hparams.cpp).
+  QString default_metric(const QStringList& names) const;
   // The axes drawn, left to right (the varying hyper-parameters, then the metric).
   const QStringList& axes() const { return axes_; }
   // Where run `id`'s line crosses each axis, in widget coordinates (empty when it is not drawn:

@@ -49,6 +49,8 @@ QString duration_text(double seconds) {
 RunsTableModel::RunsTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void RunsTableModel::set_runs(std::vector<insight::RunSummary> runs, int64_t now_ns) {
+  name_counts_.clear();
+  for (const auto& r : runs) ++name_counts_[r.run.name];
   std::set<std::string> keys, metrics;
   for (const auto& r : runs) {
     for (const auto& [k, v] : r.hyperparams) keys.insert(k);
@@ -141,7 +143,11 @@ int RunsTableModel::columnCount(const QModelIndex& parent) const {
 QString RunsTableModel::display(const insight::RunSummary& r, int column) const {
   switch (column) {
     case kIdColumn: return QString::number(r.run.id);
-    case kNameColumn: return QString::fromStdString(r.run.name);
+    case kNameColumn: {  // two runs of one name: the id tells them apart
+      const QString name = QString::fromStdString(r.run.name);
+      auto it = name_counts_.find(r.run.name);
+      return it != name_counts_.end() && it->second > 1 ? QStringLiteral("%1 #%2").arg(name).arg(r.run.id) : name;
+    }
     case kKindColumn: return QString::fromStdString(r.run.kind);
     case kStatusColumn: return QString::fromStdString(r.run.status);
     case kGraphColumn: {

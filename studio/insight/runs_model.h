@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <map>
 #include <vector>
 
 #include "insight/runs_query.h"
@@ -66,6 +67,7 @@ class RunsTableModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
  private:
+  std::map<std::string, int> name_counts_;  // runs per name
   QString display(const insight::RunSummary& r, int column) const;
   QVariant sort_value(const insight::RunSummary& r, int column) const;
   const insight::MetricSummary* metric(const insight::RunSummary& r, const std::string& name) const;

@@ -328,6 +328,8 @@ Status TrainPanel::start() {
             insight::RunInfo info;
             info.name = insight::run_name(graph.name(), file);
             if (info.name.empty()) info.name = "studio";
+            // Two runs of one graph told apart in the dashboard by what was chosen.
+            info.name += " " + s.optimizer + " lr " + num(s.lr) + " b" + std::to_string(s.batch);
             info.kind = "train";
             info.command = "tessera-studio train " + s.data;
             info.graph_name = graph.name();
@@ -418,8 +420,8 @@ Status TrainPanel::start() {
           trained = std::make_shared<ir::Graph>(trainer.trained_graph());
         }
         if (rec) {
-          if (result && result->test_accuracy >= 0)
-            rec->log_hyperparam("test_accuracy", num(result->test_accuracy));
+          // (The test accuracy is a metric, test/accuracy, logged by the trainer: not a
+          // hyper-parameter.)
           const insight::RunStatus status = !error.empty() ? insight::RunStatus::kFailed
                                             : result && result->stopped && stop_.load()
                                                 ? insight::RunStatus::kStopped

@@ -91,7 +91,8 @@ class RunsDashboardTest : public QObject {
     tessera::studio::HParamsView* h = dash.hparams_view();
     dash.chart_tabs()->setCurrentWidget(h);
     QCoreApplication::processEvents();
-    h->set_metric(QStringLiteral("test/accuracy"));
+    // It opens on the metric the runs differ by, a test one (not the last batch's train/accuracy).
+    QCOMPARE(h->metric(), QStringLiteral("test/accuracy"));
     QCOMPARE(h->axes(), (QStringList{"lr", "test/accuracy"}));  // batch, epochs, optimizer do not vary
     const auto a = h->line(1), b = h->line(2), c = h->line(3);
     QCOMPARE(a.size(), size_t{2});
@@ -228,6 +229,26 @@ class RunsDashboardTest : public QObject {
     QCOMPARE(dash.proxy()->rowCount(), 3);
   }
 
+  // Issue 40, item 6: the HParams view opens on a metric the runs differ by; a metric that is the
+  // same in every run (the last batch's accuracy, 1.0) drew every line in one colour.
+  void hparamsOpensOnAMetricWithSpread() {
+    const std::string p = path("spread.db");
+    int id = 0;
+    for (double lr : {0.001, 0.01, 0.1}) {
+      runs_test::RunSpec s;
+      s.hyperparams = {{"lr", QString::number(lr).toStdString()}};
+      s.metrics.emplace_back("batch_accuracy", 10, 1.0);
+      s.metrics.emplace_back("eval_accuracy", 10, 0.5 + lr);
+      s.metrics.emplace_back("loss", 10, 1.0 - lr);
+      QCOMPARE(runs_test::record_run(p, s), ++id);
+    }
+    RunsDashboard dash;
+    QVERIFY(dash.open_database(QString::fromStdString(p)).is_ok());
+    QCOMPARE(dash.hparams_view()->metric(), QStringLiteral("eval_accuracy"));
+    // Two runs of one name are told apart by their ids in the table.
+    QCOMPARE(dash.proxy()->data(dash.proxy()->index(0, 1)).toString().left(5), QStringLiteral("mlp #"));
+  }
+
   void opensAndDiffsRecordedGraphs() {
     const std::string p = path("graphs.db");
     QCOMPARE(runs_test::record_run(p, training_run("mlp", 0.1, 3, 1)), 1);
@@ -257,6 +278,9 @@ class RunsDashboardTest : public QObject {
     dash.diff_button()->click();
     QCOMPARE(diff.count(), 1);
     QCOMPARE(diff.at(0).at(2).toString(), QStringLiteral("run 1 vs run 2"));
+    // The two sides are named by their runs, not "before" and "after".
+    QCOMPARE(diff.at(0).at(3).toString(), QStringLiteral("run 1: mlp"));
+    QVERIFY(diff.at(0).at(4).toString().startsWith(QStringLiteral("run 2: ")));
     QCOMPARE(qvariant_cast<GraphDocument>(diff.at(0).at(1)).graph.num_nodes(), sample->graph.num_nodes());
     // Runs without metrics are named under the chart.
     dash.select_runs({3});

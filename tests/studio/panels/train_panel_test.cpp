@@ -162,11 +162,13 @@ class TrainPanelTest : public QObject {
     QCOMPARE(runs->size(), size_t{1});
     QCOMPARE((*runs)[0].kind, std::string("train"));
     QCOMPARE((*runs)[0].status, std::string("finished"));
-    QCOMPARE((*runs)[0].name, std::string("mlp"));
+    // Named by the graph and what was chosen, so two runs of one graph differ by name.
+    QCOMPARE((*runs)[0].name, std::string("mlp sgd lr 0.1 b32"));
     auto details = tessera::insight::run_details(*database, (*runs)[0].id);
     QVERIFY(details.has_value());
     QCOMPARE(details->hyperparams.at("optimizer"), std::string("sgd"));
     QCOMPARE(details->hyperparams.at("batch"), std::string("32"));
+    QVERIFY(!details->hyperparams.count("test_accuracy"));  // a metric (test/accuracy), not a setting
     QCOMPARE(details->datasets.size(), size_t{2});
     auto metrics = tessera::insight::run_metrics(*database, (*runs)[0].id);
     QVERIFY(metrics.has_value());
