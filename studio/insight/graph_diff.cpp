@@ -1,6 +1,8 @@
 // graph_diff: node matching, change detection and provenance links (see graph_diff.h).
 #include "studio/insight/graph_diff.h"
 
+#include <map>
+
 #include <algorithm>
 #include <set>
 
@@ -98,6 +100,31 @@ GraphDiff diff_graphs(const ir::Graph& before, const ir::Graph& after, const Pro
     if (!live.empty()) d.links.emplace_back(node, std::move(live));
   }
   return d;
+}
+
+ProvenanceList trace_provenance(const ProvenanceList& after, const ProvenanceList& earlier,
+                                const ir::Graph& before) {
+  std::map<int32_t, const std::vector<int32_t>*> made;  // by an earlier pass: its sources
+  for (const auto& [node, from] : earlier) made.emplace(node, &from);
+  for (const auto& [node, from] : after) made.emplace(node, &from);
+  ProvenanceList out;
+  for (const auto& [node, from] : after) {
+    std::set<int32_t> found, seen;
+    std::vector<int32_t> todo(from.begin(), from.end());
+    while (!todo.empty()) {
+      const int32_t id = todo.back();
+      todo.pop_back();
+      if (!seen.insert(id).second) continue;
+      auto it = made.find(id);
+      if (before.has_node(id) || it == made.end() || it->first == node) {
+        found.insert(id);
+        continue;
+      }
+      todo.insert(todo.end(), it->second->begin(), it->second->end());
+    }
+    out.emplace_back(node, std::vector<int32_t>(found.begin(), found.end()));
+  }
+  return out;
 }
 
 }  // namespace tessera::studio

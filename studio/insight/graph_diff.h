@@ -46,6 +46,13 @@ struct GraphDiff {
   std::string summary() const;  // "+3 -5 ~2"
 };
 
+// The provenance of a stage, traced back to the graph the stage started from (`before`): `after`
+// lists the stage's nodes and their sources, `earlier` what the stage's passes made on the way. A
+// source `before` lacks that an earlier pass made is replaced by its own sources. EfficientNet's
+// FusedConv comes from a Conv and a Swish, the Swish from a Sigmoid and a Mul: traced, from the
+// Conv, the Sigmoid and the Mul.
+ProvenanceList trace_provenance(const ProvenanceList& after, const ProvenanceList& earlier, const ir::Graph& before);
+
 GraphDiff diff_graphs(const ir::Graph& before, const ir::Graph& after, const ProvenanceList& provenance = {},
                       DiffMatch match = DiffMatch::kById);
 

@@ -252,8 +252,16 @@ void PassStepperPanel::select_snapshot(int index) {
   std::map<ir::NodeId, NodeMark> marks;
   if (overlay_->isChecked()) marks = placement_marks(*after);
   diff_->set_after_marks(std::move(marks), /*redraw=*/false);
-  diff_->set_graphs({std::move(before_graph), {}, {}}, {std::move(*after), {}, {}},
-                    snaps[static_cast<size_t>(index)].provenance);
+  // A stage's row spans several passes: its provenance traced back through them.
+  ProvenanceList provenance = snaps[static_cast<size_t>(index)].provenance;
+  if (from < index - 1) {
+    ProvenanceList earlier;
+    for (int k = std::max(0, from + 1); k < index; ++k)
+      earlier.insert(earlier.end(), snaps[static_cast<size_t>(k)].provenance.begin(),
+                     snaps[static_cast<size_t>(k)].provenance.end());
+    provenance = trace_provenance(provenance, earlier, before_graph);
+  }
+  diff_->set_graphs({std::move(before_graph), {}, {}}, {std::move(*after), {}, {}}, std::move(provenance));
   show_status();
 }
 

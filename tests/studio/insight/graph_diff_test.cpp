@@ -133,6 +133,23 @@ class GraphDiffTest : public QObject {
     QCOMPARE(by_id.added, Ids({2}));
     QCOMPARE(by_id.changed, Ids({0, 1}));
   }
+
+  // Issue 40, item 7: a stage's diff links a node to the nodes it came from across the stage's
+  // passes: Relu (#1) and Flatten (#2) became a made-up #3 in one pass, #3 and Conv (#0) a
+  // FusedConv (#4) in the next; traced back, #4 comes from #0, #1 and #2.
+  void provenance_is_traced_across_passes() {
+    Graph before = conv_relu_flatten();
+    const tessera::studio::ProvenanceList earlier = {{3, {1, 2}}};
+    const tessera::studio::ProvenanceList after = {{4, {0, 3}}, {5, {2}}};
+    const auto traced = tessera::studio::trace_provenance(after, earlier, before);
+    QCOMPARE(traced.size(), size_t{2});
+    QCOMPARE(traced[0].first, 4);
+    QCOMPARE(traced[0].second, (std::vector<int32_t>{0, 1, 2}));
+    QCOMPARE(traced[1].second, (std::vector<int32_t>{2}));
+    // A cycle in the lists (a malformed snapshot) ends; unknown sources are kept for the diff to drop.
+    const auto odd = tessera::studio::trace_provenance({{7, {8}}}, {{8, {7, 99}}}, before);
+    QCOMPARE(odd[0].second, (std::vector<int32_t>{7, 99}));
+  }
 };
 
 TESSERA_QTEST(GraphDiffTest)
