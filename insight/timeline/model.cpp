@@ -3,6 +3,7 @@
 #include "insight/timeline/model.h"
 
 #include <algorithm>
+#include <optional>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -165,36 +166,76 @@ std::vector<SpanRef> TimelineModel::search(std::string_view needle, size_t limit
 
 std::vector<GroupStats> TimelineModel::stats(GroupBy by, int64_t t0, int64_t t1) const {
   std::unordered_map<int64_t, GroupStats> groups;
-  for (const Lane& lane : lanes_)
-    for (const Track& tr : lane.depths) {
+  // The group of span i of track `tr` (nullopt: not grouped, a node-less span by node).
+  auto key_of = [&](const Track& tr, size_t i) -> std::optional<int64_t> {
+    if (by == GroupBy::kNode) {
+      if (tr.node[i] < 0) return std::nullopt;
+      return tr.node[i];
+    }
+    if (tr.op[i] != 0) return static_cast<int64_t>(tr.op[i]);
+    // A kernel without op (a PyTorch trace's cpu_op events): its name is its op.
+    if (tr.kind[i] == static_cast<uint8_t>(observe::Span::Kind::kKernel) && tr.name[i] != 0) return static_cast<int64_t>(tr.name[i]);
+    return -1 - static_cast<int64_t>(tr.kind[i]);
+  };
+  for (const Lane& lane : lanes_) {
+    const std::vector<Track>& depths = lane.depths;
+    // The span of depth d - 1 that holds span i of depth d, if any.
+    auto parent = [&](size_t d, size_t i) -> std::optional<size_t> {
+      if (d == 0) return std::nullopt;
+      const Track& up = depths[d - 1];
+      const Track& t = depths[d];
+      auto it = std::upper_bound(up.start_ns.begin(), up.start_ns.end(), t.start_ns[i]);
+      if (it == up.start_ns.begin()) return std::nullopt;
+      const size_t j = static_cast<size_t>(it - up.start_ns.begin()) - 1;
+      if (up.end_ns[j] < t.end_ns[i]) return std::nullopt;
+      return j;
+    };
+    for (size_t d = 0; d < depths.size(); ++d) {
+      const Track& tr = depths[d];
       const size_t lo = static_cast<size_t>(
           std::lower_bound(tr.start_ns.begin(), tr.start_ns.end(), t0) - tr.start_ns.begin());
       for (size_t i = lo; i < tr.size() && tr.start_ns[i] < t1; ++i) {
-        int64_t key;
-        if (by == GroupBy::kNode) {
-          if (tr.node[i] < 0) continue;
-          key = tr.node[i];
-        } else {
-          key = tr.op[i] != 0 ? static_cast<int64_t>(tr.op[i])
-                              : -1 - static_cast<int64_t>(tr.kind[i]);
+        const std::optional<int64_t> key = key_of(tr, i);
+        if (!key) continue;
+        GroupStats& g = groups[*key];
+        const int64_t dur = tr.end_ns[i] - tr.start_ns[i];
+        // Self time: less the spans directly inside it.
+        int64_t inner = 0;
+        if (d + 1 < depths.size()) {
+          const Track& down = depths[d + 1];
+          auto k = static_cast<size_t>(
+              std::lower_bound(down.start_ns.begin(), down.start_ns.end(), tr.start_ns[i]) - down.start_ns.begin());
+          for (; k < down.size() && down.start_ns[k] < tr.end_ns[i]; ++k)
+            inner += std::min(down.end_ns[k], tr.end_ns[i]) - down.start_ns[k];
         }
-        GroupStats& g = groups[key];
-        const int64_t d = tr.end_ns[i] - tr.start_ns[i];
-        if (g.count == 0) {
-          g.min_ns = g.max_ns = d;
+        g.self_ns += std::max<int64_t>(0, dur - inner);
+        // Inside a span of the same group: already counted by that one.
+        bool nested = false;
+        for (std::optional<size_t> p = parent(d, i), pd = d; p && !nested; ) {
+          const size_t up_depth = *pd - 1;
+          nested = key_of(depths[up_depth], *p) == key;
+          pd = up_depth;
+          p = parent(up_depth, *p);
+        }
+        if (g.key.empty()) {
           if (by == GroupBy::kNode) {
             g.node = tr.node[i];
             g.key = "#" + std::to_string(tr.node[i]) + " " + strings_.text(tr.name[i]);
           } else {
-            g.key = key >= 0 ? strings_.text(tr.op[i]) : kind_label(tr.kind[i]);
+            g.key = tr.op[i] != 0 ? strings_.text(tr.op[i])
+                    : *key >= 0   ? strings_.text(tr.name[i])
+                                  : kind_label(tr.kind[i]);
           }
         }
+        if (nested) continue;
+        if (g.count == 0) g.min_ns = g.max_ns = dur;
         ++g.count;
-        g.total_ns += d;
-        g.min_ns = std::min(g.min_ns, d);
-        g.max_ns = std::max(g.max_ns, d);
+        g.total_ns += dur;
+        g.min_ns = std::min(g.min_ns, dur);
+        g.max_ns = std::max(g.max_ns, dur);
       }
     }
+  }
   std::vector<GroupStats> out;
   out.reserve(groups.size());
   for (auto& [k, g] : groups) out.push_back(std::move(g));

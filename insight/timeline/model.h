@@ -90,11 +90,16 @@ struct DrawItem {
   uint32_t first = 0, count = 0;
 };
 
-// Statistics of one group (an op, or a node).
+// Statistics of one group (an op, or a node). A span inside another span of its own group (a
+// PyTorch op calling itself, kernels nested in kernels) is counted once, by the outer one: count,
+// total, min and max are of the outermost spans. `self_ns` is the group's exclusive time: every
+// span's duration less that of the spans nested directly in it, so the selves of all groups add
+// up to the busy time once.
 struct GroupStats {
-  std::string key;    // op ("<stage>" for spans without op), or "#12 conv1" for a node
+  std::string key;    // op; the name of a kernel span without op (PyTorch's "aten::addmm");
+                      // "<stage>" for other spans without op; or "#12 conv1" for a node
   int32_t node = -1;  // the node, when grouped by node
-  int64_t count = 0, total_ns = 0, min_ns = 0, max_ns = 0;
+  int64_t count = 0, total_ns = 0, min_ns = 0, max_ns = 0, self_ns = 0;
   double mean_ns() const {
     return count ? static_cast<double>(total_ns) / static_cast<double>(count) : 0.0;
   }

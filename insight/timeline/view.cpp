@@ -223,6 +223,21 @@ void TimelineView::draw_toolbar() {
   ImGui::SetNextItemWidth(220);
   if (ImGui::InputTextWithHint("##search", "search name or op", &needle_box_))
     search(std::string(needle_box_));
+  search_[0] = ImGui::GetItemRectMin().x;
+  search_[1] = ImGui::GetItemRectMin().y;
+  search_[2] = ImGui::GetItemRectMax().x;
+  search_[3] = ImGui::GetItemRectMax().y;
+  // Enter in the field jumps to the next match, as the canvas's search does; the field keeps the
+  // keyboard for the next Enter.
+  const ImGuiIO& io = ImGui::GetIO();
+  const auto pressed = [&](ImGuiKey_ key) {
+    const int index = io.KeyMap[key];
+    return index >= 0 && ImGui::IsKeyPressed(index, false);
+  };
+  if (ImGui::IsItemDeactivated() && (pressed(ImGuiKey_Enter) || pressed(ImGuiKey_KeyPadEnter))) {
+    next_match(+1);
+    ImGui::SetKeyboardFocusHere(-1);
+  }
   ImGui::SameLine();
   if (ImGui::Button("<")) next_match(-1);
   ImGui::SameLine();
@@ -518,7 +533,7 @@ void TimelineView::draw_stats() {
                                 ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY |
                                 ImGuiTableFlags_Resizable;
   const float h = std::max(ImGui::GetContentRegionAvail().y, 40.0f);
-  if (!ImGui::BeginTable("stats", 6, flags, ImVec2(0, h))) return;
+  if (!ImGui::BeginTable("stats", 7, flags, ImVec2(0, h))) return;
   ImGui::TableSetupScrollFreeze(0, 1);
   ImGui::TableSetupColumn(stats_by_ ? "node" : "op", ImGuiTableColumnFlags_WidthStretch, 0, 0);
   ImGui::TableSetupColumn("count", ImGuiTableColumnFlags_WidthFixed, 80, 1);
@@ -526,6 +541,7 @@ void TimelineView::draw_stats() {
                           ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_DefaultSort |
                               ImGuiTableColumnFlags_PreferSortDescending,
                           90, 2);
+  ImGui::TableSetupColumn("self", ImGuiTableColumnFlags_WidthFixed, 90, 6);  // exclusive time
   ImGui::TableSetupColumn("mean", ImGuiTableColumnFlags_WidthFixed, 90, 3);
   ImGui::TableSetupColumn("min", ImGuiTableColumnFlags_WidthFixed, 90, 4);
   ImGui::TableSetupColumn("max", ImGuiTableColumnFlags_WidthFixed, 90, 5);
@@ -547,6 +563,8 @@ void TimelineView::draw_stats() {
             return static_cast<double>(g.min_ns);
           case 5:
             return static_cast<double>(g.max_ns);
+          case 6:
+            return static_cast<double>(g.self_ns);
           default:
             return 0;
         }
@@ -571,6 +589,8 @@ void TimelineView::draw_stats() {
       ImGui::Text("%lld", static_cast<long long>(g.count));
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(format_duration(static_cast<double>(g.total_ns)).c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(format_duration(static_cast<double>(g.self_ns)).c_str());
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(format_duration(g.mean_ns()).c_str());
       ImGui::TableNextColumn();

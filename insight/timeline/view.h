@@ -58,6 +58,11 @@ class TimelineView {
   const std::vector<SpanRef>& matches() const { return matches_; }
   void next_match(int direction);  // +1 next, -1 previous
   int current_match() const { return current_match_; }
+  // Where the search field was drawn in the last frame (screen pixels), for tests.
+  float search_field_x0() const { return search_[0]; }
+  float search_field_y0() const { return search_[1]; }
+  float search_field_x1() const { return search_[2]; }
+  float search_field_y1() const { return search_[3]; }
 
   // Frame figures for tests and the benchmark.
   struct FrameStats {
@@ -98,6 +103,7 @@ class TimelineView {
   std::vector<SpanRef> matches_;
   std::vector<uint8_t> match_strings_;
   int current_match_ = -1;
+  float search_[4] = {0, 0, 0, 0};  // the search field: x0, y0, x1, y1
   // stats
   bool stats_window_only_ = false;
   int stats_by_ = 0;  // 0 op, 1 node

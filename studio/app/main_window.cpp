@@ -152,7 +152,7 @@ void MainWindow::on_tab_changed() {
     return;
   }
   for (QDockWidget* d : {palette_dock_, inspector_dock_, run_dock_, train_dock_, value_dock_})
-    if (d && d->isVisible() && !d->isFloating() && !hidden_for_tab_.contains(d)) {
+    if (d && !d->isHidden() && !d->isFloating() && !hidden_for_tab_.contains(d)) {
       hidden_for_tab_ << d;
       d->hide();
     }

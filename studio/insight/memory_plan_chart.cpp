@@ -1,6 +1,8 @@
 // The memory plan chart: geometry, painting and tooltips (see memory_plan_chart.h).
 #include "studio/insight/memory_plan_chart.h"
 
+#include <cmath>
+
 #include <QComboBox>
 #include <QHelpEvent>
 #include <QPainter>
@@ -155,18 +157,21 @@ void MemoryPlanChart::paintEvent(QPaintEvent*) {
   }
   // Peak and lower bound.
   p.setRenderHint(QPainter::Antialiasing, true);
-  auto hline = [&](size_t bytes, QColor colour, const QString& label) {
+  // Two lines closer than a text line apart: the second's labels go below it, not over the first's.
+  const int text_h = p.fontMetrics().height();
+  auto hline = [&](size_t bytes, QColor colour, const QString& label, bool below) {
     const double y = y_of(bytes);
     p.setPen(QPen(colour, 1.5, Qt::DashLine));
     p.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
     p.setPen(colour);
-    p.drawText(QRectF(2, y - 9, kMarginLeft - 6, 18), Qt::AlignRight | Qt::AlignVCenter, format_bytes(bytes));
-    p.drawText(QPointF(plot.right() - p.fontMetrics().horizontalAdvance(label) - 4, y - 4), label);
+    const double shift = below ? text_h : 0;
+    p.drawText(QRectF(2, y - 9 + shift, kMarginLeft - 6, 18), Qt::AlignRight | Qt::AlignVCenter, format_bytes(bytes));
+    p.drawText(QPointF(plot.right() - p.fontMetrics().horizontalAdvance(label) - 4, y - 4 + shift), label);
   };
-  hline(d->plan.arena_bytes, QColor(200, 40, 40), tr("peak (arena) %1").arg(format_bytes(d->plan.arena_bytes)));
+  hline(d->plan.arena_bytes, QColor(200, 40, 40), tr("peak (arena) %1").arg(format_bytes(d->plan.arena_bytes)), false);
   if (d->plan.lower_bound_bytes != d->plan.arena_bytes)
-    hline(d->plan.lower_bound_bytes, QColor(30, 120, 30),
-          tr("lower bound %1").arg(format_bytes(d->plan.lower_bound_bytes)));
+    hline(d->plan.lower_bound_bytes, QColor(30, 120, 30), tr("lower bound %1").arg(format_bytes(d->plan.lower_bound_bytes)),
+          std::abs(y_of(d->plan.lower_bound_bytes) - y_of(d->plan.arena_bytes)) < text_h + 2);
   p.setPen(palette().text().color());
   // The caption across the whole width (not the plot's alone), shortened to what fits: a narrow
   // pane must never cut its start off.

@@ -14,6 +14,7 @@
 #include <QSlider>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <functional>
@@ -80,12 +81,17 @@ PassStepperPanel::PassStepperPanel(const ops::OpRegistry& registry, QWidget* par
   left_layout->setContentsMargins(0, 0, 0, 0);
   left_layout->addLayout(controls);
   left_layout->addWidget(status_);
-  left_layout->addWidget(table_, 2);
+  left_layout->addWidget(table_, 1);
   left_layout->addWidget(slider_);
-  left_layout->addWidget(chart_, 1);
+  // The diff and the memory plan share the big side as tabs: under the table the plan was a
+  // 440 x 180 px strip at 1280x720.
+  views_ = new QTabWidget(this);
+  views_->setDocumentMode(true);
+  views_->addTab(diff_, tr("Diff"));
+  views_->addTab(chart_, tr("Memory plan"));
   auto* split = new QSplitter(Qt::Horizontal, this);
   split->addWidget(left);
-  split->addWidget(diff_);
+  split->addWidget(views_);
   split->setStretchFactor(0, 0);
   split->setStretchFactor(1, 1);
   split->setSizes({330, 900});  // the diff gets the room; the splitter gives it back

@@ -26,6 +26,7 @@ class QCheckBox;
 class QLabel;
 class QPushButton;
 class QSlider;
+class QTabWidget;
 class QSpinBox;
 class QTableWidget;
 
@@ -60,6 +61,7 @@ class PassStepperPanel : public QWidget {
   PassStepperModel& model() { return *model_; }
   GraphDiffView* diff_view() const { return diff_; }
   MemoryPlanChart* memory_chart() const { return chart_; }
+  QTabWidget* views() const { return views_; }
   QTableWidget* snapshot_table() const { return table_; }
   QSlider* slider() const { return slider_; }
   QLabel* status_label() const { return status_; }
@@ -92,6 +94,7 @@ class PassStepperPanel : public QWidget {
   std::function<const ir::Graph*()> source_;
   GraphDiffView* diff_;
   MemoryPlanChart* chart_;
+  QTabWidget* views_ = nullptr;  // Diff | Memory plan
   int selected_ = -1;
   QString error_;
   bool selecting_ = false;  // table and slider follow select_snapshot without re-entering it

@@ -6,7 +6,9 @@
 #include <QFileInfo>
 #include <QGuiApplication>
 #include <QHBoxLayout>
+#include <QAbstractItemView>
 #include <QLabel>
+#include <QTimer>
 #include <QPushButton>
 #include <QVBoxLayout>
 #include <exception>
@@ -84,6 +86,18 @@ ProfilerPanel::~ProfilerPanel() { join(); }
 // screenshots) cannot draw.
 void ProfilerPanel::showEvent(QShowEvent* event) {
   QWidget::showEvent(event);
+  // Runs recorded since the list was read (by the Run panel, or `tessera` in a terminal) are
+  // there when the tab is shown, and every few seconds while it is (it was stale until Refresh).
+  guarded(this, tr("Listing runs"), [&] { refresh_runs(); });
+  if (!poll_) {
+    poll_ = new QTimer(this);
+    poll_->setInterval(3000);
+    connect(poll_, &QTimer::timeout, this, [this] {
+      if (isVisible() && !runs_->view()->isVisible())  // not while the list is open
+        guarded(this, tr("Listing runs"), [&] { refresh_runs(); });
+    });
+  }
+  poll_->start();
   if (widget_ || no_gl_) return;
   if (QGuiApplication::platformName() == QLatin1String("offscreen")) {
     no_gl_ = new QLabel(tr("The profiler's timeline needs an OpenGL display; the offscreen platform "

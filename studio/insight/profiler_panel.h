@@ -23,6 +23,7 @@
 #include <thread>
 
 class QComboBox;
+class QTimer;
 class QLabel;
 class QPushButton;
 class QVBoxLayout;
@@ -81,6 +82,7 @@ class ProfilerPanel : public QWidget {
 
   QString db_path_;
   QComboBox* runs_ = nullptr;
+  QTimer* poll_ = nullptr;  // re-reads the run list while shown
   QPushButton* open_trace_ = nullptr;
   QLabel* header_ = nullptr;
   bool header_about_database_ = false;  // the header tells of the database, not of a timeline

@@ -2,6 +2,8 @@
 // level-of-detail folding against a brute-force count, search, statistics and counter curves.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <random>
 
 #include "insight/timeline/model.h"
@@ -213,6 +215,35 @@ TEST(TimelineModel, StatisticsByOpAndNodeMatchHandComputedValues) {
   EXPECT_EQ(window[0].key, "Conv");
   EXPECT_EQ(window[0].count, 1);
   EXPECT_EQ(window[0].total_ns, 30);
+}
+
+// Issue 40, item 8: PyTorch's ops nest (aten::linear > aten::addmm, aten::conv2d > aten::conv2d
+// through a wrapper): an op inside a span of its own op is counted once, by the outer span, and
+// self time is what a span spent outside the spans inside it. Ops without an "op" argument (a
+// PyTorch trace's cpu_op events) are grouped by name.
+TEST(TimelineModel, NestedSpansOfOneOpCountOnceAndSelfTimeExcludesChildren) {
+  TimelineBuilder b;
+  add(b, Kind::kKernel, "aten::linear", "", "cpu", 0, 0, 100);
+  add(b, Kind::kKernel, "aten::addmm", "", "cpu", 0, 10, 90);
+  add(b, Kind::kKernel, "aten::conv2d", "", "cpu", 0, 200, 300);
+  add(b, Kind::kKernel, "aten::conv2d", "", "cpu", 0, 210, 290);  // the same op inside itself
+  add(b, Kind::kKernel, "aten::mkldnn_convolution", "", "cpu", 0, 220, 280);
+  TimelineModel m = std::move(b).build();
+  auto by_op = m.stats(GroupBy::kOp, INT64_MIN, INT64_MAX);
+  ASSERT_EQ(by_op.size(), 4u);
+  std::map<std::string, GroupStats> g;
+  for (const GroupStats& s : by_op) g[s.key] = s;
+  ASSERT_TRUE(g.count("aten::conv2d"));
+  EXPECT_EQ(g["aten::conv2d"].count, 1);
+  EXPECT_EQ(g["aten::conv2d"].total_ns, 100);  // not 180
+  EXPECT_EQ(g["aten::conv2d"].self_ns, 20 + 20);  // 100 - 80, and 80 - 60
+  EXPECT_EQ(g["aten::linear"].total_ns, 100);
+  EXPECT_EQ(g["aten::linear"].self_ns, 20);
+  EXPECT_EQ(g["aten::addmm"].self_ns, 80);
+  EXPECT_EQ(g["aten::mkldnn_convolution"].self_ns, 60);
+  int64_t self = 0;
+  for (const GroupStats& s : by_op) self += s.self_ns;
+  EXPECT_EQ(self, 200);  // the busy time, once
 }
 
 TEST(TimelineModel, MemoryIsARunningSumPerDeviceAndCountersAreAbsolute) {

@@ -224,6 +224,33 @@ TEST(TimelineView, HoveringASpanOpensATooltipAndKeysZoomAndPan) {
   EXPECT_GT((view.view_t0() + view.view_t1()) / 2, c);
 }
 
+// Issue 40, item 8: typing in the search field and pressing Enter goes to the first match, Enter
+// again to the next (Enter did nothing).
+TEST(TimelineView, EnterInTheSearchFieldJumpsToTheNextMatch) {
+  Headless h;
+  ImGuiIO& io = ImGui::GetIO();
+  io.KeyMap[ImGuiKey_Enter] = 300;
+  TimelineView view(small_model());
+  h.frame(view);
+  ASSERT_GT(view.search_field_x1(), view.search_field_x0());
+  h.click(view, (view.search_field_x0() + view.search_field_x1()) / 2,
+          (view.search_field_y0() + view.search_field_y1()) / 2);  // the field takes the keyboard
+  io.AddInputCharacter('c');
+  h.frame(view);
+  ASSERT_EQ(view.matches().size(), 2u);  // conv1 and fc
+  EXPECT_EQ(view.current_match(), -1);
+  io.KeysDown[300] = true;
+  h.frame(view);
+  io.KeysDown[300] = false;
+  h.frame(view);
+  EXPECT_EQ(view.current_match(), 0);
+  io.KeysDown[300] = true;
+  h.frame(view);
+  io.KeysDown[300] = false;
+  h.frame(view);
+  EXPECT_EQ(view.current_match(), 1);
+}
+
 // Vertices of the last frame in colour `col`, and their bounding box.
 int vertices_in_colour(ImU32 col, float* x0, float* x1) {
   int n = 0;
