@@ -329,7 +329,7 @@ void MainWindow::create_menus() {
   fit->setShortcut(QKeySequence(Qt::Key_F));
   connect(fit, &QAction::triggered, this,
           [this] { guarded(this, tr("Fit"), [&] { view_->fit(); }); });
-  QAction* zoom_in = view->addAction(tr("Zoom &In"));
+  QAction* zoom_in = view->addAction(tr("&Zoom In"));
   zoom_in->setShortcuts({QKeySequence::ZoomIn, QKeySequence(Qt::CTRL | Qt::Key_Equal)});
   connect(zoom_in, &QAction::triggered, this,
           [this] { guarded(this, tr("Zoom in"), [&] { view_->zoom_in(); }); });

@@ -57,6 +57,9 @@ void MainWindow::create_run_and_train() {
   value_dock_->hide();
   connect(view_, &GraphView::value_clicked, this,
           [this](ir::ValueId v) { guarded(this, tr("Showing the value"), [&] { (void)show_value(v); }); });
+  // Another graph: nothing of the last one's values (or notes about them) stays in the dock.
+  connect(&document_, &Document::graph_reset, value_view_,
+          [this] { guarded(this, tr("Showing the value"), [&] { value_view_->clear(); }); });
   connect(run_panel_, &RunPanel::values_changed, this, [this] {
     guarded(this, tr("Showing the value"), [&] {
       if (value_view_->has_value() && run_panel_->value_count() == 0)

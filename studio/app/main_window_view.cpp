@@ -75,7 +75,7 @@ void MainWindow::create_canvas_actions(QMenu* file, QMenu* view) {
         show_refusal(tr("No name scope of 2 nodes or more: node names have no '/' scopes"));
     });
   });
-  auto* patterns = view->addAction(tr("Collapse Recognised &Patterns"));
+  auto* patterns = view->addAction(tr("Collapse &Recognised Patterns"));
   patterns->setObjectName(QStringLiteral("action_collapse_patterns"));
   patterns->setToolTip(tr("One box per LayerNorm, GELU, Swish or HardSwish decomposition, as the "
                           "engine's fuse-patterns pass recognises them"));
@@ -86,7 +86,7 @@ void MainWindow::create_canvas_actions(QMenu* file, QMenu* view) {
       else statusBar()->showMessage(tr("%n pattern(s) collapsed; double-click one to open it", nullptr, n), 8000);
     });
   });
-  auto* expand = view->addAction(tr("E&xpand All Scopes"));
+  auto* expand = view->addAction(tr("Expand All &Scopes"));
   expand->setObjectName(QStringLiteral("action_expand_scopes"));
   connect(expand, &QAction::triggered, this,
           [this] { guarded(this, tr("Expanding scopes"), [&] { scene_->collapse_scopes(0); }); });

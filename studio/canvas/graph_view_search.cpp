@@ -50,7 +50,7 @@ void GraphView::create_search() {
   connect(search_field_, &QLineEdit::returnPressed, this,
           [this] { guarded(this, tr("Finding"), [&] { (void)find_next(); }); });
 
-  find_action_ = new QAction(tr("&Find\u2026"), this);
+  find_action_ = new QAction(tr("Fin&d\u2026"), this);
   find_action_->setObjectName(QStringLiteral("action_find"));
   find_action_->setShortcut(QKeySequence::Find);
   connect(find_action_, &QAction::triggered, this,

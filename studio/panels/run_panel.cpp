@@ -153,6 +153,9 @@ RunPanel::RunPanel(Document& document, QWidget* parent) : QWidget(parent), docum
   table_->setHorizontalHeaderLabels({tr("output"), tr("type"), tr("shape"), tr("min"), tr("max"),
                                      tr("mean"), tr("first values"), QString()});
   table_->horizontalHeader()->setStretchLastSection(false);
+  // Save as .npy right after the output's name: as the last column it sat past the right edge of
+  // a 320 px dock.
+  table_->horizontalHeader()->moveSection(7, 1);
   table_->verticalHeader()->setVisible(false);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   layout->addWidget(table_, 1);
@@ -492,7 +495,8 @@ void RunPanel::show_results() {
         empty ? QString("-") : number(sum / static_cast<double>(t.numel())),
         first.join(QStringLiteral(", "))};
     for (int c = 0; c < cells.size(); ++c) table_->setItem(row, c, new QTableWidgetItem(cells[c]));
-    auto* save = new QPushButton(tr("Save as .npy..."), table_);
+    auto* save = new QPushButton(tr("Save .npy..."), table_);
+    save->setToolTip(tr("Save this output as a NumPy array"));
     connect(save, &QPushButton::clicked, this, [this, row] {
       guarded(this, tr("Save output"), [&] {
         const QString path = QFileDialog::getSaveFileName(this, tr("Save output"),

@@ -38,10 +38,12 @@ QRgb colour_of(double t, bool diverging) {
   return qRgb(static_cast<int>(30 + 225 * t), static_cast<int>(20 + 200 * t), static_cast<int>(90 + 20 * (1 - t)));
 }
 
-// Bars of the histogram, painted; the counts belong to the ValueView.
+// Bars of the histogram with their axis: the range of the finite values under the bars, the
+// highest count at the top. The counts and the range belong to the ValueView.
 class HistogramWidget : public QWidget {
  public:
-  explicit HistogramWidget(const std::vector<int64_t>* counts, QWidget* parent) : QWidget(parent), counts_(counts) {
+  HistogramWidget(const std::vector<int64_t>* counts, const ValueStats* stats, QWidget* parent)
+      : QWidget(parent), counts_(counts), stats_(stats) {
     setMinimumSize(100, 80);
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
   }
@@ -49,19 +51,76 @@ class HistogramWidget : public QWidget {
     QPainter p(this);
     p.fillRect(rect(), palette().base());
     if (counts_->empty()) return;
+    const int text_h = fontMetrics().height();
+    const QRectF bars(0, text_h, width(), std::max(10, height() - 2 * text_h - 2));
     const int64_t top = std::max<int64_t>(1, *std::max_element(counts_->begin(), counts_->end()));
-    const double w = static_cast<double>(width()) / static_cast<double>(counts_->size());
+    const double w = bars.width() / static_cast<double>(counts_->size());
     p.setPen(Qt::NoPen);
     p.setBrush(style::colours().accent);
     for (size_t i = 0; i < counts_->size(); ++i) {
       if ((*counts_)[i] == 0) continue;
-      const double h = std::max(1.0, (height() - 2) * static_cast<double>((*counts_)[i]) / static_cast<double>(top));
-      p.drawRect(QRectF(i * w, height() - h, std::max(1.0, w - 1), h));
+      const double h = std::max(1.0, bars.height() * static_cast<double>((*counts_)[i]) / static_cast<double>(top));
+      p.drawRect(QRectF(bars.left() + i * w, bars.bottom() - h, std::max(1.0, w - 1), h));
     }
+    p.setPen(palette().text().color());
+    const QStringList axis = labels();
+    p.drawText(QRectF(2, 0, width() - 4, text_h), Qt::AlignLeft | Qt::AlignVCenter, axis[0]);
+    const QRectF under(2, bars.bottom() + 2, width() - 4, text_h);
+    p.drawText(under, Qt::AlignLeft | Qt::AlignVCenter, axis[1]);
+    p.drawText(under, Qt::AlignHCenter | Qt::AlignVCenter, axis[2]);
+    p.drawText(under, Qt::AlignRight | Qt::AlignVCenter, axis[3]);
+  }
+  // The highest bar's count, then the values at the left end, the middle and the right end.
+  QStringList labels() const {
+    if (counts_->empty() || stats_->finite == 0) return {QString(), QString(), QString(), QString()};
+    const int64_t top = *std::max_element(counts_->begin(), counts_->end());
+    const double lo = stats_->min, hi = stats_->max;
+    return {QObject::tr("%1 values").arg(top), number(lo), number((lo + hi) / 2), number(hi)};
   }
 
  private:
   const std::vector<int64_t>* counts_;
+  const ValueStats* stats_;
+};
+
+// The heatmap's colour scale: the map's colours from the lowest to the highest value of the
+// slice, with those values (and 0 in the middle of a diverging one) under it.
+class ColourBar : public QWidget {
+ public:
+  explicit ColourBar(QWidget* parent) : QWidget(parent) {
+    setMinimumHeight(fontMetrics().height() + 12);
+    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+  }
+  void set_range(double lo, double hi, bool diverging, bool shown) {
+    lo_ = lo, hi_ = hi, diverging_ = diverging, shown_ = shown;
+    update();
+  }
+  QStringList labels() const {
+    if (!shown_) return {};
+    if (diverging_) {
+      const double bound = std::max(std::abs(lo_), std::abs(hi_));
+      return {number(-bound), QStringLiteral("0"), number(bound)};
+    }
+    return {number(lo_), number((lo_ + hi_) / 2), number(hi_)};
+  }
+  void paintEvent(QPaintEvent*) override {
+    if (!shown_) return;
+    QPainter p(this);
+    const QRectF bar(2, 0, width() - 4, 10);
+    for (int x = 0; x < static_cast<int>(bar.width()); ++x)
+      p.fillRect(QRectF(bar.left() + x, bar.top(), 1, bar.height()),
+                 QColor::fromRgb(colour_of(x / std::max(1.0, bar.width() - 1), diverging_)));
+    p.setPen(palette().text().color());
+    const QStringList l = labels();
+    const QRectF under(2, bar.bottom() + 1, width() - 4, height() - bar.height() - 1);
+    p.drawText(under, Qt::AlignLeft | Qt::AlignVCenter, l[0]);
+    p.drawText(under, Qt::AlignHCenter | Qt::AlignVCenter, l[1]);
+    p.drawText(under, Qt::AlignRight | Qt::AlignVCenter, l[2]);
+  }
+
+ private:
+  double lo_ = 0, hi_ = 0;
+  bool diverging_ = false, shown_ = false;
 };
 
 }  // namespace
@@ -115,7 +174,7 @@ ValueView::ValueView(QWidget* parent) : QWidget(parent) {
   summary_->setTextFormat(Qt::RichText);
   layout->addWidget(summary_);
   layout->addWidget(new QLabel(tr("Histogram of the finite values"), this));
-  histogram_view_ = new HistogramWidget(&histogram_, this);
+  histogram_view_ = new HistogramWidget(&histogram_, &stats_, this);
   layout->addWidget(histogram_view_);
   auto* slice_row = new QHBoxLayout();
   slice_label_ = new QLabel(tr("Slice"), this);
@@ -130,6 +189,8 @@ ValueView::ValueView(QWidget* parent) : QWidget(parent) {
   heatmap_view_->setAlignment(Qt::AlignCenter);
   heatmap_view_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
   layout->addWidget(heatmap_view_, 1);
+  colour_bar_ = new ColourBar(this);
+  layout->addWidget(colour_bar_);
   save_button_ = new QPushButton(tr("Save as .npy\u2026"), this);
   layout->addWidget(save_button_);
   connect(slice_box_, &QSpinBox::valueChanged, this,
@@ -161,6 +222,7 @@ void ValueView::clear(const QString& note) {
                                         "to see its value.")
                                    : note.toHtmlEscaped());
   heatmap_view_->clear();
+  static_cast<ColourBar*>(colour_bar_)->set_range(0, 0, false, false);
   slice_box_->setVisible(false);
   slice_label_->setVisible(false);
   save_button_->setEnabled(false);
@@ -190,7 +252,7 @@ void ValueView::set_value(const QString& name, const Tensor& value) {
 }
 
 QString ValueView::summary_text() const {
-  if (!has_value_) return {};
+  if (!has_value_) return summary_->text();  // the note: why nothing is shown
   const QLocale n(QLocale::English);
   if (!value_.is_tensor())  // a sequence or an optional: what it holds
     return QStringLiteral("<b>%1</b><br><tt>%2</tt>")
@@ -230,6 +292,7 @@ void ValueView::set_slice(int index) {
 
 void ValueView::draw_slice() {
   heatmap_ = QImage();
+  static_cast<ColourBar*>(colour_bar_)->set_range(0, 0, false, false);
   if (!has_value_ || value_.rank() == 0 || value_.numel() == 0 || value_.dtype() == DType::kString) {
     heatmap_view_->clear();
     return;
@@ -252,6 +315,7 @@ void ValueView::draw_slice() {
   }
   const bool diverging = lo < 0 && hi > 0;
   const double bound = std::max(std::abs(lo), std::abs(hi));
+  static_cast<ColourBar*>(colour_bar_)->set_range(lo, hi, diverging, !first);
   heatmap_ = QImage(static_cast<int>(w), static_cast<int>(h), QImage::Format_RGB32);
   for (int64_t y = 0; y < h; ++y)
     for (int64_t x = 0; x < w; ++x) {
@@ -272,6 +336,10 @@ void ValueView::draw_slice() {
                                 .arg(number(lo), number(hi))
                                 .arg(diverging ? tr(" (blue below 0, red above)") : QString()));
 }
+
+QStringList ValueView::histogram_axis() const { return static_cast<HistogramWidget*>(histogram_view_)->labels(); }
+
+QStringList ValueView::colour_scale() const { return static_cast<ColourBar*>(colour_bar_)->labels(); }
 
 Status ValueView::save(const QString& path) const {
   if (!has_value_) return make_error("no value to save", path.toStdString());

@@ -53,7 +53,12 @@ class ValueView : public QWidget {
   const QImage& heatmap() const { return heatmap_; }
   int slice_count() const { return slices_; }
   void set_slice(int index);
-  QString summary_text() const;  // the lines above the pictures
+  QString summary_text() const;  // the lines above the pictures (without a value: the note)
+  // The histogram's axis (the highest count, then the values at its left end, middle and right
+  // end) and the heatmap's colour scale (its lowest, middle and highest value; -b, 0, b when
+  // diverging), as drawn; empty when nothing is shown.
+  QStringList histogram_axis() const;
+  QStringList colour_scale() const;
   Status save(const QString& path) const;
 
   static constexpr int kBins = 64;
@@ -71,6 +76,7 @@ class ValueView : public QWidget {
   QLabel* summary_ = nullptr;
   QWidget* histogram_view_ = nullptr;
   QLabel* heatmap_view_ = nullptr;
+  QWidget* colour_bar_ = nullptr;
   QSpinBox* slice_box_ = nullptr;
   QLabel* slice_label_ = nullptr;
   QPushButton* save_button_ = nullptr;

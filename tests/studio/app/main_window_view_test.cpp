@@ -8,6 +8,7 @@
 #include <QFile>
 #include <QMenu>
 #include <QMenuBar>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QDockWidget>
 #include <QTabBar>
@@ -16,6 +17,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTest>
+#include <functional>
 
 #include "tests/studio/qtest_main.h"
 #include "tests/support/paths.h"
@@ -140,6 +142,31 @@ class MainWindowViewTest : public QObject {
         QVERIFY(body->scene()->node_item_count() > 0);
         body->close();
       }
+  }
+
+  // Issue 40, item 8: within each menu (and the menu bar) every Alt mnemonic is used once (View
+  // had P, I and X twice).
+  void menu_mnemonics_are_unique() {
+    Document doc(registry_);
+    MainWindow w(doc);
+    QStringList clashes;
+    std::function<void(QWidget*, const QString&)> check = [&](QWidget* owner, const QString& where) {
+      QMap<QChar, QString> used;
+      for (QAction* a : owner->actions()) {
+        if (a->isSeparator() || !a->isVisible()) continue;
+        const QString text = a->text();
+        const qsizetype amp = text.indexOf(QRegularExpression(QStringLiteral("&[^&]")));
+        if (amp >= 0) {
+          const QChar key = text.at(amp + 1).toLower();
+          if (used.contains(key))
+            clashes << QStringLiteral("%1: '%2' and '%3' both use Alt+%4").arg(where, used.value(key), text, QString(key));
+          used[key] = text;
+        }
+        if (a->menu()) check(a->menu(), where + QStringLiteral(" \u203a ") + text);
+      }
+    };
+    check(w.menuBar(), QStringLiteral("menu bar"));
+    QVERIFY2(clashes.isEmpty(), qPrintable(clashes.join(QStringLiteral("; "))));
   }
 
   // Issue 40, item 3: a branch whose own nested graph reads a value of the whole model ('state',

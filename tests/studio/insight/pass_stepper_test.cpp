@@ -267,6 +267,8 @@ class PassStepperTest : public QObject {
     QVERIFY2(panel.status_label()->text().contains("2 ranks"), qPrintable(panel.status_label()->text()));
     // The split snapshot of this 170-node graph opens around its first added node (an all-reduce).
     panel.resize(1280, 700);
+    panel.show();  // (the diff is a tab's page: laid out once shown)
+    QCoreApplication::processEvents();
     panel.diff_view()->reset_view();
     panel.select_snapshot(at);
     GraphDiffView* v = panel.diff_view();

@@ -111,6 +111,14 @@ class RunPanelTest : public QObject {
     QCOMPARE(table->item(0, 2)->text(), QStringLiteral("[1, 10]"));
     QCOMPARE(table->item(0, 1)->text(), QStringLiteral("f32"));
     QVERIFY(table->item(0, 6)->text().startsWith(QString::number(want.get(0), 'g', 6)));
+    // Issue 40, item 8: Save .npy is on screen in a 320 px panel (it was past the right edge).
+    panel.resize(320, 600);
+    panel.show();
+    QCoreApplication::processEvents();
+    QWidget* save = table->cellWidget(0, 7);
+    QVERIFY(save);
+    QVERIFY2(table->columnViewportPosition(7) + save->width() / 2 < table->viewport()->width(),
+             qPrintable(QStringLiteral("at %1 of %2").arg(table->columnViewportPosition(7)).arg(table->viewport()->width())));
     // Issue 17, item 8: another graph opened: LeNet's outputs are not its outputs.
     QVERIFY(doc.load(tessera::test::source_dir() + "/samples/mlp.json").is_ok());
     QVERIFY(panel.outputs().empty());

@@ -76,6 +76,15 @@ class ValueViewTest : public QObject {
     QCOMPARE(back->shape(), t.shape());
     QCOMPARE(back->get(23), 23.0);
     QVERIFY(!view.save(dir.filePath(QStringLiteral("no/such/folder/x.npy"))).is_ok());
+    // Issue 40, item 8: the histogram has its axis values (the highest bar's count, the range
+    // under the bars) and the heatmap its colour scale (slice 1: 12 to 23).
+    QCOMPARE(view.histogram_axis(), (QStringList{"1 values", "0", "11.5", "23"}));
+    QCOMPARE(view.colour_scale(), (QStringList{"12", "17.5", "23"}));
+    const Tensor signed_t = Tensor::from_doubles(DType::kF32, {2, 2}, {-2, 1, 0.5, 1});
+    view.set_value(QStringLiteral("s"), signed_t);
+    QCOMPARE(view.colour_scale(), (QStringList{"-2", "0", "2"}));  // diverging around 0
+    view.clear();
+    QVERIFY(view.colour_scale().isEmpty());
   }
 
   void click_on_an_edge_after_a_run_shows_its_value() {
@@ -135,6 +144,10 @@ class ValueViewTest : public QObject {
     QVERIFY(doc.rename_node(doc.graph().node_ids().front(), "renamed").is_ok());
     QCOMPARE(panel->value_count(), size_t{0});
     QVERIFY(!view->has_value());
+    QVERIFY(view->summary_text().contains(QStringLiteral("changed since the run")));
+    // Another file: the dock does not keep the last graph's note.
+    QVERIFY(doc.load(tessera::test::source_dir() + "/samples/mlp.json").is_ok());
+    QVERIFY2(!view->summary_text().contains(QStringLiteral("changed")), qPrintable(view->summary_text()));
   }
 };
 
