@@ -123,8 +123,19 @@ int main(int argc, char** argv) {
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
   glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GL_TRUE);
+  // 1280x800, or the screen's work area less the window frame when that is smaller: on a 1280x720
+  // screen the statistics table and the status line were below its edge.
+  int width = 1280, height = 800;
+  if (GLFWmonitor* monitor = glfwGetPrimaryMonitor()) {
+    int x = 0, y = 0, w = 0, h = 0;
+    glfwGetMonitorWorkarea(monitor, &x, &y, &w, &h);
+    if (w > 0 && h > 0) {
+      width = std::max(640, std::min(width, w - 16));
+      height = std::max(400, std::min(height, h - 48));
+    }
+  }
   GLFWwindow* window =
-      glfwCreateWindow(1280, 800, ("Tessera Insight - " + title).c_str(), nullptr, nullptr);
+      glfwCreateWindow(width, height, ("Tessera Insight - " + title).c_str(), nullptr, nullptr);
   if (!window) {
     std::cerr << "tessera-insight: cannot create an OpenGL 3.3 window\n";
     glfwTerminate();
