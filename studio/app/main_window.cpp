@@ -260,6 +260,13 @@ MainWindow* MainWindow::open_subgraph(int32_t node, const QString& attribute) {
   auto* doc = new Document(document_.registry());
   doc->set_outer_scope(document_.scope_for_nested(node));  // its captures typed as in the model
   formats::GraphDocument sub{attr->g(), {}, {}};
+  // Weights the graph captures from the model (an If branch's Conv weights are the model's
+  // initializers) become its params here, so its boxes show them and count them.
+  const ir::Graph& outer = document_.graph();
+  for (ir::ValueId c : std::vector<ir::ValueId>(sub.graph.captures()))
+    for (ir::ValueId p : outer.params())
+      if (outer.value(p).name == sub.graph.value(c).name)
+        if (const Tensor* t = outer.param_data(p)) sub.graph.capture_to_param(c, *t);
   doc->open(std::move(sub));
   MainWindowOptions options;
   options.nested_view = true;

@@ -306,6 +306,38 @@ ops::Scope Document::scope_for_nested(ir::NodeId) const {
   return scope;
 }
 
+namespace {
+
+// The weight elements a graph nested in a node reads: its own params and weight-like Constant
+// nodes (ops::weight_elements), and the enclosing graph's params it captures by name (counted
+// once per name in `seen`).
+int64_t nested_weights(const ir::Graph& inner, const ir::Graph& outer, std::set<std::string>& seen, int depth) {
+  int64_t n = ops::weight_elements(inner);
+  for (ir::ValueId c : inner.captures()) {
+    const std::string& name = inner.value(c).name;
+    if (!seen.insert(name).second) continue;
+    for (ir::ValueId p : outer.params())
+      if (outer.value(p).name == name)
+        if (const Tensor* t = outer.param_data(p)) n += t->numel();
+  }
+  if (depth < 16)
+    for (ir::NodeId id : inner.node_ids())
+      for (const auto& [key, attr] : inner.node(id).attrs)
+        if (attr.kind() == ir::AttrKind::kGraph) {
+          // Deeper graphs capture from `outer` too (names are unique in a model).
+          for (ir::ValueId c : attr.g().captures()) {
+            const std::string& name = attr.g().value(c).name;
+            if (!seen.insert(name).second) continue;
+            for (ir::ValueId p : outer.params())
+              if (outer.value(p).name == name)
+                if (const Tensor* t = outer.param_data(p)) n += t->numel();
+          }
+        }
+  return n;
+}
+
+}  // namespace
+
 int64_t Document::node_parameter_count(ir::NodeId id) const {
   const ir::Graph& g = graph();
   if (!g.has_node(id)) return 0;
@@ -314,8 +346,20 @@ int64_t Document::node_parameter_count(ir::NodeId id) const {
   for (ir::ValueId v : g.node(id).inputs) {
     if (v == ir::kNoValue || std::find(seen.begin(), seen.end(), v) != seen.end()) continue;
     seen.push_back(v);
-    if (const Tensor* t = g.param_data(v)) total += t->numel();
+    if (const Tensor* t = g.param_data(v)) {
+      total += t->numel();
+    } else if (const ir::NodeId p = g.value(v).producer; p != ir::kNoNode && g.node(p).op == "Constant") {
+      // A weight written as a Constant node (paddle2onnx, OCR models): drawn as a row of this box.
+      const ir::Attribute* value = g.node(p).attr("value");
+      if (value && value->kind() == ir::AttrKind::kTensor && value->t().is_tensor() &&
+          is_float(value->t().dtype()) && value->t().numel() > 1)
+        total += value->t().numel();
+    }
   }
+  // If, Loop, Scan: the weights their graphs read.
+  std::set<std::string> captured;
+  for (const auto& [key, attr] : g.node(id).attrs)
+    if (attr.kind() == ir::AttrKind::kGraph) total += nested_weights(attr.g(), g, captured, 0);
   return total;
 }
 

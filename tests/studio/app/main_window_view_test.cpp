@@ -21,6 +21,7 @@
 
 #include "tests/studio/qtest_main.h"
 #include "tests/support/paths.h"
+#include "engine/ops/cost.h"
 #include "engine/ops/op_def.h"
 #include "studio/common/canvas_style.h"
 #include "studio/document/document.h"
@@ -167,6 +168,47 @@ class MainWindowViewTest : public QObject {
     };
     check(w.menuBar(), QStringLiteral("menu bar"));
     QVERIFY2(clashes.isEmpty(), qPrintable(clashes.join(QStringLiteral("; "))));
+  }
+
+  // Issue 40, item 2: weights as Constant nodes (paddle2onnx) count in their Conv's box, an If's
+  // box counts the weights its branches read, and its branch window shows and counts them as
+  // params (all were 0). Skipped without build/zoo/wild.
+  void node_counts_of_constant_weights_and_branches() {
+    const std::string wild = tessera::test::source_dir() + "/build/zoo/wild/";
+    if (!QFile::exists(QString::fromStdString(wild + "squeezenet_if.onnx")))
+      QSKIP("build/zoo/wild is absent (tests/zoo/make_wild.py makes it)");
+    Document consts(registry_);
+    QVERIFY(consts.load(wild + "mobilenetv2_constants.onnx").is_ok());
+    int64_t first_conv = -1;
+    for (tessera::ir::NodeId id : consts.graph().node_ids())
+      if (consts.graph().node(id).op == "Conv") {
+        first_conv = consts.node_parameter_count(id);
+        break;
+      }
+    QCOMPARE(first_conv, int64_t{32 * 3 * 3 * 3 + 32});  // MobileNetV2's stem (batch norm folded)
+
+    Document doc(registry_);
+    QVERIFY(doc.load(wild + "squeezenet_if.onnx").is_ok());
+    tessera::ir::NodeId if_node = tessera::ir::kNoNode;
+    for (tessera::ir::NodeId id : doc.graph().node_ids())
+      if (doc.graph().node(id).op == "If") if_node = id;
+    QVERIFY(if_node != tessera::ir::kNoNode);
+    QCOMPARE(doc.node_parameter_count(if_node), doc.parameter_count());  // all of it is in the If
+    MainWindow w(doc);
+    MainWindow* branch = w.open_subgraph(if_node, QStringLiteral("then_branch"));
+    QVERIFY(branch);
+    Document* sub = branch->findChild<Document*>();
+    QVERIFY(sub && !sub->inference_error());
+    // The model's weights the branch reads (its else branch has a 1,000-element one of its own).
+    int64_t read = 0;
+    const tessera::ir::Graph& then_g = doc.graph().node(if_node).attr("then_branch")->g();
+    for (tessera::ir::ValueId c : then_g.captures())
+      for (tessera::ir::ValueId p : doc.graph().params())
+        if (doc.graph().value(p).name == then_g.value(c).name) read += doc.graph().param_data(p)->numel();
+    QVERIFY(read > 1000000);
+    QCOMPARE(sub->parameter_count(), read + tessera::ops::weight_elements(then_g));
+    branch->close();
+    QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
   }
 
   // Issue 40, item 3: a branch whose own nested graph reads a value of the whole model ('state',
