@@ -243,6 +243,12 @@ std::vector<QPointF> MetricChart::drawn_points(int64_t run) const {
 
 QString MetricChart::note() const { return note_->text(); }
 
+QString MetricChart::chart_title() const { return chart_->title(); }
+
+bool MetricChart::y_numbers_shown() const {
+  return log_y_ ? y_log_->labelsVisible() : y_linear_->labelsVisible();
+}
+
 void MetricChart::set_compact(bool compact) {
   controls_->setVisible(!compact);
   // A tile: small axis numbers and thin margins, so the numbers fit instead of showing "…".
@@ -257,6 +263,8 @@ void MetricChart::set_compact(bool compact) {
   view_->setMinimumHeight(compact ? 150 : 200);
   chart_->legend()->setVisible(!compact && !labels_.empty());
   chart_->setTitle(compact ? metric_ : QString());
+  for (QAbstractAxis* axis : {static_cast<QAbstractAxis*>(y_linear_), static_cast<QAbstractAxis*>(y_log_)})
+    axis->setLabelsVisible(!compact);
   compact_ = compact;
 }
 
@@ -397,7 +405,13 @@ void MetricChart::rebuild() {
     s->replace(QList<QPointF>(curve.points.begin(), curve.points.end()));
   }
   chart_->legend()->setVisible(!compact_ && !labels_.empty());
-  if (compact_) chart_->setTitle(metric_);
+  // A tile has no room for the y axis's numbers (Qt Charts elided them all to "…"): its title
+  // gives the range of the values instead, and the axis keeps its grid lines.
+  y_axis->setLabelsVisible(!compact_);
+  if (compact_)
+    chart_->setTitle(any ? QStringLiteral("%1  %2 \u2013 %3").arg(metric_, QString::number(y_min, 'g', 4),
+                                                                QString::number(y_max, 'g', 4))
+                         : metric_);
   note_->setText(notes.join(QLatin1String("; ")));
   note_->setVisible(!notes.isEmpty());
 }

@@ -63,6 +63,10 @@ class MetricChart : public QWidget {
   // What the chart shows, for tests: curves drawn (raw and smoothed), points of a run's curve as
   // drawn (the smoothed one when smoothing is on), the note under the chart.
   int curve_count() const;
+  // The chart's title (a tile's: its metric and the range of its values) and whether the y axis
+  // shows its numbers (not in a tile, where they did not fit).
+  QString chart_title() const;
+  bool y_numbers_shown() const;
   std::vector<QPointF> drawn_points(int64_t run) const;
   QString note() const;
   QChart* chart() const { return chart_; }

@@ -238,6 +238,14 @@ Status RunsDashboard::refresh() {
   const bool empty = runs->empty();
   model_->set_runs(std::move(*runs), insight::wall_ns());
   if (was_empty && !empty) table_->resizeColumnsToContents();
+  // Names grow as runs arrive ("lenet sgd lr 0.05 b32"): the name column follows, up to 320 px,
+  // never narrower than the user made it (two runs read "lenet s…" alike).
+  if (!empty) {
+    const int before_width = table_->columnWidth(RunsTableModel::kNameColumn);
+    table_->resizeColumnToContents(RunsTableModel::kNameColumn);
+    table_->setColumnWidth(RunsTableModel::kNameColumn,
+                           std::max(before_width, std::min(320, table_->columnWidth(RunsTableModel::kNameColumn))));
+  }
   // A model reset (new columns) drops the selection: put it back, then the scroll position.
   // Curves and the compare table are read again only when the selected runs changed (a heartbeat
   // commits every second while a run trains; most commits touch other runs).

@@ -71,7 +71,9 @@ void HParamsView::set_runs(const std::vector<insight::RunSummary>& runs, const s
   runs_ = runs;
   selected_ = selected;
   const QStringList names = metric_names();
-  if (!names.contains(metric_)) metric_ = default_metric(names);
+  // Until the user picks a metric, the default follows the runs (a metric chosen while one run
+  // was listed, with nothing to compare, stayed after more arrived).
+  if (!user_picked_ || !names.contains(metric_)) metric_ = default_metric(names);
   updating_ = true;
   metric_box_->clear();
   metric_box_->addItems(names);
@@ -113,6 +115,7 @@ void HParamsView::set_selected(const std::set<int64_t>& selected) {
 
 void HParamsView::set_metric(const QString& metric) {
   metric_ = metric;
+  user_picked_ = true;
   updating_ = true;
   metric_box_->setCurrentText(metric);
   updating_ = false;
@@ -265,21 +268,36 @@ void HParamsView::paintEvent(QPaintEvent*) {
       }
     // Axes with their names (top) and ends or categories.
     const QFontMetrics fm(font());
+    // A tick's text on a patch of the background, so the lines under it do not cross it.
+    auto label = [&](const QRectF& box, int align, const QString& text) {
+      QRectF r = fm.boundingRect(box.toRect(), align, text);
+      QColor back = palette().base().color();
+      back.setAlpha(220);
+      p.fillRect(r.adjusted(-2, 0, 2, 0), back);
+      p.drawText(box, align, text);
+    };
     for (int i = 0; i < n; ++i) {
       const double x = n == 1 ? plot.center().x() : plot.left() + plot.width() * i / (n - 1);
       p.setPen(QPen(palette().text().color(), 1));
       p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+      if (i == n - 1) {  // the metric's axis is its colour scale: blue at the low end, red at the high
+        const int steps = 32;
+        for (int k = 0; k < steps; ++k) {
+          const double y0 = plot.bottom() - plot.height() * k / steps, y1 = plot.bottom() - plot.height() * (k + 1) / steps;
+          p.fillRect(QRectF(x - 3, y1, 6, y0 - y1), ramp((k + 0.5) / steps));
+        }
+      }
       const QString name = fm.elidedText(axes_[i], Qt::ElideMiddle, static_cast<int>(std::max(40.0, plot.width() / std::max(1, n - 1))));
       p.drawText(QRectF(x - 60, plot.top() - 18, 120, 16), Qt::AlignCenter, name);
       const QStringList& t = ticks_[static_cast<size_t>(i)];
       p.setPen(palette().placeholderText().color());
       if (t.size() == 2 && i == n - 1) {  // the metric: low at the bottom, high at the top
         p.drawText(QRectF(x - 60, plot.bottom() + 2, 120, 14), Qt::AlignCenter, t[0]);
-        p.drawText(QRectF(x + 4, plot.top(), 60, 14), Qt::AlignLeft, t[1]);
+        label(QRectF(x + 6, plot.top(), 60, 14), Qt::AlignLeft, t[1]);
       } else if (!t.isEmpty()) {  // numbers: low and high; categories: each at its place
         for (int k = 0; k < t.size(); ++k) {
           const double y = t.size() == 1 ? plot.center().y() : plot.bottom() - plot.height() * k / (t.size() - 1);
-          p.drawText(QRectF(x + 3, y - 7, 80, 14), Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(t[k], Qt::ElideRight, 80));
+          label(QRectF(x + 6, y - 7, 80, 14), Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(t[k], Qt::ElideRight, 80));
         }
       }
     }

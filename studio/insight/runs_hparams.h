@@ -72,6 +72,7 @@ class HParamsView : public QWidget {
   std::vector<QStringList> ticks_;  // per axis: labels at the bottom and top (and categories)
   QComboBox* metric_box_ = nullptr;
   bool updating_ = false;
+  bool user_picked_ = false;  // the metric was chosen (set_metric): kept while the runs have it
 };
 
 }  // namespace tessera::studio

@@ -87,6 +87,11 @@ class RunsDashboardTest : public QObject {
     QCOMPARE(static_cast<int>(dash.small_multiples().size()), 3);  // test/accuracy, train/accuracy, train/loss
     QCOMPARE(dash.small_multiples()[2]->metric(), QStringLiteral("train/loss"));
     QCOMPARE(dash.small_multiples()[2]->curve_count(), 2);
+    // Issue 40, item 6: a tile's y numbers (all "…" in a tile) give way to the range in its title.
+    QVERIFY(!dash.small_multiples()[0]->y_numbers_shown());
+    QVERIFY2(dash.small_multiples()[0]->chart_title().startsWith(QStringLiteral("test/accuracy  0.7 \u2013 0.9")),
+             qPrintable(dash.small_multiples()[0]->chart_title()));
+    QVERIFY(dash.chart()->y_numbers_shown());  // the big chart keeps them
 
     tessera::studio::HParamsView* h = dash.hparams_view();
     dash.chart_tabs()->setCurrentWidget(h);
