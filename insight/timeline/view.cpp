@@ -83,8 +83,9 @@ TimelineView::TimelineView(std::shared_ptr<const TimelineModel> model) : model_(
   fit();
 }
 
-void TimelineView::set_message(std::string message) {
+void TimelineView::set_message(std::string message, bool error) {
   message_ = std::move(message);
+  message_is_error_ = error;
 }
 
 std::optional<SelectedSpan> TimelineView::take_clicked() {
@@ -187,7 +188,7 @@ void TimelineView::draw(const char* window_title) {
   frame_ = {};
   hits_.clear();
   if (!model_) {
-    ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 120, 110, 255));
+    ImGui::PushStyleColor(ImGuiCol_Text, message_is_error_ ? IM_COL32(255, 120, 110, 255) : IM_COL32(200, 200, 200, 255));
     ImGui::TextWrapped("%s", message_.empty() ? "nothing to show" : message_.c_str());
     ImGui::PopStyleColor();
     ImGui::End();

@@ -39,7 +39,8 @@ class TimelineView {
   explicit TimelineView(std::shared_ptr<const TimelineModel> model);
 
   // A line shown instead of the timeline (no model) or above it (a warning); "" clears it.
-  void set_message(std::string message);
+  // `error` false: a hint (what to do), drawn in the text colour rather than red.
+  void set_message(std::string message, bool error = true);
   // Draws everything in one ImGui window filling io.DisplaySize. Call between NewFrame and Render.
   void draw(const char* window_title);
   // The span clicked since the last call, if any.
@@ -103,6 +104,7 @@ class TimelineView {
   std::vector<SpanRef> matches_;
   std::vector<uint8_t> match_strings_;
   int current_match_ = -1;
+  bool message_is_error_ = true;
   float search_[4] = {0, 0, 0, 0};  // the search field: x0, y0, x1, y1
   // stats
   bool stats_window_only_ = false;

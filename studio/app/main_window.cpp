@@ -486,16 +486,19 @@ void MainWindow::paste() {
 
 void MainWindow::refresh() {
   const QString app = tr("Tessera Studio");
+  // While a file is read in the background the first label says so (not "No graph open").
+  const QString opening = opening_.isEmpty() ? QString() : tr("Opening %1\u2026").arg(opening_);
   if (document_.is_empty() && !document_.is_modified()) {
     setWindowTitle(app);
-    file_label_->setText(tr("No graph open"));
+    file_label_->setText(opening.isEmpty() ? tr("No graph open") : opening);
     for (QWidget* w : graph_status_) w->hide();
+    if (!opening.isEmpty()) file_label_->show();
     return;
   }
   for (QWidget* w : graph_status_) w->show();
   const QString star = document_.is_modified() ? QStringLiteral("*") : QString();
   setWindowTitle(QStringLiteral("%1%2 \u2014 %3").arg(display_name(), star, app));
-  file_label_->setText(document_.file_name());
+  file_label_->setText(opening.isEmpty() ? document_.file_name() : opening);
   file_label_->setToolTip(QString::fromStdString(document_.path()));
   const QLocale numbers(QLocale::English);  // digit grouping: "61,706"
   const int nodes = document_.graph().num_nodes();
@@ -520,8 +523,11 @@ void MainWindow::refresh() {
     flops_label_->setToolTip(by_op.join(QLatin1Char('\n')));
   }
   if (const auto& error = document_.inference_error()) {
-    types_label_->setText(error->node >= 0 ? tr("type inference failed at the red node")
-                                           : tr("type inference failed"));
+    // A node just dropped, still without its inputs, is not a failure: say what it needs.
+    types_label_->setText(error->node >= 0 && document_.is_incomplete(error->node)
+                              ? tr("the red node needs its inputs or attributes")
+                          : error->node >= 0 ? tr("type inference failed at the red node")
+                                             : tr("type inference failed"));
     types_label_->setStyleSheet(QStringLiteral("color: #d02121;"));
     types_label_->setToolTip(QString::fromStdString(error->to_string()));
   } else {

@@ -247,6 +247,7 @@ class MainWindow : public QMainWindow {
   ValueView* value_view_ = nullptr;
   QMenu* recent_menu_ = nullptr;
   QString last_refusal_;
+  QString opening_;  // the file being read in the background (open_in_background), or empty
   QString title_hint_;  // the title of an untitled document (a nested graph's place)
   QTimer* autosave_timer_ = nullptr;
   QLabel* file_label_;

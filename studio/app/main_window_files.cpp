@@ -63,10 +63,14 @@ void MainWindow::open_interactive(const QString& path) {
 
 void MainWindow::open_in_background(const QString& path) {
   last_dir_ = QFileInfo(path).absolutePath();
-  statusBar()->showMessage(tr("Opening %1...").arg(QFileInfo(path).fileName()));
+  // In the status bar's first label, which stays while menus are browsed (a temporary message is
+  // replaced by their entries' tips).
+  opening_ = QFileInfo(path).fileName();
+  refresh();
   document_.load_in_background(path.toStdString(), [this, path](const Status& st) {
     guarded(this, tr("Opening %1").arg(path), [&] {
-      statusBar()->clearMessage();
+      opening_.clear();
+      refresh();
       if (!st) {
         show_open_error(path, st.error());
         return;

@@ -777,9 +777,9 @@ void GraphScene::start_refinement() {
                  .arg(thousands(count), thousands(options_.refine_max_boxes)));
     qInfo("%s", qPrintable(layout_note_));
   } else if (layout_work_ > options_.refine_max_work) {
-    set_note(tr("layered layout (%1 boxes whose edges cross %2 rows: Graphviz would take minutes)")
-                 .arg(thousands(count), thousands(static_cast<int>(layout_work_ - count))));
-    qInfo("%s", qPrintable(layout_note_));
+    set_note(tr("layered layout (many long edges: Graphviz would take minutes)"));
+    qInfo("%s: %s boxes whose edges cross %s rows of the layered layout", qPrintable(layout_note_),
+          qPrintable(thousands(count)), qPrintable(thousands(static_cast<int>(layout_work_ - count))));
   } else {
     std::vector<LayoutBox> layout_boxes;
     for (const BoxItem* box : boxes_)

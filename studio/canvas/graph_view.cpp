@@ -472,11 +472,29 @@ void GraphView::contextMenuEvent(QContextMenuEvent* event) {
                   });
                 });
       }
-      if (!menu.isEmpty()) {
-        menu.exec(event->globalPos());
-        event->accept();
-        return;
-      }
+      // The node itself: rename (asks the name) and delete (the selection it is part of).
+      if (!menu.isEmpty()) menu.addSeparator();
+      connect(menu.addAction(tr("Rename\u2026")), &QAction::triggered, this, [this, id] {
+        guarded(this, tr("Renaming"), [&] {
+          if (!document_->graph().has_node(id)) return;
+          const QString name = ask(tr("Rename"), tr("New name of the node:"),
+                                   QString::fromStdString(document_->graph().node(id).name));
+          if (name.trimmed().isEmpty()) return;
+          if (Status st = document_->rename_node(id, name.trimmed().toStdString()); !st)
+            Q_EMIT edit_refused(tr("Cannot rename: %1").arg(QString::fromStdString(st.error().message)));
+        });
+      });
+      const QList<ir::NodeId> selection = graph_scene_->selected_node_ids();
+      connect(menu.addAction(selection.size() > 1 ? tr("Delete %1 Nodes").arg(selection.size()) : tr("Delete")),
+              &QAction::triggered, this, [this, selection] {
+                guarded(this, tr("Deleting"), [&] {
+                  if (Status st = document_->remove_nodes({selection.begin(), selection.end()}); !st)
+                    Q_EMIT edit_refused(tr("Cannot delete: %1").arg(QString::fromStdString(st.error().message)));
+                });
+              });
+      menu.exec(event->globalPos());
+      event->accept();
+      return;
     }
   }
   if (!document_ || !disconnect_target_at(event->pos())) {
@@ -690,14 +708,15 @@ Expected<ir::NodeId> GraphView::add_op(const QString& op, QPointF scene_pos) {
 
 Expected<ir::NodeId> GraphView::add_op_at_centre(const QString& op) {
   // Ops added one after another land in a cascade, not on top of each other.
+  // Never on another box (a node, a graph input or output): where a new box would cover one,
+  // it moves down and right.
   QPointF at = mapToScene(viewport()->rect().center());
   for (int tries = 0; tries < 50; ++tries) {
     bool taken = false;
-    for (QGraphicsItem* item : graph_scene_->items(QRectF(at - QPointF(12, 12), QSizeF(24, 24))))
-      if (item->type() == static_cast<int>(CanvasItemType::kNode) && QLineF(item->pos(), at).length() < 12)
-        taken = true;
+    for (QGraphicsItem* item : graph_scene_->items(QRectF(at, QSizeF(140, 50))))
+      if (is_box_item(item) && item->isVisible()) taken = true;
     if (!taken) break;
-    at += QPointF(32, 32);
+    at += QPointF(40, 40);
   }
   return add_op(op, at);
 }

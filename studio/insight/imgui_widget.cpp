@@ -255,7 +255,19 @@ bool ImGuiWidget::event(QEvent* event) {
   // box and the W/S/A/D keys: keys without Ctrl/Alt/Meta stay with this widget.
   if (event->type() == QEvent::ShortcutOverride) {
     auto* key_event = static_cast<QKeyEvent*>(event);
-    if (!(key_event->modifiers() & (Qt::ControlModifier | Qt::AltModifier | Qt::MetaModifier))) {
+    // While ImGui edits text (the search box), its editing keys stay here too: Ctrl+A selects the
+    // field's text, not every node of the canvas (Edit › Select All); Ctrl+C/V/X/Z likewise.
+    bool typing = false;
+    if (context_) {
+      ContextScope scope(context_);
+      typing = ImGui::GetIO().WantTextInput;
+    }
+    const bool editing_key = key_event->modifiers() == Qt::ControlModifier &&
+                             (key_event->key() == Qt::Key_A || key_event->key() == Qt::Key_C ||
+                              key_event->key() == Qt::Key_V || key_event->key() == Qt::Key_X ||
+                              key_event->key() == Qt::Key_Z || key_event->key() == Qt::Key_Y);
+    if (!(key_event->modifiers() & (Qt::ControlModifier | Qt::AltModifier | Qt::MetaModifier)) ||
+        (typing && editing_key)) {
       event->accept();
       return true;
     }

@@ -38,7 +38,7 @@ constexpr char kNothingOpen[] =
 
 ProfilerPanel::ProfilerPanel(QWidget* parent) : QWidget(parent) {
   view_ = std::make_shared<tl::TimelineView>(nullptr);
-  view_->set_message(kNothingOpen);
+  view_->set_message(kNothingOpen, /*error=*/false);
   message_ = QString::fromLatin1(kNothingOpen);
 
   runs_ = new QComboBox(this);
@@ -88,7 +88,14 @@ void ProfilerPanel::showEvent(QShowEvent* event) {
   QWidget::showEvent(event);
   // Runs recorded since the list was read (by the Run panel, or `tessera` in a terminal) are
   // there when the tab is shown, and every few seconds while it is (it was stale until Refresh).
-  guarded(this, tr("Listing runs"), [&] { refresh_runs(); });
+  guarded(this, tr("Listing runs"), [&] {
+    refresh_runs();
+    // Nothing open yet: the newest recorded run opens by itself (the tab said "No run open").
+    if (!loading_ && title_.isEmpty() && runs_->count() > 0) {
+      runs_->setCurrentIndex(0);
+      open_run(runs_->itemData(0).toLongLong());
+    }
+  });
   if (!poll_) {
     poll_ = new QTimer(this);
     poll_->setInterval(3000);

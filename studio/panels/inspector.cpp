@@ -128,7 +128,6 @@ void Inspector::rebuild() {
   problem_ = new QLabel(form_);
   problem_->setWordWrap(true);
   problem_->setStyleSheet(QStringLiteral("color: #d02121;"));
-  layout->addWidget(problem_);
 
   auto* grid = new QGridLayout;
   layout->addLayout(grid);
@@ -189,6 +188,9 @@ void Inspector::rebuild() {
     }
   }
 
+  // The node's problem under its fields: shown and hidden as attributes are typed, it used to
+  // move every field under the pointer ("required attribute missing" above them).
+  layout->addWidget(problem_);
   auto* ports_title = new QLabel(tr("<b>inputs and outputs</b>"), form_);
   layout->addWidget(ports_title);
   const size_t count = n.inputs.size() + n.outputs.size();

@@ -217,7 +217,7 @@ void RunPanel::update_enabled() {
   if (running_.load())
     status_->setText(tr("Running..."));
   else if (const auto& err = document_.inference_error())
-    status_->setText(tr("Cannot run: %1").arg(qs(err->to_string())));
+    status_->setText(tr("Cannot run: %1").arg(qs(err->message)));  // (to_string repeats the node)
   else if (document_.graph().outputs().empty())
     status_->setText(tr("Cannot run: the graph has no outputs"));
   else if (!error_.isEmpty())

@@ -294,6 +294,24 @@ class MainWindowTest : public QObject {
     QCOMPARE(flops_text(), QStringLiteral("230,400 FLOPs per sample"));
     QVERIFY(!inspector->port_lines().join('|').contains(QStringLiteral("conv1.B")));
   }
+
+  // While File › Open reads a file on its worker the status bar says so in a label that menus do
+  // not replace; then it names the file.
+  void status_bar_says_opening_until_the_file_is_read() {
+    Document doc(registry_);
+    MainWindow w(doc, tessera::studio::MainWindowOptions{});
+    w.show();
+    auto status_labels = [&] {
+      QStringList out;
+      for (QLabel* l : w.statusBar()->findChildren<QLabel*>()) out << l->text();
+      return out.join('|');
+    };
+    w.open_in_background(kLenet);
+    QVERIFY2(status_labels().contains(QStringLiteral("Opening lenet.json")), qPrintable(status_labels()));
+    QTRY_COMPARE(QString::fromStdString(doc.path()), kLenet);
+    QTRY_VERIFY(!status_labels().contains(QStringLiteral("Opening")));
+    QVERIFY(status_labels().contains(QStringLiteral("lenet.json")));
+  }
 };
 
 TESSERA_QTEST(MainWindowTest)

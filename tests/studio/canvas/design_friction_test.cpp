@@ -140,12 +140,19 @@ class DesignFrictionTest : public QObject {
     view.centerOn(item);
     scene.select_nodes({find_node(doc, "conv1")});
     const QPoint at = view.mapFromScene(item->sceneBoundingRect().center());
-    QTimer::singleShot(100, [] {
-      if (QWidget* popup = QApplication::activePopupWidget()) popup->close();
+    QStringList entries;
+    QTimer::singleShot(100, [&] {
+      if (QWidget* popup = QApplication::activePopupWidget()) {
+        for (QAction* a : popup->actions()) entries << a->text();
+        popup->close();
+      }
     });
     QContextMenuEvent menu(QContextMenuEvent::Mouse, at, view.viewport()->mapToGlobal(at));
     QCoreApplication::sendEvent(view.viewport(), &menu);
     QCOMPARE(scene.selected_node_ids(), QList<NodeId>{conv2});
+    // The node's own entries are in its menu (it had only Add Input/Weight and Make ... Output).
+    QVERIFY2(entries.contains(QStringLiteral("Rename\u2026")) && entries.contains(QStringLiteral("Delete")),
+             qPrintable(entries.join('|')));
   }
 
   void run_panel_follows_undo_and_redo() {

@@ -31,6 +31,11 @@ class ProfilerPanelTest : public QObject {
     QCOMPARE(panel.run_list()->count(), 2);
     QVERIFY(panel.run_list()->itemText(0).contains(QStringLiteral("second")) ||
             panel.run_list()->itemText(1).contains(QStringLiteral("second")));
+    // Shown with nothing open, it opened the newest run by itself (it said "No run open").
+    QTRY_VERIFY(!panel.is_loading());
+    QVERIFY2(panel.title().contains(QStringLiteral("run 1")) || panel.title().contains(QStringLiteral("run 2")) ||
+                 !panel.message().startsWith(QStringLiteral("No run open")),
+             qPrintable(panel.title() + " / " + panel.message()));
   }
 };
 
