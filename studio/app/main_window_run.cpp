@@ -7,6 +7,7 @@
 #include <QAction>
 #include <QDir>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QLabel>
 #include <QDockWidget>
 #include <QKeySequence>
@@ -41,6 +42,9 @@ void MainWindow::create_run_and_train() {
   train_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   train_scroll->setWidget(train_panel_);
   for (QLabel* l : train_panel_->findChildren<QLabel*>()) l->setWordWrap(true);
+  // As wide as the form needs (its buttons were clipped at the right edge), scrolling only down.
+  train_scroll->setMinimumWidth(train_panel_->minimumSizeHint().width() +
+                                train_scroll->verticalScrollBar()->sizeHint().width());
   train_dock_->setWidget(train_scroll);
   addDockWidget(Qt::RightDockWidgetArea, train_dock_);
   tabifyDockWidget(run_dock_, train_dock_);

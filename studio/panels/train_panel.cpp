@@ -428,6 +428,12 @@ Status TrainPanel::start() {
                                                 : insight::RunStatus::kFinished;
           Status st = rec->finish_run(status, error);
           if (!st) post_recording(tr("Recording failed: %1").arg(qs(st.error().to_string())));
+          else  // (it said "Recording run N..." after the run had ended)
+            post_recording(tr("Recorded run %1 (%2) in %3%4")
+                               .arg(rec->run_id())
+                               .arg(qs(std::string(insight::run_status_name(status))), qs(db),
+                                    cfg.checkpoint_dir.empty() ? QString()
+                                                               : tr("; checkpoints in %1").arg(qs(cfg.checkpoint_dir))));
         }
       }
     } catch (const std::exception& e) {

@@ -154,7 +154,8 @@ class TrainPanelTest : public QObject {
     QVERIFY(panel.progress_text().contains(QStringLiteral("img/s  ETA ")));
 
     // Recorded: one finished "train" run named after the graph, its hyper-parameters and metrics.
-    QVERIFY2(contains(panel.recording_text(), "Recording run"), qPrintable(panel.recording_text()));
+    // Issue 40: once the run ended the panel says it is recorded (not "Recording run 1...").
+    QTRY_VERIFY2(contains(panel.recording_text(), "Recorded run 1 (finished)"), qPrintable(panel.recording_text()));
     auto database = tessera::insight::Database::open(db.toStdString());
     QVERIFY(database.has_value());
     auto runs = tessera::insight::list_runs(*database);
