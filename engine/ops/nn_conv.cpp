@@ -479,6 +479,15 @@ void register_pool(OpRegistry& registry, bool max) {
     def.reference = avgpool_kernel;
   }
   def.infer = infer_pool;
+  // One comparison or addition per window element: |Y| * prod(kernel_shape) (it counted |Y|,
+  // whatever the window).
+  def.flops = [](const InferContext& ctx, const std::vector<TensorType>& out) {
+    const ir::Attribute* k = ctx.node.attr("kernel_shape");
+    if (!k || k->kind() != AttrKind::kInts || out.empty() || out[0].static_numel() < 0) return 0.0;
+    double window = 1;
+    for (int64_t d : k->ints()) window *= static_cast<double>(std::max<int64_t>(d, 1));
+    return static_cast<double>(out[0].static_numel()) * window;
+  };
   registry.add(std::move(def));
 }
 

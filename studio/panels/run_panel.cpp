@@ -151,7 +151,7 @@ RunPanel::RunPanel(Document& document, QWidget* parent) : QWidget(parent), docum
   layout->addWidget(status_);
   table_ = new QTableWidget(0, 8, this);
   table_->setHorizontalHeaderLabels({tr("output"), tr("type"), tr("shape"), tr("min"), tr("max"),
-                                     tr("mean"), tr("first values"), QString()});
+                                     tr("mean"), tr("first values"), tr("save")});
   table_->horizontalHeader()->setStretchLastSection(false);
   // Save as .npy right after the output's name: as the last column it sat past the right edge of
   // a 320 px dock.

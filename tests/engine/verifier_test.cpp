@@ -178,5 +178,22 @@ TEST(Cost, CountsParamsAndMatmulFlops) {
   EXPECT_EQ(c->op_counts["MatMul"], 1);
 }
 
+// Pooling counts one operation per window element (it counted one per output: 2,704 for LeNet's
+// 16x13x13 MaxPool whatever its 2x2 window).
+TEST(Cost, PoolingCountsItsWindow) {
+  const ops::OpRegistry reg = ops::make_default_registry();
+  auto g = ir::parse_graph(R"(graph "g" {
+    input %0 "x" : f32[1, 16, 26, 26]
+    #0 = MaxPool(%0) -> (%1 : f32[*]) {kernel_shape = [2, 2], strides = [2, 2]}
+    #1 = AveragePool(%1) -> (%2 : f32[*]) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]}
+    output %2
+  })");
+  ASSERT_TRUE(g.has_value()) << g.error().to_string();
+  auto c = ops::graph_cost(*g, reg, 1);
+  ASSERT_TRUE(c.has_value()) << c.error().to_string();
+  EXPECT_DOUBLE_EQ(c->flops_by_op["MaxPool"], 16.0 * 13 * 13 * 4);
+  EXPECT_DOUBLE_EQ(c->flops_by_op["AveragePool"], 16.0 * 13 * 13 * 9);
+}
+
 }  // namespace
 }  // namespace tessera
