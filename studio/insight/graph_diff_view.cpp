@@ -13,6 +13,7 @@
 #include <QWheelEvent>
 #include <cmath>
 #include <functional>
+#include <set>
 
 #include "studio/canvas/graph_layout.h"
 #include "studio/document/attribute_text.h"
@@ -247,6 +248,51 @@ QColor GraphDiffView::node_fill(Side side, ir::NodeId id) const {
   return it == m.end() ? QColor() : it->second;
 }
 
+QString GraphDiffView::change_text(Side side, ir::NodeId id) const {
+  // The node on each side: `id` is on `side`; its match on the other (diff_.matched: after -> before).
+  ir::NodeId a = ir::kNoNode, b = ir::kNoNode;
+  if (side == Side::kAfter) {
+    a = id;
+    if (auto it = diff_.matched.find(id); it != diff_.matched.end()) b = it->second;
+  } else {
+    b = id;
+    for (const auto& [after_id, before_id] : diff_.matched)
+      if (before_id == id) a = after_id;
+  }
+  if (!after_.graph.has_node(a) || !before_.graph.has_node(b)) return tr("(op, attributes or inputs)");
+  const ir::Node& was = before_.graph.node(b);
+  const ir::Node& now = after_.graph.node(a);
+  QStringList lines;
+  if (was.op != now.op) lines << tr("op %1 \u2192 %2").arg(qs(was.op), qs(now.op));
+  std::set<std::string> keys;
+  for (const auto& [k, v] : was.attrs) keys.insert(k);
+  for (const auto& [k, v] : now.attrs) keys.insert(k);
+  auto shown = [](const ir::Attribute* v) {
+    if (!v) return QStringLiteral("unset");
+    QString t = format_attribute(*v);
+    return t.size() > 40 ? t.left(37) + "..." : t;
+  };
+  for (const std::string& k : keys) {
+    const QString x = shown(was.attr(k)), y = shown(now.attr(k));
+    if (x != y) lines << QStringLiteral("%1: %2 \u2192 %3").arg(qs(k), x, y);
+  }
+  auto input_name = [](const ir::Graph& g, ir::ValueId v) {
+    if (v == ir::kNoValue || !g.has_value(v)) return QStringLiteral("none");
+    const ir::Value& value = g.value(v);
+    if (!value.name.empty()) return qs(value.name);
+    if (value.producer != ir::kNoNode && g.has_node(value.producer)) return qs(g.node(value.producer).name) + QStringLiteral(" out");
+    return QStringLiteral("%") + QString::number(v);
+  };
+  if (was.inputs.size() != now.inputs.size())
+    lines << tr("%1 inputs \u2192 %2").arg(was.inputs.size()).arg(now.inputs.size());
+  else
+    for (size_t i = 0; i < was.inputs.size(); ++i) {
+      const QString x = input_name(before_.graph, was.inputs[i]), y = input_name(after_.graph, now.inputs[i]);
+      if (x != y) lines << tr("input %1: %2 \u2192 %3").arg(i).arg(x, y);
+    }
+  return lines.isEmpty() ? tr("(the types of its inputs)") : lines.join(QStringLiteral("\n  "));
+}
+
 QString GraphDiffView::node_tooltip(Side side, ir::NodeId id) const {
   const auto& m = tooltips_[static_cast<int>(side)];
   auto it = m.find(id);
@@ -326,7 +372,7 @@ double GraphDiffView::draw_graph(Side side, double left) {
     switch (st) {
       case GraphDiff::Status::kAdded: tip += tr("\nadded"); break;
       case GraphDiff::Status::kRemoved: tip += tr("\nremoved"); break;
-      case GraphDiff::Status::kChanged: tip += tr("\nchanged (op, attributes or inputs)"); break;
+      case GraphDiff::Status::kChanged: tip += tr("\nchanged: ") + change_text(side, id); break;
       case GraphDiff::Status::kSame: break;
     }
     if (!n.provenance.from.empty()) {

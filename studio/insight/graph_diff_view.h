@@ -89,6 +89,8 @@ class GraphDiffView : public QWidget {
 
  private:
   void rebuild();
+  // What differs between a changed node and its match ("kernel_shape: 5, 5 -> 3, 3").
+  QString change_text(Side side, ir::NodeId id) const;
   QString before_title_ = QStringLiteral("before"), after_title_ = QStringLiteral("after");
   // Lays out and draws one graph with its left edge at x = `left`; returns its width.
   double draw_graph(Side side, double left);

@@ -6,6 +6,7 @@
 #include "tests/studio/qtest_main.h"
 #include "engine/ir/graph.h"
 #include "studio/insight/graph_diff.h"
+#include "studio/insight/graph_diff_view.h"
 
 using tessera::DType;
 using tessera::Tensor;
@@ -149,6 +150,22 @@ class GraphDiffTest : public QObject {
     // A cycle in the lists (a malformed snapshot) ends; unknown sources are kept for the diff to drop.
     const auto odd = tessera::studio::trace_provenance({{7, {8}}}, {{8, {7, 99}}}, before);
     QCOMPARE(odd[0].second, (std::vector<int32_t>{7, 99}));
+  }
+
+  // Issue 40: a changed node's tooltip says what changed (it said "changed (op, attributes or
+  // inputs)" and nothing else), on both sides.
+  void changed_nodes_say_what_changed() {
+    Graph before = conv_relu_flatten();
+    Graph after = before;
+    after.node(0).attrs.insert_or_assign("kernel_shape", tessera::ir::Attribute(std::vector<int64_t>{5, 5}));
+    tessera::studio::GraphDiffView view;
+    view.set_side_titles(QStringLiteral("run 1: lenet"), QStringLiteral("run 2: lenet"));
+    view.set_graphs({before, {}, {}}, {after, {}, {}});
+    using Side = tessera::studio::GraphDiffView::Side;
+    const QString tip = view.node_tooltip(Side::kAfter, 0);
+    QVERIFY2(tip.contains(QStringLiteral("kernel_shape: 3, 3 \u2192 5, 5")), qPrintable(tip));
+    QVERIFY(view.node_tooltip(Side::kBefore, 0).contains(QStringLiteral("kernel_shape: 3, 3 \u2192 5, 5")));
+    QCOMPARE(view.side_title(Side::kBefore), QStringLiteral("run 1: lenet"));
   }
 };
 
