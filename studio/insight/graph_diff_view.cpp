@@ -197,7 +197,10 @@ void GraphDiffView::overview() {
   if (focus.isNull()) focus = first_box(diff_.changed, Side::kAfter);
   if (focus.isNull()) focus = first_box(diff_.removed, Side::kBefore);
   if (!focus.isNull()) {
-    view_->centerOn(focus.center());
+    // Both columns in view when they fit across (centring on the after box cut the before
+    // column's names off at the left edge).
+    const bool fits_across = r.width() * view_->transform().m11() <= port.width() + 1;
+    view_->centerOn(fits_across ? r.center().x() : focus.center().x(), focus.center().y());
     return;
   }
   const double visible_height = port.height() / view_->transform().m11();
@@ -431,6 +434,9 @@ void GraphDiffView::rebuild() {
     return QString("<span style='background-color:%1'>&nbsp;&nbsp;&nbsp;&nbsp;</span>").arg(status_colour(s).name());
   };
   // Each swatch stays with its label when a narrow pane wraps the legend (non-breaking spaces).
+  // The scene's rect set now: left to grow by itself it followed only on the next event-loop turn,
+  // so centring on a change far down the graph right after this was clamped to the old rect.
+  scene_->setSceneRect(scene_->itemsBoundingRect().adjusted(-40, -40, 40, 40));
   legend_->setText(tr("<b>%1</b> &nbsp; %2&nbsp;added&nbsp;(%3) &nbsp; %4&nbsp;removed&nbsp;(%5) &nbsp; "
                       "%6&nbsp;changed&nbsp;(%7) &nbsp; "
                       "<span style='color:#7840c8'>-&nbsp;-&nbsp;-</span>&nbsp;came&nbsp;from&nbsp;(%8)")

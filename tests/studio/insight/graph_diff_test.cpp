@@ -1,6 +1,7 @@
 // Tests of studio/graph_diff.cpp on hand-built graphs: a fusion (added, removed, changed by
 // input, provenance links, ids the before graph lacks dropped), an attribute change, swapped
 // inputs, an unchanged copy, and matching by name across graphs whose ids differ.
+#include <QGraphicsView>
 #include <QTest>
 
 #include "tests/studio/qtest_main.h"
@@ -166,6 +167,30 @@ class GraphDiffTest : public QObject {
     QVERIFY2(tip.contains(QStringLiteral("kernel_shape: 3, 3 \u2192 5, 5")), qPrintable(tip));
     QVERIFY(view.node_tooltip(Side::kBefore, 0).contains(QStringLiteral("kernel_shape: 3, 3 \u2192 5, 5")));
     QCOMPARE(view.side_title(Side::kBefore), QStringLiteral("run 1: lenet"));
+  }
+
+  // Issue 40, item 7: stepping to a snapshot whose change is far down a tall graph keeps both
+  // columns in view (centring on the after box cut the before column off at the left).
+  void a_tall_diff_opens_with_both_columns() {
+    Graph before("tall");
+    ValueId v = before.add_input("x", TensorType(DType::kF32, {Dim::known(1), Dim::known(8)}));
+    for (int i = 0; i < 60; ++i) v = before.node(before.add_node("Relu", {v}, 1, "relu" + std::to_string(i))).outputs[0];
+    before.set_outputs({v});
+    Graph after = before;
+    after.node(50).op = "Sigmoid";  // changed, far down
+    tessera::studio::GraphDiffView view;
+    view.resize(1000, 400);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.set_graphs({before, {}, {}}, {after, {}, {}});
+    using Side = tessera::studio::GraphDiffView::Side;
+    const QRectF shown = view.view()->mapToScene(view.view()->viewport()->rect()).boundingRect();
+    const QRectF was = view.node_rect(Side::kBefore, 50), now = view.node_rect(Side::kAfter, 50);
+    QVERIFY2(shown.left() <= was.left() && now.right() <= shown.right() && shown.contains(now.center()),
+             qPrintable(QStringLiteral("shown x %1..%2 y %5..%6, before box x %3, after box right %4, y %7; %8")
+                            .arg(shown.left()).arg(shown.right()).arg(was.left()).arg(now.right())
+                            .arg(shown.top()).arg(shown.bottom()).arg(now.center().y())
+                            .arg(QString::fromStdString(view.diff().summary()))));
   }
 };
 
