@@ -91,6 +91,19 @@ void MainWindow::create_canvas_actions(QMenu* file, QMenu* view) {
   connect(expand, &QAction::triggered, this,
           [this] { guarded(this, tr("Expanding scopes"), [&] { scene_->collapse_scopes(0); }); });
 
+  // View > Arrange: lay the graph out again after hand-placed boxes and rewiring (one undo step
+  // for the places forgotten).
+  auto* arrange = view->addAction(tr("Arrang&e"));
+  arrange->setObjectName(QStringLiteral("action_arrange"));
+  arrange->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
+  arrange->setToolTip(tr("Lay every box out again (Graphviz), forgetting where boxes were placed by hand"));
+  connect(arrange, &QAction::triggered, this, [this] {
+    guarded(this, tr("Arranging"), [&] {
+      (void)document_.clear_positions();  // "nothing is placed by hand": arrange anyway
+      scene_->arrange();
+    });
+  });
+
   // View > Theme.
   QMenu* themes = view->addMenu(tr("&Theme"));
   themes->setObjectName(QStringLiteral("menu_theme"));

@@ -404,6 +404,14 @@ int GraphScene::collapse_patterns() {
   return found;
 }
 
+void GraphScene::arrange() {
+  update_pending_ = false;  // the full rebuild below replaces a pending in-place one
+  auto_positions_.clear();
+  known_positions_.clear();
+  scope_positions_.clear();
+  rebuild();
+}
+
 ScopeBoxItem* GraphScene::scope_box(const QString& scope) const {
   auto it = scope_boxes_.find(scope);
   return it == scope_boxes_.end() ? nullptr : it->second;

@@ -131,6 +131,9 @@ class GraphScene : public QGraphicsScene {
   // Swish, HardSwish decompositions) collapsed to one box each, named "LayerNormalization 1", ...;
   // opened like scopes. Returns how many were found; 0 leaves the scene as it is.
   int collapse_patterns();
+  // Lays every box out again (the layered layout, then Graphviz), dropping the places boxes kept
+  // through edits; boxes the document places stay (Document::clear_positions forgets those).
+  void arrange();
   ScopeBoxItem* scope_box(const QString& scope) const;
 
   // What placed the items, for the status bar: "Graphviz layout", "laying out with Graphviz...",

@@ -485,6 +485,8 @@ Status Document::move_nodes(const std::vector<ir::NodeId>& ids, double dx, doubl
   return push(plan_move_nodes(context(), ids, dx, dy));
 }
 
+Status Document::clear_positions() { return push(plan_clear_positions(context())); }
+
 Status Document::set_positions(const std::map<ir::NodeId, NodePosition>& positions) {
   return push(plan_set_positions(context(), positions));
 }

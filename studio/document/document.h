@@ -147,6 +147,8 @@ class Document : public QObject {
   Status rename_value(ir::ValueId value, const std::string& name);
   Status move_nodes(const std::vector<ir::NodeId>& ids, double dx, double dy);
   Status set_positions(const std::map<ir::NodeId, NodePosition>& positions);
+  // Forgets every saved place (one undo step, "Arrange"); the canvas then lays the graph out anew.
+  Status clear_positions();
   Status set_value_position(ir::ValueId value, NodePosition position);
   Status group(const std::vector<ir::NodeId>& ids, const std::string& name);
   Status ungroup(const std::string& name);

@@ -99,6 +99,9 @@ Expected<Edit> plan_rename_value(const EditContext& ctx, ir::ValueId value,
 Expected<Edit> plan_move_nodes(const EditContext& ctx, const std::vector<ir::NodeId>& ids,
                                double dx, double dy);
 // Sets positions (pins nodes the automatic layout placed, places input terminals).
+// Every saved place of a node, graph input or param forgotten ("Arrange": the canvas lays the
+// graph out again); refused when nothing is placed.
+Expected<Edit> plan_clear_positions(const EditContext& ctx);
 Expected<Edit> plan_set_positions(const EditContext& ctx,
                                   const std::map<ir::NodeId, NodePosition>& positions);
 Expected<Edit> plan_set_value_position(const EditContext& ctx, ir::ValueId id,

@@ -87,6 +87,22 @@ Expected<Edit> plan_set_positions(const EditContext& ctx,
   return e;
 }
 
+Expected<Edit> plan_clear_positions(const EditContext& ctx) {
+  std::vector<ir::NodeId> ids;
+  for (const auto& [id, pos] : ctx.state.layout().positions) ids.push_back(id);
+  if (ids.empty() && ctx.state.value_positions.empty()) return make_error("nothing is placed by hand");
+  Edit e = make_edit(EditKind::kSetPositions, "Arrange", ids);
+  for (const auto& [id, pos] : ctx.state.layout().positions) {
+    e.change.before.positions[id] = pos;
+    e.change.after.positions[id] = std::nullopt;
+  }
+  for (const auto& [id, pos] : ctx.state.value_positions) {
+    e.change.before.value_positions[id] = pos;
+    e.change.after.value_positions[id] = std::nullopt;
+  }
+  return e;
+}
+
 Expected<Edit> plan_set_value_position(const EditContext& ctx, ir::ValueId id,
                                        NodePosition position) {
   const ir::Graph& g = ctx.state.graph();

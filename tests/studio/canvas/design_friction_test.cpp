@@ -221,6 +221,28 @@ class DesignFrictionTest : public QObject {
              qPrintable(QStringLiteral("%1,%2 -> %3,%4").arg(before.x()).arg(before.y()).arg(after.x()).arg(after.y())));
   }
 
+  // View › Arrange lays hand-placed boxes out again, as one undo step (there was no way back to
+  // a tidy picture after rewiring).
+  void arrange_lays_out_hand_placed_boxes_again() {
+    Document doc(registry_);
+    QVERIFY(doc.load(lenet_).is_ok());
+    tessera::studio::SceneLayoutOptions options;
+    options.refine = {};  // the layered layout only: deterministic
+    GraphScene scene(doc, options);
+    const NodeId conv1 = find_node(doc, "conv1"), relu1 = find_node(doc, "relu1");
+    QVERIFY(doc.set_positions({{conv1, {500, 500}}, {relu1, {500, 500}}}).is_ok());  // piled up
+    scene.flush_update();
+    QCOMPARE(scene.node_item(conv1)->pos(), scene.node_item(relu1)->pos());
+    QVERIFY(doc.clear_positions().is_ok());
+    scene.arrange();
+    QVERIFY(!doc.position(conv1).has_value());
+    QVERIFY(scene.node_item(conv1)->pos() != scene.node_item(relu1)->pos());
+    QVERIFY(scene.node_item(conv1)->pos().y() < scene.node_item(relu1)->pos().y());  // the chain goes down
+    QCOMPARE(doc.undo_stack().undoText(), QStringLiteral("Arrange"));
+    doc.undo_stack().undo();
+    QCOMPARE(doc.position(conv1)->x, 500.0);
+  }
+
   void the_empty_canvas_says_how_to_build() {
     Document doc(registry_);
     GraphScene scene(doc);
