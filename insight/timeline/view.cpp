@@ -80,7 +80,33 @@ TimelineView::TimelineView(std::shared_ptr<const TimelineModel> model) : model_(
     colours_[i] = ImColor::HSV(static_cast<float>(h % 360) / 360.0f,
                                0.45f + static_cast<float>((h >> 9) % 20) / 100.0f, 0.85f);
   }
-  fit();
+  fit_execution();
+}
+
+void TimelineView::fit_execution() {
+  // A recorded run is mostly compilation (stages and passes) before a short execution: the first
+  // view shows the execution (kernels, steps, copies), which were a sliver at the right end.
+  if (!model_) return;
+  int64_t a = INT64_MAX, b = INT64_MIN;
+  bool compile = false;
+  using Kind = observe::Span::Kind;
+  for (const Lane& lane : model_->lanes())
+    for (const Track& t : lane.depths)
+      for (size_t i = 0; i < t.size(); ++i) {
+        const auto kind = static_cast<Kind>(t.kind[i]);
+        if (kind == Kind::kStage || kind == Kind::kPass) {
+          compile = true;
+        } else {
+          a = std::min(a, t.start_ns[i]);
+          b = std::max(b, t.end_ns[i]);
+        }
+      }
+  if (!compile || a >= b) {
+    fit();
+    return;
+  }
+  const double margin = std::max(static_cast<double>(b - a) * 0.02, 50.0);
+  zoom_to(static_cast<double>(a) - margin, static_cast<double>(b) + margin);
 }
 
 void TimelineView::set_message(std::string message, bool error) {

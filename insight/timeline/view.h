@@ -51,6 +51,9 @@ class TimelineView {
   // The visible window, in model ns. zoom_to clamps to a minimum width of 100 ns.
   void zoom_to(double t0_ns, double t1_ns);
   void fit();
+  // The execution's spans (kernels, steps, copies) when the trace also holds compilation
+  // (stages, passes): what a loaded run first shows. Everything (fit) otherwise.
+  void fit_execution();
   double view_t0() const { return t0_; }
   double view_t1() const { return t1_; }
 

@@ -251,6 +251,21 @@ TEST(TimelineView, EnterInTheSearchFieldJumpsToTheNextMatch) {
   EXPECT_EQ(view.current_match(), 1);
 }
 
+// Issue 40, item 8: a run's first view is its execution, not mostly compilation.
+TEST(TimelineView, FirstViewIsTheExecution) {
+  Headless h;
+  TimelineBuilder b;
+  b.add_span(Kind::kStage, "optimise", "", "host", "", -1, 0, 0, 900000);
+  b.add_span(Kind::kKernel, "conv1", "Conv", "cpu", "onednn", 3, 0, 950000, 990000);
+  b.add_span(Kind::kKernel, "relu1", "Relu", "cpu", "ref", 4, 0, 990000, 1000000);
+  TimelineView view(std::make_shared<TimelineModel>(std::move(b).build()));
+  h.frame(view);
+  EXPECT_GT(view.view_t0(), 900000.0);
+  EXPECT_LT(view.view_t1(), 1010000.0);
+  view.fit();  // the Fit button still shows everything
+  EXPECT_LT(view.view_t0(), 0.0 + 1);
+}
+
 // Vertices of the last frame in colour `col`, and their bounding box.
 int vertices_in_colour(ImU32 col, float* x0, float* x1) {
   int n = 0;
