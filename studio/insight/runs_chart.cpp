@@ -25,7 +25,8 @@
 namespace tessera::studio {
 namespace {
 
-// Ten distinguishable colours (Tableau 10), one per run in id order.
+// Ten distinguishable colours (Tableau 10), by run id: a run keeps its colour whatever else is
+// selected and in every chart (it changed with the selection).
 QColor run_colour(size_t i) {
   static const QRgb kColours[] = {0x4e79a7, 0xf28e2b, 0xe15759, 0x76b7b2, 0x59a14f,
                                   0xedc948, 0xb07aa1, 0xff9da7, 0x9c755f, 0xbab0ac};
@@ -291,9 +292,8 @@ void MetricChart::rebuild() {
   double x_min = 0, x_max = 1, y_min = 0, y_max = 1;
   bool any = false;
   int dropped_total = 0;
-  size_t colour = 0;
   for (const auto& [run, label] : labels_) {
-    const QColor c = run_colour(colour++);
+    const QColor c = run_colour(static_cast<size_t>(std::max<int64_t>(run, 1) - 1));
     auto sit = series_.find(run);
     if (sit == series_.end()) {
       notes << tr("run %1 recorded no metrics").arg(run);
