@@ -122,7 +122,7 @@ bool MemoryPlanChart::event(QEvent* e) {
                          tr("%1\n%2 at offset %3\nsteps %4 to %5%6")
                              .arg(QString::fromStdString(r.label.empty() ? "buffer " + std::to_string(i) : r.label))
                              .arg(format_bytes(r.bytes))
-                             .arg(d.plan.offsets[static_cast<size_t>(i)])
+                             .arg(format_bytes(d.plan.offsets[static_cast<size_t>(i)]))
                              .arg(r.def_step)
                              .arg(last_step(r, d.num_steps))
                              .arg(r.pinned ? tr(" (pinned)") : QString()),

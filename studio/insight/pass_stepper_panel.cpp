@@ -282,7 +282,7 @@ void PassStepperPanel::show_status() {
                 .arg(qs(s.stage), s.pass.empty() ? QString() : "/" + qs(s.pass))
                 .arg(tr("%1 -> %2 nodes").arg(s.nodes_before).arg(s.nodes_after), diff_->counts_text());
   }
-  if (text.isEmpty()) text = tr("No compilation yet: set a graph and compile.");
+  if (text.isEmpty()) text = tr("No compilation yet: press Compile to step through the optimisation of the open graph.");
   if (!error_.isEmpty()) text += "<br><span style='color:#c02020'>" + error_.toHtmlEscaped() + "</span>";
   status_->setText(text);
 }
