@@ -19,6 +19,9 @@ struct GraphCost {
   std::map<std::string, int> op_counts;  // live nodes per op (nested graphs not included)
   std::map<std::string, double> flops_by_op;
   std::map<ir::NodeId, double> flops_by_node;  // nodes of the top-level graph
+  // passes::folded_graph_cost only: the node outputs whose types folding made static (Reshape
+  // targets computed by Shape -> Gather -> Concat), by the graph's own value ids.
+  std::map<ir::ValueId, ir::TensorType> folded_types;
 };
 
 // Elements of the weights: params, floating-point Constant nodes (paddle2onnx keeps weights so)

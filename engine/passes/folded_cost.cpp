@@ -1,5 +1,7 @@
 // FLOPs of a graph whose shapes are computed by the graph (passes.h: folded_graph_cost).
 #include <iterator>
+#include <map>
+#include <string>
 
 #include "engine/ops/infer.h"
 #include "engine/passes/passes.h"
@@ -30,6 +32,25 @@ Expected<ops::GraphCost> folded_graph_cost(const ir::Graph& graph, const ops::Op
   }
   for (auto it = cost.flops_by_node.begin(); it != cost.flops_by_node.end();)  // only the graph's own ids
     it = graph.has_node(it->first) ? std::next(it) : cost.flops_by_node.erase(it);
+  // A value folding computed became a param named after it (constant_fold.cpp; "_1" when the
+  // old value still held the name): its type is the param's.
+  std::map<std::string, const ir::TensorType*> folded_params;
+  for (ir::ValueId p : g.params()) folded_params.emplace(g.value(p).name, &g.value(p).type);
+  for (ir::NodeId id : graph.node_ids())
+    for (ir::ValueId v : graph.node(id).outputs) {
+      if (graph.value(v).type.is_static()) continue;
+      if (g.has_value(v) && g.value(v).type.is_static()) {
+        cost.folded_types.emplace(v, g.value(v).type);
+        continue;
+      }
+      const std::string& name = graph.value(v).name;
+      if (name.empty()) continue;
+      for (const std::string& candidate : {name, name + "_1"})
+        if (auto it = folded_params.find(candidate); it != folded_params.end() && it->second->is_static()) {
+          cost.folded_types.emplace(v, *it->second);
+          break;
+        }
+    }
   return cost;
 }
 

@@ -253,6 +253,14 @@ Document::Analysed Document::analyse(ir::Graph& graph, const ops::OpRegistry& re
   if (out.error && !path.empty()) out.error = naming_file(*out.error, path);
   if (!out.error && graph.captures().empty()) {  // (a nested graph's captures: counted below)
     if (Expected<ops::GraphCost> cost = passes::folded_graph_cost(graph, registry)) out.cost = std::move(cost).value();
+    // With every input dimension known, folding gives the exact types of values the graph
+    // computes its shapes for (Swin-T's attention showed f32[?, ?, ?]): the canvas shows those.
+    // A symbolic batch was bound to 1 for the count, so those types are not the graph's.
+    bool all_static = true;
+    for (ir::ValueId v : graph.inputs()) all_static = all_static && graph.value(v).type.is_static();
+    if (out.cost && all_static)
+      for (const auto& [v, type] : out.cost->folded_types)
+        if (graph.has_value(v)) graph.value(v).type = type;
   }
   if (!out.cost) {
     // Inference fails somewhere (an unconnected node while designing): the nodes it typed still

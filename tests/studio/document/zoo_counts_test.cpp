@@ -57,6 +57,15 @@ class ZooCountsTest : public QObject {
                  qPrintable(QStringLiteral("%1: FLOPs of %2 of %3 nodes").arg(model).arg(cost->flops_by_node.size())
                                 .arg(doc.graph().num_nodes())));
       }
+      // Swin-T computes its attention's shapes (Shape -> Gather -> Concat -> Reshape): with its
+      // static input every value the canvas labels has a known shape (it showed f32[?, ?, ?]).
+      if (model.endsWith(QLatin1String("/swin_t.onnx"))) {
+        int unknown = 0;
+        for (tessera::ir::NodeId id : doc.graph().node_ids())
+          for (tessera::ir::ValueId v : doc.graph().node(id).outputs)
+            if (doc.is_typed(v) && !doc.graph().value(v).type.is_static()) ++unknown;
+        QCOMPARE(unknown, 0);
+      }
       double sum = 0;
       for (const auto& [id, f] : cost->flops_by_node) sum += f;
       QVERIFY(std::abs(sum - cost->flops) <= 1e-9 * std::max(1.0, cost->flops));
