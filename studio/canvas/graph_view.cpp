@@ -216,9 +216,26 @@ void GraphView::overview() {
     // The window must hold the first input when it is in the first screenful (a side graph of
     // constants, such as Swin-T's attention masks, may have more boxes up there); else the
     // topmost box when it can.
-    const QRectF top = input ? *input : *std::min_element(boxes.begin(), boxes.end(), [](const QRectF& a, const QRectF& b) {
+    QRectF top = input ? *input : *std::min_element(boxes.begin(), boxes.end(), [](const QRectF& a, const QRectF& b) {
       return a.top() != b.top() ? a.top() < b.top() : a.left() < b.left();
     });
+    if (input) {
+      // The boxes right under the input (what it feeds first) whole too: Swin-T's opened with its
+      // first Conv cut at the left edge.
+      QRectF start = top;
+      const ir::Graph& g = graph_scene_->document().graph();
+      if (!g.inputs().empty()) {
+        const ir::ValueId first = g.inputs().front();
+        for (ir::NodeId id : g.node_ids()) {
+          const std::vector<ir::ValueId>& ins = g.node(id).inputs;
+          if (std::find(ins.begin(), ins.end(), first) == ins.end()) continue;
+          const NodeItem* item = graph_scene_->node_item(id);
+          if (item && item->isVisible() && item->sceneBoundingRect().top() < target.top() + visible_height)
+            start = start.united(item->sceneBoundingRect());
+        }
+      }
+      if (start.width() <= visible_width - 16) top = start;
+    }
     int best = -1;
     bool best_has_top = false;
     for (const QRectF& anchor : boxes) {  // windows starting at a box's left edge

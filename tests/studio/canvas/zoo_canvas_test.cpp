@@ -103,6 +103,21 @@ class ZooCanvasTest : public QObject {
           static_cast<tessera::studio::TerminalItem*>(item)->index() == 0)
         input_shown = shown.contains(item->sceneBoundingRect());
     QVERIFY2(input_shown, qPrintable(model + QStringLiteral(": the first input is not in the first view")));
+    // Issue 40: the nodes the first input feeds are whole too when they fit across (Swin-T opened
+    // with its first Conv cut at the left edge).
+    {
+      const tessera::ir::ValueId in0 = doc.graph().inputs().front();
+      QRectF fed;
+      for (tessera::ir::NodeId id : doc.graph().node_ids())
+        for (tessera::ir::ValueId v : doc.graph().node(id).inputs)
+          if (v == in0 && scene.node_item(id) && scene.node_item(id)->isVisible() &&
+              scene.node_item(id)->sceneBoundingRect().top() < shown.bottom())  // in the first screenful
+            fed = fed.united(scene.node_item(id)->sceneBoundingRect());
+      if (!fed.isNull() && fed.width() < shown.width() - 32)
+        QVERIFY2(fed.left() >= shown.left() - 0.5 && fed.right() <= shown.right() + 0.5,
+                 qPrintable(QStringLiteral("%1: the first input's consumers (x %2..%3) are cut by the view (x %4..%5)")
+                                .arg(model).arg(fed.left()).arg(fed.right()).arg(shown.left()).arg(shown.right())));
+    }
     const double ink = ink_share(view);
     QVERIFY2(ink > 0.04, qPrintable(QStringLiteral("%1: %2% of the first view drawn")
                                          .arg(model).arg(100 * ink, 0, 'f', 2)));
