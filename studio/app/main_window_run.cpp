@@ -13,6 +13,7 @@
 #include <QKeySequence>
 #include <QMenu>
 #include <QMenuBar>
+#include <QTimer>
 
 #include "insight/database.h"
 #include "studio/document/document.h"
@@ -70,6 +71,21 @@ void MainWindow::create_run_and_train() {
         value_view_->clear(tr("The graph changed since the run: run it again to inspect its values."));
     });
   });
+
+  // A Run, Train or Value dock shown under the inspector gets most of the height: the Train form
+  // was a strip under "No node selected".
+  for (QDockWidget* dock : {run_dock_, train_dock_, value_dock_})
+    connect(dock, &QDockWidget::visibilityChanged, this, [this, dock](bool visible) {
+      if (!visible || dock->isFloating() || !inspector_dock_ || !inspector_dock_->isVisible() ||
+          inspector_dock_->isFloating() || dockWidgetArea(dock) != dockWidgetArea(inspector_dock_))
+        return;
+      const int room = inspector_dock_->height() + dock->height();
+      QTimer::singleShot(0, this, [this, dock, room] {
+        guarded(this, tr("Showing the panel"), [&] {
+          resizeDocks({inspector_dock_, dock}, {room * 3 / 10, room * 7 / 10}, Qt::Vertical);
+        });
+      });
+    });
 
   train_panel_->set_database_path(options_.insight_database);
   run_panel_->set_database_path(options_.insight_database);
