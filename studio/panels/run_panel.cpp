@@ -195,8 +195,13 @@ RunPanel::RunPanel(Document& document, QWidget* parent) : QWidget(parent), docum
   connect(&document_, &Document::types_changed, this, rebuild);
   connect(&document_, &Document::value_changed, this, rebuild);
   // Every edit, undo and redo: Run follows whether the graph can run now.
-  connect(&document_, &Document::changed, this,
-          [this] { guarded(this, tr("Run panel"), [&] { update_enabled(); }); });
+  // The outputs shown are then those of the graph before the edit: said in the status line.
+  connect(&document_, &Document::changed, this, [this] {
+    guarded(this, tr("Run panel"), [&] {
+      if (!outputs_.empty()) outputs_stale_ = true;
+      update_enabled();
+    });
+  });
   rebuild_inputs();
 }
 
@@ -224,6 +229,7 @@ void RunPanel::update_enabled() {
     status_->setText(tr("Error: %1").arg(error_));
   else if (!outputs_.empty())
     status_->setText(tr("Ran: %n output(s)", nullptr, static_cast<int>(outputs_.size())) +
+                     (outputs_stale_ ? tr(" (of the graph before the last edit: run again)") : QString()) +
                      (recording_note_.isEmpty() ? QString() : QStringLiteral("\n") + recording_note_));
   else
     status_->setText(tr("Ready"));
@@ -459,6 +465,7 @@ bool RunPanel::run() {
               Q_EMIT values_changed();
               recording_note_ = qs(note);
               outputs_ = std::move(outs);
+              outputs_stale_ = false;
               output_names_ = std::move(names);
               error_ = qs(error);
               running_.store(false);

@@ -131,6 +131,7 @@ class RunPanel : public QWidget {
   Document& document_;
   std::map<std::string, InputFeed> feeds_;
   std::map<std::string, int64_t> dims_;
+  bool outputs_stale_ = false;  // the graph was edited since the outputs shown were computed
   std::map<std::string, QSpinBox*> dim_boxes_;  // the "size of N" fields, by symbol
   std::map<std::string, QLabel*> feed_labels_;  // per input: what feeds it, or the refusal
   QVBoxLayout* inputs_box_ = nullptr;

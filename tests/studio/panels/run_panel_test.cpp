@@ -119,6 +119,10 @@ class RunPanelTest : public QObject {
     QVERIFY(save);
     QVERIFY2(table->columnViewportPosition(7) + save->width() / 2 < table->viewport()->width(),
              qPrintable(QStringLiteral("at %1 of %2").arg(table->columnViewportPosition(7)).arg(table->viewport()->width())));
+    // An edit: the outputs shown are the graph's before it, and the status line says so.
+    QVERIFY(!panel.status_text().contains(QStringLiteral("before the last edit")));
+    QVERIFY(doc.rename_node(doc.graph().node_ids().front(), "first").is_ok());
+    QVERIFY2(panel.status_text().contains(QStringLiteral("before the last edit")), qPrintable(panel.status_text()));
     // Issue 17, item 8: another graph opened: LeNet's outputs are not its outputs.
     QVERIFY(doc.load(tessera::test::source_dir() + "/samples/mlp.json").is_ok());
     QVERIFY(panel.outputs().empty());
