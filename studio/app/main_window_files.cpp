@@ -11,6 +11,7 @@
 #include <QFileInfo>
 #include <QMenu>
 #include <QMessageBox>
+#include <QPointer>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -67,16 +68,19 @@ void MainWindow::open_in_background(const QString& path) {
   // replaced by their entries' tips).
   opening_ = QFileInfo(path).fileName();
   refresh();
-  document_.load_in_background(path.toStdString(), [this, path](const Status& st) {
-    guarded(this, tr("Opening %1").arg(path), [&] {
-      opening_.clear();
-      refresh();
+  // (The document may outlive this window: the answer then goes nowhere.)
+  document_.load_in_background(path.toStdString(), [window = QPointer<MainWindow>(this), path](const Status& st) {
+    if (!window) return;
+    MainWindow* self = window.data();
+    guarded(self, tr("Opening %1").arg(path), [&] {
+      self->opening_.clear();
+      self->refresh();
       if (!st) {
-        show_open_error(path, st.error());
+        self->show_open_error(path, st.error());
         return;
       }
-      add_recent(path);
-      (void)offer_restore();
+      self->add_recent(path);
+      (void)self->offer_restore();
     });
   });
 }
