@@ -193,7 +193,7 @@ class DesignFrictionTest : public QObject {
     tessera::studio::SceneLayoutOptions options;
     options.refine = [](const std::vector<tessera::studio::LayoutBox>& boxes,
                         const std::vector<tessera::studio::LayoutEdge>& edges) {
-      QThread::msleep(300);  // while the user looks around
+      QThread::msleep(1000);  // while the user looks around (room for a busy machine)
       tessera::studio::Layout l;
       for (size_t b = 0; b < boxes.size(); ++b) l.positions.push_back({900.0 * (b % 3), 400.0 * b});
       l.routes.resize(edges.size());
