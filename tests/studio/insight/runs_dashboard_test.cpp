@@ -250,6 +250,26 @@ class RunsDashboardTest : public QObject {
     RunsDashboard dash;
     QVERIFY(dash.open_database(QString::fromStdString(p)).is_ok());
     QCOMPARE(dash.hparams_view()->metric(), QStringLiteral("eval_accuracy"));
+    // A metric the user picks stays as runs arrive; until then the default follows the runs.
+    const std::string q = path("spread_later.db");
+    runs_test::RunSpec first;
+    first.hyperparams = {{"lr", "0.1"}};
+    first.metrics = {{"batch_accuracy", 10, 1.0}, {"eval_accuracy", 10, 0.6}};
+    QCOMPARE(runs_test::record_run(q, first), 1);
+    RunsDashboard later;
+    QVERIFY(later.open_database(QString::fromStdString(q)).is_ok());
+    QCOMPARE(later.hparams_view()->metric(), QStringLiteral("batch_accuracy"));  // one run: nothing differs yet
+    runs_test::RunSpec second = first;
+    second.hyperparams = {{"lr", "0.2"}};
+    second.metrics = {{"batch_accuracy", 10, 1.0}, {"eval_accuracy", 10, 0.8}};
+    QCOMPARE(runs_test::record_run(q, second), 2);
+    QVERIFY(later.refresh().is_ok());
+    QCOMPARE(later.hparams_view()->metric(), QStringLiteral("eval_accuracy"));
+    later.hparams_view()->set_metric(QStringLiteral("batch_accuracy"));
+    QCOMPARE(runs_test::record_run(q, second), 3);
+    QVERIFY(later.refresh().is_ok());
+    QCOMPARE(later.hparams_view()->metric(), QStringLiteral("batch_accuracy"));
+
     // Two runs of one name are told apart by their ids in the table.
     QCOMPARE(dash.proxy()->data(dash.proxy()->index(0, 1)).toString().left(5), QStringLiteral("mlp #"));
   }
