@@ -7,6 +7,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QMenu>
+#include <QPointer>
 #include <QMessageBox>
 #include <QSettings>
 #include <QStatusBar>
@@ -81,9 +82,14 @@ void MainWindow::create_canvas_actions(QMenu* file, QMenu* view) {
                           "engine's fuse-patterns pass recognises them"));
   connect(patterns, &QAction::triggered, this, [this] {
     guarded(this, tr("Collapsing patterns"), [&] {
-      const int n = scene_->collapse_patterns();
-      if (n == 0) show_refusal(tr("No LayerNorm, GELU, Swish or HardSwish decomposition in this graph"));
-      else statusBar()->showMessage(tr("%n pattern(s) collapsed; double-click one to open it", nullptr, n), 8000);
+      statusBar()->showMessage(tr("Looking for patterns\u2026"));
+      scene_->collapse_patterns_in_background([window = QPointer<MainWindow>(this)](int n) {
+        if (!window) return;
+        window->statusBar()->clearMessage();
+        if (n < 0) return;  // the graph changed meanwhile
+        if (n == 0) window->show_refusal(tr("No LayerNorm, GELU, Swish or HardSwish decomposition in this graph"));
+        else window->statusBar()->showMessage(tr("%n pattern(s) collapsed; double-click one to open it", nullptr, n), 8000);
+      });
     });
   });
   auto* expand = view->addAction(tr("Expand All &Scopes"));

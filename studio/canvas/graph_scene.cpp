@@ -7,6 +7,9 @@
 #include <QStringList>
 #include <QPainter>
 #include <QPainterPath>
+#include <QPointer>
+#include <QCoreApplication>
+#include <QMetaObject>
 #include <QTimer>
 #include <QtGlobal>
 #include <algorithm>
@@ -237,6 +240,7 @@ GraphScene::GraphScene(const Document& document, SceneLayoutOptions options, QOb
       job_(new LayoutJob(options_.refine, this)) {
   setBackgroundBrush(style::colours().background);
   connect(&document_, &Document::graph_reset, this, [this] {
+    ++graph_generation_;
     guarded(nullptr, tr("Drawing the graph"), [&] {
       collapsed_scopes_.clear();  // a new graph opens with its scopes expanded
       pattern_of_.clear();
@@ -373,26 +377,37 @@ bool GraphScene::expand_to(ir::NodeId id) {
   return true;
 }
 
-int GraphScene::collapse_patterns() {
-  if (document_.is_empty()) return 0;
-  // The engine's own recogniser on a copy: constants folded first (its patterns compare constant
-  // operands), then fuse-patterns; each fused node's provenance names the nodes it replaced.
-  ir::Graph copy = document_.graph();
-  passes::PassContext ctx{document_.registry(), {}};
+namespace {
+
+// The patterns the engine's recogniser finds in `copy` (constants folded first: its patterns
+// compare constant operands; then fuse-patterns): each fused node's op and the ids of the nodes
+// it replaced. Pure: runs on any thread.
+std::vector<std::pair<std::string, std::vector<ir::NodeId>>> recognise_patterns(ir::Graph copy,
+                                                                                const ops::OpRegistry& registry) {
+  passes::PassContext ctx{registry, {}};
   std::unique_ptr<passes::Pass> steps[] = {passes::make_constant_fold_pass(), passes::make_fuse_patterns_pass()};
   for (auto& pass : steps)
-    if (!pass->run(copy, ctx)) return 0;  // a graph the passes refuse: nothing recognised
+    if (!pass->run(copy, ctx)) return {};  // a graph the passes refuse: nothing recognised
+  std::vector<std::pair<std::string, std::vector<ir::NodeId>>> out;
+  for (ir::NodeId id : copy.node_ids()) {
+    const ir::Node& fused = copy.node(id);
+    if (fused.provenance.from.size() >= 2) out.emplace_back(fused.op, fused.provenance.from);
+  }
+  return out;
+}
+
+}  // namespace
+
+int GraphScene::apply_patterns(const std::vector<std::pair<std::string, std::vector<ir::NodeId>>>& found_patterns) {
   const ir::Graph& g = document_.graph();
   std::map<std::string, int> counts;
   int found = 0;
-  for (ir::NodeId id : copy.node_ids()) {
-    const ir::Node& fused = copy.node(id);
-    if (fused.provenance.from.size() < 2) continue;
+  for (const auto& [op, from] : found_patterns) {
     std::vector<ir::NodeId> members;
-    for (ir::NodeId from : fused.provenance.from)
-      if (g.has_node(from) && !folded_.count(from)) members.push_back(from);
+    for (ir::NodeId f : from)
+      if (g.has_node(f) && !folded_.count(f)) members.push_back(f);
     if (members.size() < 2) continue;
-    const QString key = QStringLiteral("%1 %2").arg(QString::fromStdString(fused.op)).arg(++counts[fused.op]);
+    const QString key = QStringLiteral("%1 %2").arg(QString::fromStdString(op)).arg(++counts[op]);
     for (ir::NodeId m : members) pattern_of_[m] = key;
     collapsed_scopes_.insert(key);
     ++found;
@@ -402,6 +417,41 @@ int GraphScene::collapse_patterns() {
     rebuild();
   }
   return found;
+}
+
+int GraphScene::collapse_patterns() {
+  if (document_.is_empty()) return 0;
+  return apply_patterns(recognise_patterns(document_.graph(), document_.registry()));
+}
+
+void GraphScene::collapse_patterns_in_background(std::function<void(int)> done) {
+  if (document_.is_empty()) {
+    if (done) done(0);
+    return;
+  }
+  // The recogniser folds constants on a copy: 435 ms on Swin-T, which blocked the window. The copy
+  // shares the weights' storage; the result applies only to the graph it was computed for.
+  const quint64 generation = graph_generation_;
+  auto work = [scene = QPointer<GraphScene>(this), copy = document_.graph(), &registry = document_.registry(),
+               generation, done = std::move(done)]() mutable noexcept {
+    std::vector<std::pair<std::string, std::vector<ir::NodeId>>> found;
+    try {
+      found = recognise_patterns(std::move(copy), registry);
+    } catch (...) {
+    }
+    QMetaObject::invokeMethod(
+        qApp, [scene, generation, found = std::move(found), done = std::move(done)] {
+          if (!scene || scene->graph_generation_ != generation) {  // another graph, or edited since
+            if (done) done(-1);
+            return;
+          }
+          int n = 0;
+          guarded(nullptr, tr("Collapsing patterns"), [&] { n = scene->apply_patterns(found); });
+          if (done) done(n);
+        },
+        Qt::QueuedConnection);
+  };
+  layout_thread_pool()->start(std::move(work));
 }
 
 void GraphScene::arrange() {
@@ -473,6 +523,7 @@ void GraphScene::apply_theme() {
 }
 
 void GraphScene::schedule_update() {
+  ++graph_generation_;
   if (update_pending_) return;
   update_pending_ = true;
   QTimer::singleShot(0, this, [this] {

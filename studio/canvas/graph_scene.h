@@ -19,6 +19,7 @@
 #pragma once
 
 #include <QGraphicsScene>
+#include <functional>
 #include <QLineF>
 #include <QRgb>
 #include <QList>
@@ -131,6 +132,9 @@ class GraphScene : public QGraphicsScene {
   // Swish, HardSwish decompositions) collapsed to one box each, named "LayerNormalization 1", ...;
   // opened like scopes. Returns how many were found; 0 leaves the scene as it is.
   int collapse_patterns();
+  // The same with the recogniser on a worker thread (the window keeps responding); `done` gets the
+  // count on the UI thread, or -1 when the graph changed meanwhile (nothing applied).
+  void collapse_patterns_in_background(std::function<void(int)> done);
   // Lays every box out again (the layered layout, then Graphviz), dropping the places boxes kept
   // through edits; boxes the document places stay (Document::clear_positions forgets those).
   void arrange();
@@ -225,7 +229,9 @@ class GraphScene : public QGraphicsScene {
   void draw_groups();
   void clear_groups();
   void set_note(const QString& note);
-  int64_t layout_work_ = 0;  // boxes plus the rows the layered layout's edges cross
+  int64_t layout_work_ = 0;
+  quint64 graph_generation_ = 0;  // bumped by every graph change (background results check it)
+  int apply_patterns(const std::vector<std::pair<std::string, std::vector<ir::NodeId>>>& found);  // boxes plus the rows the layered layout's edges cross
 
   const Document& document_;
   SceneLayoutOptions options_;

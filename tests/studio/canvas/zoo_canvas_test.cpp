@@ -228,6 +228,23 @@ class ZooCanvasTest : public QObject {
     scene.expand_scope("Gelu 1");
     QVERIFY(!scene.scope_box("Gelu 1"));
     QVERIFY(scene.scope_box("LayerNormalization 1"));
+
+    // The window's way, the recogniser on a worker: the same patterns; and a result computed for
+    // a graph edited meanwhile is dropped (-1), not applied to the new one.
+    Document again(registry_);
+    GraphScene background(again, tessera::studio::SceneLayoutOptions{{}, 5000});
+    QVERIFY(again.load(path.toStdString()).is_ok());
+    int n = -2;
+    background.collapse_patterns_in_background([&](int count) { n = count; });
+    QTRY_VERIFY_WITH_TIMEOUT(n != -2, 30000);
+    QCOMPARE(n, found);
+    QVERIFY(background.scope_box("LayerNormalization 1"));
+    int stale = -2;
+    background.collapse_scopes(0);
+    background.collapse_patterns_in_background([&](int count) { stale = count; });
+    QVERIFY(again.rename_node(again.graph().node_ids().front(), "edited").is_ok());
+    QTRY_VERIFY_WITH_TIMEOUT(stale != -2, 30000);
+    QCOMPARE(stale, -1);
   }
 
   void name_scopes_of_onnx_names() {
