@@ -321,26 +321,20 @@ namespace {
 // once per name in `seen`).
 int64_t nested_weights(const ir::Graph& inner, const ir::Graph& outer, std::set<std::string>& seen, int depth) {
   int64_t n = ops::weight_elements(inner);
-  for (ir::ValueId c : inner.captures()) {
-    const std::string& name = inner.value(c).name;
-    if (!seen.insert(name).second) continue;
-    for (ir::ValueId p : outer.params())
-      if (outer.value(p).name == name)
-        if (const Tensor* t = outer.param_data(p)) n += t->numel();
-  }
-  if (depth < 16)
+  auto captured = [&](const ir::Graph& graph) {
+    for (ir::ValueId c : graph.captures()) {
+      const std::string& name = graph.value(c).name;
+      if (!seen.insert(name).second) continue;
+      for (ir::ValueId p : outer.params())
+        if (outer.value(p).name == name)
+          if (const Tensor* t = outer.param_data(p)) n += t->numel();
+    }
+  };
+  captured(inner);
+  if (depth < 16)  // deeper graphs capture from `outer` too (names are unique in a model)
     for (ir::NodeId id : inner.node_ids())
       for (const auto& [key, attr] : inner.node(id).attrs)
-        if (attr.kind() == ir::AttrKind::kGraph) {
-          // Deeper graphs capture from `outer` too (names are unique in a model).
-          for (ir::ValueId c : attr.g().captures()) {
-            const std::string& name = attr.g().value(c).name;
-            if (!seen.insert(name).second) continue;
-            for (ir::ValueId p : outer.params())
-              if (outer.value(p).name == name)
-                if (const Tensor* t = outer.param_data(p)) n += t->numel();
-          }
-        }
+        if (attr.kind() == ir::AttrKind::kGraph) captured(attr.g());
   return n;
 }
 
