@@ -64,9 +64,18 @@ class ConvKernel : public OneDnnKernel {
       TRY(z_user_md_, layout_md(y, layout_at(init, 3)));
       po.append_sum(1.f);
     }
+    dnnl::primitive_attr exact_attr = user_scratchpad_attr();  // without the activation
+    exact_attr.set_post_ops(po);
     if (fused) {
       TRY(std::optional<Activation> act, read_activation(init));
       if (act) append_activation(po, *act);
+      if (act) exact_ = act->exact;
+    }
+    if (exact_) {  // constants holding NaN or inf take the exact path every run
+      const auto non_finite = [](const Tensor& t) {
+        return has_non_finite(static_cast<const float*>(t.raw_data()), static_cast<size_t>(t.numel()));
+      };
+      always_exact_ = (w_const_ && non_finite(w_copy_)) || (b_const_ && non_finite(b_copy_));
     }
     dnnl::primitive_attr attr = user_scratchpad_attr();
     attr.set_post_ops(po);
@@ -83,12 +92,22 @@ class ConvKernel : public OneDnnKernel {
         // convolution (43 ms for 512 channels), so training asks for forward_training, whose
         // weights stay blocked and are transformed inside the primitive.
         const bool transform_inside = alg == dnnl::algorithm::convolution_winograd && !w_const_;
+        prop_ = transform_inside ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
         convolution_forward::desc d(
-            transform_inside ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference, alg,
+            prop_, alg,
             any_src, wei_md, bias_md, any_dst, g.strides, g.dilations, g.pad_l, g.pad_r);
         pd_ = convolution_forward::primitive_desc(d, attr, ctx_->engine);
+        alg_ = alg;
       });
       need_scratch(pd_);
+      if (exact_) {
+        // The same convolution in the formats the first one chose, without the activation.
+        convolution_forward::desc d(
+            prop_, alg_, pd_.src_desc(), pd_.weights_desc(), has_bias_ ? pd_.bias_desc() : memory::desc(),
+            pd_.dst_desc(), g.strides, g.dilations, g.pad_l, g.pad_r);
+        exact_pd_ = convolution_forward::primitive_desc(d, exact_attr, ctx_->engine);
+        need_scratch(exact_pd_);
+      }
       size_t off = align64(scratch_bytes_);
       if (pd_.src_desc() != src_user_md_) {
         src_copy_ = true;
@@ -198,13 +217,38 @@ class ConvKernel : public OneDnnKernel {
                                             {DNNL_ARG_DST, dst_conv_},
                                             {DNNL_ARG_SCRATCHPAD, scratchpad_}};
     if (has_bias_) args[DNNL_ARG_BIAS] = bias_mem_;
+    if (exact_ && (always_exact_ || inputs_non_finite(run))) {
+      // A NaN or an infinity: the activation's post-op could drop a NaN, so run without it and
+      // apply it here (the primitive is made the first time it is needed).
+      if (!exact_prim_) exact_prim_ = convolution_forward(exact_pd_);
+      exact_prim_.execute(stream_, args);
+      if (dst_copy_) dst_reorder_.execute(stream_, dst_conv_, dst_user_);
+      stream_.wait();
+      auto* y = static_cast<float*>(run.outputs[0].data);
+      apply_activation(*exact_, y, y, static_cast<int64_t>(dst_user_md_.get_size() / sizeof(float)));
+      return;
+    }
     prim_.execute(stream_, args);
     if (dst_copy_) dst_reorder_.execute(stream_, dst_conv_, dst_user_);
   }
 
  private:
-  convolution_forward::primitive_desc pd_;
-  convolution_forward prim_;
+  // Whether an input read at run time (X, and W, B, Z when not constants) holds NaN or inf.
+  bool inputs_non_finite(const KernelRun& run) const {
+    const auto check = [&](size_t i, const memory::desc& md) {
+      return i < run.inputs.size() && run.inputs[i].data &&
+             has_non_finite(static_cast<const float*>(run.inputs[i].data), md.get_size() / sizeof(float));
+    };
+    return check(0, src_user_md_) || (!w_const_ && check(1, wei_user_md_)) ||
+           (has_bias_ && !b_const_ && check(2, pd_.bias_desc())) || (has_z_ && check(3, z_user_md_));
+  }
+
+  convolution_forward::primitive_desc pd_, exact_pd_;
+  convolution_forward prim_, exact_prim_;
+  dnnl::algorithm alg_ = dnnl::algorithm::convolution_direct;  // the primitive's, for exact_pd_
+  dnnl::prop_kind prop_ = dnnl::prop_kind::forward_inference;
+  std::optional<ExactActivation> exact_;
+  bool always_exact_ = false;
   memory::desc src_user_md_, dst_user_md_, wei_user_md_, z_user_md_;
   const Tensor* w_const_ = nullptr;
   Tensor w_copy_, b_copy_;  // keep the constants alive (shared storage)

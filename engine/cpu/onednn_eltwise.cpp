@@ -1,5 +1,5 @@
-// oneDNN element-wise and data-movement kernels: unary activations and math (eltwise), Clip with
-// constant bounds, binary Add / Sub / Mul / Div / Max / Min (binary, ONNX broadcasting mapped to
+// oneDNN element-wise and data-movement kernels: unary activations and math (eltwise; Relu, Exp,
+// Log and Clip are cpu.vec:unary's, which keep NaN), binary Add / Sub / Mul / Div (binary, ONNX broadcasting mapped to
 // oneDNN's: src0 must have the output's dims, src1 may broadcast), ReduceSum / ReduceMean /
 // ReduceMax with constant axes (reduction), Concat, and Reorder between layouts.
 #include <algorithm>
@@ -18,22 +18,10 @@ Expected<KernelPtr> make_unary(const ContextPtr& ctx, const KernelInit& init) {
   const std::string impl = "onednn:eltwise";
   if (init.in_types.empty() || !is_static_f32(init.in_types[0]) || init.out_types.size() != 1)
     return decline(init, impl, "needs static f32");
-  std::optional<Activation> act;
-  if (init.node.op == "Clip") {
-    float lo = -INFINITY, hi = INFINITY;
-    for (size_t i = 1; i < 3; ++i) {
-      if (!input_type(init, i)) continue;
-      const Tensor* c = constant_at(init, i);
-      if (!c || c->dtype() != DType::kF32 || c->numel() != 1)
-        return decline(init, impl, "Clip bounds must be constant");
-      (i == 1 ? lo : hi) = static_cast<float>(c->get(0));
-    }
-    if (lo > hi) return decline(init, impl, "Clip with min > max");
-    act = Activation{algorithm::eltwise_clip_v2, lo, hi};
-  } else {
-    act = unary_activation(init);
-  }
+  const std::optional<Activation> act = unary_activation(init);
   if (!act) return decline(init, impl, "op or attribute not mapped to oneDNN");
+  // oneDNN's eltwise primitive with an eltwise post-op runs its slow reference implementation.
+  if (act->then || act->exact) return decline(init, impl, "two steps, or drops NaN (cpu.vec:unary's)");
   if (layout_at(init, 0) != init.out_layout)
     return decline(init, impl, "input and output layouts differ");
   auto md = layout_md(dims_of(*init.in_types[0]), init.out_layout);
@@ -67,9 +55,7 @@ Expected<KernelPtr> make_binary(const ContextPtr& ctx, const KernelInit& init) {
   const algorithm alg = op == "Add"   ? algorithm::binary_add
                         : op == "Sub" ? algorithm::binary_sub
                         : op == "Mul" ? algorithm::binary_mul
-                        : op == "Div" ? algorithm::binary_div
-                        : op == "Max" ? algorithm::binary_max
-                                      : algorithm::binary_min;
+                                      : algorithm::binary_div;
   const size_t rank = std::max<size_t>(1, static_cast<size_t>(init.out_types[0]->rank()));
   const memory::dims y = right_align(*init.out_types[0], rank);
   memory::dims a = right_align(*init.in_types[0], rank), b = right_align(*init.in_types[1], rank);
@@ -162,7 +148,8 @@ Expected<KernelPtr> make_reduce(const ContextPtr& ctx, const KernelInit& init) {
                             return dnnl::reduction::primitive_desc(d, user_scratchpad_attr(), eng);
                           },
                           {bind_input(DNNL_ARG_SRC, 0, src), bind_output(DNNL_ARG_DST, 0, dst)},
-                          {dst.get_size()});
+                          {dst.get_size()},
+                          NanRepair{alg == algorithm::reduction_max ? NanRepair::Kind::kWindow : NanRepair::Kind::kNone});
 }
 
 // ---- Concat, Reorder --------------------------------------------------------------------------
@@ -224,11 +211,15 @@ Expected<KernelPtr> make_reorder(const ContextPtr& ctx, const KernelInit& init) 
 }  // namespace
 
 void register_onednn_eltwise(KernelRegistry& registry, const ContextPtr& ctx) {
-  for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs",
-                         "Gelu", "Elu", "HardSwish", "Swish", "Softplus", "Neg", "Clip"})
+  // Relu, Exp, Clip and Log are cpu.vec:unary's: oneDNN's make NaN 0, +inf and a bound, and its
+  // log is 1.4e-6 off at 1.
+  for (const char* op : {"LeakyRelu", "Sigmoid", "Tanh", "Sqrt", "Abs",
+                         "Gelu", "Elu", "HardSwish", "Swish", "Softplus", "Neg"})
     registry.add(op, "onednn:eltwise", kOneDnnPriority,
                  [ctx](const KernelInit& i) { return make_unary(ctx, i); });
-  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"})
+  // Not Max and Min: oneDNN's binary_max gives the second operand where either is NaN
+  // (cpu.vec:binary keeps NaN, as ONNX does).
+  for (const char* op : {"Add", "Sub", "Mul", "Div"})
     registry.add(op, "onednn:binary", kOneDnnPriority,
                  [ctx](const KernelInit& i) { return make_binary(ctx, i); });
   for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax"})

@@ -24,6 +24,14 @@ struct Operand {
   memory mem;
 };
 
+// What the factories give MatMulKernel::build besides descriptors: the post-ops, and for an
+// activation whose post-op drops NaN (Activation::exact) the same post-ops without it.
+struct PostOps {
+  dnnl::post_ops all;
+  dnnl::primitive_attr without_activation;  // set only with `exact` (post_ops copies share their list)
+  std::optional<ExactActivation> exact;
+};
+
 class MatMulKernel : public OneDnnKernel {
  public:
   using OneDnnKernel::OneDnnKernel;
@@ -31,14 +39,21 @@ class MatMulKernel : public OneDnnKernel {
   // src [.., M, K] (strides allowed), weights [.., K, N], dst plain; operands and attr filled by
   // the factory. `b_const` prepacks the weights.
   Status build(const memory::desc& src, const memory::desc& wei, const memory::desc& dst,
-               const Tensor* b_const, const dnnl::primitive_attr& attr,
-               std::vector<Operand> operands) {
+               const Tensor* b_const, const PostOps& ops, std::vector<Operand> operands) {
     src_md_ = src;
     wei_user_md_ = wei;
     dst_md_ = dst;
     operands_ = std::move(operands);
     if (b_const) b_copy_ = b_const->contiguous();
     b_const_ = b_const != nullptr;
+    exact_ = ops.exact;
+    if (exact_) {  // constants holding NaN or inf take the exact path every run
+      const auto non_finite = [](const Tensor& t) {
+        return has_non_finite(static_cast<const float*>(t.raw_data()), static_cast<size_t>(t.numel()));
+      };
+      always_exact_ = b_const_ && non_finite(b_copy_);
+      for (const Operand& o : operands_) always_exact_ |= o.is_constant && non_finite(o.constant);
+    }
     return guarded("matmul", [&] {
       const memory::desc wei_md =
           b_const_ ? memory::desc(wei.dims(), memory::data_type::f32, memory::format_tag::any)
@@ -46,9 +61,16 @@ class MatMulKernel : public OneDnnKernel {
       memory::desc bias_md;
       for (const Operand& o : operands_)
         if (o.arg == DNNL_ARG_BIAS) bias_md = o.md;
+      dnnl::primitive_attr attr = user_scratchpad_attr();
+      attr.set_post_ops(ops.all);
       pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei_md, bias_md, dst), attr,
                                          ctx_->engine);
       need_scratch(pd_);
+      if (exact_) {  // the same product without the activation, on the prepacked weights
+        exact_pd_ = dnnl::matmul::primitive_desc(
+            dnnl::matmul::desc(src, pd_.weights_desc(), bias_md, dst), ops.without_activation, ctx_->engine);
+        need_scratch(exact_pd_);
+      }
       out_bytes_ = {dst.get_size()};
     });
   }
@@ -88,12 +110,37 @@ class MatMulKernel : public OneDnnKernel {
       if (!o.is_constant) o.mem.set_data_handle(run.inputs[static_cast<size_t>(o.input)].data);
       args[o.arg] = o.mem;
     }
+    if (exact_ && (always_exact_ || inputs_non_finite(run))) {
+      // A NaN or an infinity: the activation's post-op could drop a NaN, so run without it and
+      // apply it here (the primitive is made the first time it is needed).
+      if (!exact_prim_) exact_prim_ = dnnl::matmul(exact_pd_);
+      exact_prim_.execute(stream_, args);
+      stream_.wait();
+      auto* y = static_cast<float*>(run.outputs[0].data);
+      apply_activation(*exact_, y, y, static_cast<int64_t>(dst_md_.get_size() / sizeof(float)));
+      return;
+    }
     prim_.execute(stream_, args);
   }
 
  private:
-  dnnl::matmul::primitive_desc pd_;
-  dnnl::matmul prim_;
+  // Whether an input read at run time (A, and B and the operands when not constants) holds NaN or
+  // inf. A strided (transposed) operand's buffer is its size in elements all the same.
+  bool inputs_non_finite(const KernelRun& run) const {
+    const auto check = [&](size_t i, const memory::desc& md) {
+      return i < run.inputs.size() && run.inputs[i].data &&
+             has_non_finite(static_cast<const float*>(run.inputs[i].data), md.get_size() / sizeof(float));
+    };
+    if (check(0, src_md_) || (!b_const_ && check(1, wei_user_md_))) return true;
+    for (const Operand& o : operands_)
+      if (!o.is_constant && check(static_cast<size_t>(o.input), o.md)) return true;
+    return false;
+  }
+
+  dnnl::matmul::primitive_desc pd_, exact_pd_;
+  dnnl::matmul prim_, exact_prim_;
+  std::optional<ExactActivation> exact_;
+  bool always_exact_ = false;
   memory::desc src_md_, wei_user_md_, dst_md_;
   Tensor b_copy_;
   bool b_const_ = false;
@@ -127,8 +174,9 @@ Operand make_operand(const KernelInit& init, int input, int arg, const memory::d
 }
 
 // Adds the residual Z (binary add) and the activation to `po`; Z becomes an operand.
-Status fused_tail(const KernelInit& init, const memory::dims& dst_dims, dnnl::post_ops& po,
+Status fused_tail(const KernelInit& init, const memory::dims& dst_dims, PostOps& ops,
                   std::vector<Operand>& operands) {
+  dnnl::post_ops& po = ops.all;
   if (const ir::TensorType* z = input_type(init, 3)) {
     if (!is_static_f32(z) || pad_front(dims_of(*z), dst_dims.size()) != dst_dims)
       return make_error("residual Z");
@@ -137,8 +185,11 @@ Status fused_tail(const KernelInit& init, const memory::dims& dst_dims, dnnl::po
     po.append_binary(dnnl::algorithm::binary_add, o.md);
     operands.push_back(std::move(o));
   }
+  ops.without_activation = user_scratchpad_attr();
+  ops.without_activation.set_post_ops(po);  // a copy of the list so far
   TRY(std::optional<Activation> act, read_activation(init));
   if (act) append_activation(po, *act);
+  if (act) ops.exact = act->exact;
   return Status::ok();
 }
 
@@ -181,17 +232,15 @@ Expected<KernelPtr> make_matmul(const ContextPtr& ctx, const KernelInit& init, b
     y = {rows, y[rank - 1]};
   }
   std::vector<Operand> operands;
-  dnnl::post_ops po;
+  PostOps ops;
   if (fused) {
     if (input_type(init, 2)) operands.push_back(make_operand(init, 2, DNNL_ARG_BIAS, y));
-    Status st = fused_tail(init, y, po, operands);
+    Status st = fused_tail(init, y, ops, operands);
     if (!st) return decline(init, impl, st.error().message);
   }
-  dnnl::primitive_attr attr = user_scratchpad_attr();
-  attr.set_post_ops(po);
   auto k = std::make_unique<MatMulKernel>(ctx, impl, init.node.name);
   const Tensor* b_const = b_flat ? constant_at(init, 1) : nullptr;
-  Status st = k->build(plain_md(a), plain_md(b), plain_md(y), b_const, attr, std::move(operands));
+  Status st = k->build(plain_md(a), plain_md(b), plain_md(y), b_const, ops, std::move(operands));
   if (!st) return decline(init, impl, st.error().message);
   return KernelPtr(std::move(k));
 }
@@ -212,7 +261,8 @@ Expected<KernelPtr> make_gemm(const ContextPtr& ctx, const KernelInit& init, boo
                          tb ? memory::dims{1, k} : memory::dims{n, 1});
   const memory::dims y = {m, n};
   std::vector<Operand> operands;
-  dnnl::post_ops po;
+  PostOps ops;
+  dnnl::post_ops& po = ops.all;
   const bool has_c = input_type(init, 2) != nullptr && beta != 0.f;
   if (has_c && alpha == 1.f && beta == 1.f) {
     operands.push_back(make_operand(init, 2, DNNL_ARG_BIAS, y));
@@ -231,13 +281,11 @@ Expected<KernelPtr> make_gemm(const ContextPtr& ctx, const KernelInit& init, boo
     po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, alpha, 0.f);
   }
   if (fused) {
-    Status st = fused_tail(init, y, po, operands);
+    Status st = fused_tail(init, y, ops, operands);
     if (!st) return decline(init, impl, st.error().message);
   }
-  dnnl::primitive_attr attr = user_scratchpad_attr();
-  attr.set_post_ops(po);
   auto kern = std::make_unique<MatMulKernel>(ctx, impl, init.node.name);
-  Status st = kern->build(src, wei, plain_md(y), constant_at(init, 1), attr, std::move(operands));
+  Status st = kern->build(src, wei, plain_md(y), constant_at(init, 1), ops, std::move(operands));
   if (!st) return decline(init, impl, st.error().message);
   return KernelPtr(std::move(kern));
 }

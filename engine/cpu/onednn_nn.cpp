@@ -57,7 +57,8 @@ Expected<KernelPtr> make_pool(const ContextPtr& ctx, const KernelInit& init, boo
                                       g.kernel, g.pad_l, g.pad_r);
         return dnnl::pooling_forward::primitive_desc(d, user_scratchpad_attr(), eng);
       },
-      {bind_input(DNNL_ARG_SRC, 0, *src), bind_output(DNNL_ARG_DST, 0, *dst)}, {dst->get_size()});
+      {bind_input(DNNL_ARG_SRC, 0, *src), bind_output(DNNL_ARG_DST, 0, *dst)}, {dst->get_size()},
+      NanRepair{max ? NanRepair::Kind::kWindow : NanRepair::Kind::kNone});
 }
 
 // A per-channel parameter [C] as an input binding, or a held constant when known.
@@ -139,6 +140,9 @@ Expected<KernelPtr> make_softmax(const ContextPtr& ctx, const KernelInit& init, 
   if (axis < 0) axis += xt.rank();
   if (xt.rank() == 0 || axis < 0 || axis >= xt.rank()) return decline(init, impl, "axis");
   const memory::desc md = plain_md(dims_of(xt));
+  NanRepair repair{NanRepair::Kind::kSoftmax, 1, xt.dims[static_cast<size_t>(axis)].size, 1, log};
+  for (int64_t d = 0; d < xt.rank(); ++d)
+    if (d != axis) (d < axis ? repair.outer : repair.inner) *= xt.dims[static_cast<size_t>(d)].size;
   return primitive_kernel(
       ctx, init, impl,
       [&](const dnnl::engine& eng) {
@@ -148,7 +152,7 @@ Expected<KernelPtr> make_softmax(const ContextPtr& ctx, const KernelInit& init, 
             static_cast<int>(axis));
         return dnnl::softmax_v2_forward::primitive_desc(d, user_scratchpad_attr(), eng);
       },
-      {bind_input(DNNL_ARG_SRC, 0, md), bind_output(DNNL_ARG_DST, 0, md)}, {md.get_size()});
+      {bind_input(DNNL_ARG_SRC, 0, md), bind_output(DNNL_ARG_DST, 0, md)}, {md.get_size()}, repair);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <unordered_map>
 
+#include "engine/cpu/nan_repair.h"
+
 namespace tessera::cpu {
 
 Error kernel_error(const KernelInit& init, const std::string& impl, const std::string& what) {
@@ -202,22 +204,26 @@ std::optional<Activation> map_activation(const std::string& name, const KernelIn
     return static_cast<float>(fused ? attr_float(init, fused_name, dflt)
                                     : attr_float(init, plain_name, dflt));
   };
-  if (name == "Relu") return Activation{algorithm::eltwise_relu, 0.f, 0.f};
-  if (name == "LeakyRelu")
-    return Activation{algorithm::eltwise_relu, param("activation_alpha", "alpha", 0.01), 0.f};
+  if (name == "Relu") return Activation{algorithm::eltwise_relu, 0.f, 0.f, {}, ExactActivation{ActFn::kRelu}};
+  if (name == "LeakyRelu") {  // with alpha != 0 a compare and blend (x > 0 ? x : alpha * x): keeps NaN
+    const float alpha = param("activation_alpha", "alpha", 0.01);
+    Activation a{algorithm::eltwise_relu, alpha, 0.f};
+    if (alpha == 0.f) a.exact = ExactActivation{ActFn::kLeakyRelu, 0.f};
+    return a;
+  }
   if (name == "Sigmoid") return Activation{algorithm::eltwise_logistic, 0.f, 0.f};
   if (name == "Tanh") return Activation{algorithm::eltwise_tanh, 0.f, 0.f};
-  if (name == "Exp") return Activation{algorithm::eltwise_exp, 0.f, 0.f};
-  if (name == "Log") return Activation{algorithm::eltwise_log, 0.f, 0.f};
   if (name == "Sqrt") return Activation{algorithm::eltwise_sqrt, 0.f, 0.f};
   if (name == "Abs") return Activation{algorithm::eltwise_abs, 0.f, 0.f};
   if (name == "Elu")
     return Activation{algorithm::eltwise_elu, param("activation_alpha", "alpha", 1.0), 0.f};
   if (name == "HardSwish") return Activation{algorithm::eltwise_hardswish, 0.f, 0.f};
   if (name == "Swish") return Activation{algorithm::eltwise_swish, param("activation_alpha", "alpha", 1.0), 0.f};
-  if (name == "HardSigmoid" && fused)  // two post-ops; the unary kernel cannot chain them
-    return Activation{algorithm::eltwise_linear, param("activation_alpha", "alpha", 0.2),
-                      param("activation_beta", "beta", 0.5), true};
+  if (name == "HardSigmoid" && fused) {  // two post-ops; the unary kernel cannot chain them
+    const float alpha = param("activation_alpha", "alpha", 0.2), beta = param("activation_beta", "beta", 0.5);
+    return Activation{algorithm::eltwise_linear, alpha, beta, EltwiseStep{algorithm::eltwise_clip_v2, 0.f, 1.f},
+                      ExactActivation{ActFn::kHardSigmoid, alpha, beta}};
+  }
   if (name == "Softplus") return Activation{algorithm::eltwise_soft_relu, 0.f, 0.f};
   if (name == "Neg") return Activation{algorithm::eltwise_linear, -1.f, 0.f};
   if (name == "Gelu") {
@@ -231,7 +237,7 @@ std::optional<Activation> map_activation(const std::string& name, const KernelIn
     const float lo = param("activation_alpha", "", -INFINITY),
                 hi = param("activation_beta", "", INFINITY);
     if (lo > hi) return std::nullopt;  // ONNX gives max everywhere; oneDNN's clip does not
-    return Activation{algorithm::eltwise_clip_v2, lo, hi};
+    return Activation{algorithm::eltwise_clip_v2, lo, hi, {}, ExactActivation{ActFn::kClip, lo, hi}};
   }
   return std::nullopt;
 }
@@ -248,7 +254,7 @@ Expected<std::optional<Activation>> read_activation(const KernelInit& init) {
 
 void append_activation(dnnl::post_ops& po, const Activation& a) {
   po.append_eltwise(1.f, a.alg, a.alpha, a.beta);
-  if (a.clip_unit) po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip_v2, 0.f, 1.f);
+  if (a.then) po.append_eltwise(1.f, a.then->alg, a.then->alpha, a.then->beta);
 }
 
 std::optional<Activation> unary_activation(const KernelInit& init) {
@@ -312,10 +318,11 @@ Binding bind_constant(int arg, Tensor value, const memory::desc& md) {
 
 PrimitiveKernel::PrimitiveKernel(ContextPtr ctx, std::string impl, std::string node_name,
                                  const dnnl::primitive_desc_base& pd, std::vector<Binding> bindings,
-                                 std::vector<size_t> out_bytes)
+                                 std::vector<size_t> out_bytes, NanRepair repair)
     : OneDnnKernel(std::move(ctx), std::move(impl), std::move(node_name)),
       pd_(pd),
-      bindings_(std::move(bindings)) {
+      bindings_(std::move(bindings)),
+      repair_(repair) {
   out_bytes_ = std::move(out_bytes);
   need_scratch(pd_);
 }
@@ -339,6 +346,28 @@ void PrimitiveKernel::do_run(KernelRun& run) {
     args[b.arg] = b.mem;
   }
   prim_.execute(stream_, args);
+  if (repair_.kind != NanRepair::Kind::kNone) repair_nan(args);
+}
+
+void PrimitiveKernel::repair_nan(std::unordered_map<int, memory>& args) {
+  const memory src = args.at(DNNL_ARG_SRC), dst = args.at(DNNL_ARG_DST);
+  const auto* x = static_cast<const float*>(src.get_data_handle());
+  auto* y = static_cast<float*>(dst.get_data_handle());
+  const size_t nx = src.get_desc().get_size() / sizeof(float), ny = dst.get_desc().get_size() / sizeof(float);
+  if (repair_.kind == NanRepair::Kind::kSoftmax) {
+    stream_.wait();
+    if (has_non_finite(x, nx)) repair_softmax_rows(x, y, repair_.outer, repair_.len, repair_.inner, repair_.log);
+    return;
+  }
+  stream_.wait();
+  if (!has_nan(x, nx)) return;
+  std::vector<float> mark_in(nx), mark_out(ny);
+  nan_indicator(x, mark_in.data(), nx);
+  args[DNNL_ARG_SRC] = memory(src.get_desc(), ctx_->engine, mark_in.data());
+  args[DNNL_ARG_DST] = memory(dst.get_desc(), ctx_->engine, mark_out.data());
+  prim_.execute(stream_, args);
+  stream_.wait();
+  apply_nan_mark(mark_out.data(), y, ny);
 }
 
 }  // namespace tessera::cpu

@@ -9,11 +9,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/backend/kernel.h"
 #include "engine/core/status.h"
 #include "engine/cpu/cpu_backend.h"
+#include "engine/cpu/nan_repair.h"
 
 namespace tessera::cpu {
 
@@ -46,6 +48,7 @@ void register_vec_norm(KernelRegistry& registry);     // vec_norm.cpp
 void register_vec_conv(KernelRegistry& registry);     // vec_conv.cpp
 void register_vec_detection(KernelRegistry& registry);  // vec_detection.cpp
 void register_vec_small(KernelRegistry& registry);      // vec_small.cpp
+void register_vec_unary(KernelRegistry& registry);      // vec_unary.cpp
 void register_vec_dist(KernelRegistry& registry);     // vec_dist.cpp
 
 // ---- errors ----
@@ -143,10 +146,22 @@ void with_conv_algorithm(bool wino, F&& make) {
 
 // ---- fused activations ----
 
+// One eltwise step, then optionally a second (HardSigmoid: linear, then a clip to [0, 1]).
+struct EltwiseStep {
+  dnnl::algorithm alg;
+  float alpha = 0.f, beta = 0.f;
+};
 struct Activation {
   dnnl::algorithm alg;
   float alpha = 0.f, beta = 0.f;
-  bool clip_unit = false;  // then clip to [0, 1] (HardSigmoid: linear, then clip: two post-ops)
+  std::optional<EltwiseStep> then;
+  // Set where the post-ops turn NaN into a number: oneDNN's relu with alpha 0 is max(x, 0) and its
+  // clip is max, then min (the x86 max gives its second operand when either is NaN). A fused
+  // kernel with such an activation checks its inputs each run and, when one holds a NaN or an
+  // infinity, runs a primitive without the activation and applies this loop, which keeps NaN.
+  // (No chain of post-ops keeps NaN and every other value exactly: elu with alpha 0 does for
+  // Relu, but rules out Winograd and doubles a depthwise convolution's time.)
+  std::optional<ExactActivation> exact;
 };
 // Appends `a` as eltwise post-op(s).
 void append_activation(dnnl::post_ops& po, const Activation& a);
@@ -204,13 +219,23 @@ Binding bind_input(int arg, size_t index, const memory::desc& md);
 Binding bind_output(int arg, size_t index, const memory::desc& md);
 Binding bind_constant(int arg, Tensor value, const memory::desc& md);
 
+// How a primitive that drops NaN gets the reference kernels' NaN back (nan_repair.h), checked
+// after each run on its SRC: kWindow for max pooling and max reduction (the primitive runs again
+// on a 0/1 map of where the NaNs are: the outputs it gives a 1 become NaN), kSoftmax for Softmax
+// and LogSoftmax over a plain [outer, len, inner] along the middle axis.
+struct NanRepair {
+  enum class Kind { kNone, kWindow, kSoftmax } kind = Kind::kNone;
+  int64_t outer = 0, len = 0, inner = 0;
+  bool log = false;
+};
+
 // A kernel that executes one primitive whose descriptor the factory made (with
 // user_scratchpad_attr()); output i is out_bytes[i] long.
 class PrimitiveKernel : public OneDnnKernel {
  public:
   PrimitiveKernel(ContextPtr ctx, std::string impl, std::string node_name,
                   const dnnl::primitive_desc_base& pd, std::vector<Binding> bindings,
-                  std::vector<size_t> out_bytes);
+                  std::vector<size_t> out_bytes, NanRepair repair = {});
   std::string detail() const override { return pd_.impl_info_str(); }
 
  protected:
@@ -218,10 +243,13 @@ class PrimitiveKernel : public OneDnnKernel {
   void do_run(KernelRun& run) override;
 
  private:
+  void repair_nan(std::unordered_map<int, memory>& args);
+
   dnnl::primitive_desc_base pd_;
   dnnl::primitive prim_;
   std::vector<Binding> bindings_;
   memory scratchpad_;
+  NanRepair repair_;
 };
 
 // Creates a PrimitiveKernel from a descriptor-making function (which may throw): a failure
@@ -229,11 +257,12 @@ class PrimitiveKernel : public OneDnnKernel {
 template <class MakePd>
 Expected<KernelPtr> primitive_kernel(const ContextPtr& ctx, const KernelInit& init,
                                      const std::string& impl, MakePd&& make_pd,
-                                     std::vector<Binding> bindings, std::vector<size_t> out_bytes) {
+                                     std::vector<Binding> bindings, std::vector<size_t> out_bytes,
+                                     NanRepair repair = {}) {
   std::unique_ptr<PrimitiveKernel> k;
   Status st = guarded(impl, [&] {
     k = std::make_unique<PrimitiveKernel>(ctx, impl, init.node.name, make_pd(ctx->engine),
-                                          std::move(bindings), std::move(out_bytes));
+                                          std::move(bindings), std::move(out_bytes), repair);
   });
   if (!st) return decline(init, impl, st.error().message);
   return KernelPtr(std::move(k));

@@ -466,21 +466,6 @@ Expected<KernelPtr> make_erf(const KernelInit& init) {
 
 // HardSigmoid: clip(alpha x + beta, 0, 1). oneDNN 2.6 has no such eltwise algorithm (fused into a
 // Conv or MatMul it is two post-ops, linear then clip).
-Expected<KernelPtr> make_hard_sigmoid(const KernelInit& init) {
-  if (!plain_static(init) || init.in_types.size() != 1 || !is_static_f32(init.in_types[0]))
-    return decline(init, "cpu.vec:hard_sigmoid", "needs plain static f32");
-  const int64_t n = init.in_types[0]->static_numel();
-  const ops::AttrReader attrs = init.attrs();
-  const float alpha = static_cast<float>(attrs.f("alpha")), beta = static_cast<float>(attrs.f("beta"));
-  return make("cpu.vec:hard_sigmoid", init, [n, alpha, beta](KernelRun& run) -> Status {
-    const float* x = static_cast<const float*>(run.inputs[0].data);
-    float* y = static_cast<float*>(run.outputs[0].data);
-#pragma omp parallel for simd if (n > kParallelMin)
-    for (int64_t i = 0; i < n; ++i) y[i] = std::min(1.f, std::max(0.f, alpha * x[i] + beta));
-    return Status::ok();
-  });
-}
-
 // Resize of the last two axes (every other axis kept), any mode and coordinate transform but
 // tf_crop_and_resize, with constant scales or sizes: the taps come from the op's own
 // resize_taps(), flattened per axis into K taps (missing ones weigh 0); planes run in parallel.
@@ -830,7 +815,6 @@ void register_vec_kernels(KernelRegistry& registry) {
   registry.add("Cast", "cpu.vec:cast", kVecPriority, make_cast);
   registry.add("Erf", "cpu.vec:erf", kVecPriority, make_erf);
   registry.add("Pow", "cpu.vec:pow", kVecPriority, make_pow);
-  registry.add("HardSigmoid", "cpu.vec:hard_sigmoid", kVecPriority, make_hard_sigmoid);
   registry.add("Resize", "cpu.vec:resize", kVecPriority, make_resize);
   registry.add("Pad", "cpu.vec:pad", kVecPriority, make_pad);
   registry.add("Concat", "cpu.vec:concat_nhwc", kOneDnnPriority + 10, make_concat_nhwc);
@@ -842,6 +826,7 @@ void register_vec_kernels(KernelRegistry& registry) {
   register_vec_conv(registry);
   register_vec_detection(registry);
   register_vec_small(registry);
+  register_vec_unary(registry);
 }
 
 }  // namespace tessera::cpu

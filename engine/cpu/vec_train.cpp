@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #include <optional>
 
+#include "engine/cpu/nan_repair.h"
 #include "engine/cpu/vec_internal.h"
 
 namespace tessera::cpu {
@@ -597,6 +598,12 @@ Expected<KernelPtr> make_maxpool2x2(const KernelInit& init) {
         const float* x0 = xp + (pl * ih + 2 * i) * iw;
         maxpool2x2_row_avx2(x0, x0 + iw, yp + (pl * oh + i) * ow, ow);
       }
+    // _mm256_max_ps gives its second operand where either is NaN: a window holding NaN is NaN.
+    if (has_nan(xp, static_cast<size_t>(planes * ih * iw)))
+      for (int64_t pl = 0; pl < planes; ++pl)
+        for (int64_t h = 0; h < 2 * oh; ++h)
+          for (int64_t w = 0; w < 2 * ow; ++w)
+            if (std::isnan(xp[(pl * ih + h) * iw + w])) yp[(pl * oh + h / 2) * ow + w / 2] = __builtin_nanf("");
     return Status::ok();
   });
 }

@@ -147,6 +147,7 @@ void register_activations(OpRegistry& reg) {
                    return [alpha](auto x) {
                      using T = decltype(x);
                      const T al = static_cast<T>(alpha);
+                     if (x != x) return x;  // NaN stays NaN (std::max would give 0)
                      return std::max(T(0), x) + std::min(T(0), al * std::expm1(x / al));
                    };
                  });
@@ -156,7 +157,7 @@ void register_activations(OpRegistry& reg) {
                    return [alpha, beta](auto x) {
                      using T = decltype(x);
                      const T v = static_cast<T>(alpha) * x + static_cast<T>(beta);
-                     return std::max(T(0), std::min(T(1), v));
+                     return v < T(0) ? T(0) : v > T(1) ? T(1) : v;  // NaN stays NaN
                    };
                  });
   add_activation(reg, "HardSwish", "x * max(0, min(1, x / 6 + 0.5)), element-wise.", {},

@@ -309,7 +309,8 @@ Status maxpool_kernel(KernelContext& ctx) {
         int64_t best_at = -1;
         for (int64_t t = 0; t < sp.num_taps; ++t) {
           const int64_t at = sp.tap(base, t);
-          if (at >= 0 && (best_at < 0 || xp[at] > best)) {
+          // A NaN in the window wins (the first one), wherever it lies, as in numpy and PyTorch.
+          if (at >= 0 && (best_at < 0 || xp[at] > best || (xp[at] != xp[at] && best == best))) {
             best = xp[at];
             best_at = at;
           }
@@ -453,7 +454,8 @@ void register_conv(OpRegistry& registry) {
 
 void register_pool(OpRegistry& registry, bool max) {
   OpDef def(max ? "MaxPool" : "AveragePool", "nn",
-            max ? "Maximum over sliding windows of each channel; padding never wins. The optional "
+            max ? "Maximum over sliding windows of each channel; padding never wins; a NaN in a "
+                  "window makes its maximum NaN (as numpy and PyTorch; ONNX Runtime skips NaN). The optional "
                   "Indices output holds flat positions in X (storage_order 1: spatial axes "
                   "column-major)."
                 : "Mean over sliding windows of each channel; count_include_pad says whether "

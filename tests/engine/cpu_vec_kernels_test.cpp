@@ -430,8 +430,8 @@ TEST(CpuVec, CastErfPow) {
 
 TEST(CpuVec, HardSigmoid) {
   const Tensor x = random_f32({3, 50}, 12, -8, 8);
-  check("HardSigmoid", {&x}, {}, {false}, "cpu.vec:hard_sigmoid");
-  check("HardSigmoid", {&x}, {{"alpha", 1.0 / 6.0}, {"beta", 0.5}}, {false}, "cpu.vec:hard_sigmoid");
+  check("HardSigmoid", {&x}, {}, {false}, "cpu.vec:unary");
+  check("HardSigmoid", {&x}, {{"alpha", 1.0 / 6.0}, {"beta", 0.5}}, {false}, "cpu.vec:unary");
 }
 
 // Resize of the last two axes against the reference kernel: every mode and coordinate transform
