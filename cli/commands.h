@@ -134,6 +134,7 @@ struct TrainOptions {
   std::string checkpoint_dir, resume, save;
   bool json = false, no_eval = false;
   bool deterministic = false;  // under mpirun: gradients summed in rank order (bitwise repeatable)
+  bool check_numerics = false;  // stop at the first non-finite weight or state after an update, naming the node
   bool no_overlap = false;     // under mpirun: one blocking AllReduce per bucket
   bool sync_bn = false;        // under mpirun: batch norms use every rank's rows (SyncBatchNorm)
   double bucket_mb = 25, first_bucket_mb = 1;  // gradient bucket caps in MiB (DDP's bucket_cap_mb)

@@ -155,6 +155,9 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("--deterministic", train.deterministic,
                       "Under mpirun: sum gradients over the ranks in rank order, so runs with the same seed and "
                       "number of ranks give bitwise identical weights");
+  train_cmd->add_flag("--check-numerics", train.check_numerics,
+                      "Check the weights and optimizer state after every update: the first NaN or infinity stops "
+                      "training with the step, the weight and the first node (forward, backward or update) that made it");
   train_cmd->add_flag("--sync-bn", train.sync_bn,
                       "Under mpirun: batch norms normalise with the statistics of every rank's rows "
                       "(PyTorch's SyncBatchNorm), so a network with batch norm trains as one process with the global batch");

@@ -244,6 +244,7 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
   cfg.tf32 = o.precision != "fp32";
   cfg.seed = o.seed;
   cfg.spec.accumulate = static_cast<int>(o.accumulate);
+  cfg.check_numerics = o.check_numerics;
   // Checkpoints record the global batch (micro-batches x ranks): resumable on other rank counts.
   cfg.batch_size = o.batch * o.accumulate * world;
   cfg.checkpoint_dir = o.checkpoint_dir;

@@ -396,6 +396,11 @@ void Trainer::add_batch(const data::Batch& batch, bool with_labels, runtime::Fee
 
 Error Trainer::diagnose_non_finite(const runtime::Feeds& feeds, int64_t step, double loss) {
   std::string head = "step " + std::to_string(step) + ": the loss is " + std::to_string(loss);
+  for (const autodiff::StateSlot& slot : state_)  // the state first: a weight an earlier update broke
+    if (auto it = feeds.find(slot.name); it != feeds.end() && !all_finite(it->second))
+      return make_error(head + "; the " + (slot.is_weight ? "weight '" : "training state '") + slot.name +
+                        "' already holds a non-finite value (an earlier update made it so: --check-numerics "
+                        "stops at that update and names the node)");
   for (const auto& [name, t] : feeds)
     if (!all_finite(t)) return make_error(head + "; the input '" + name + "' already holds a non-finite value");
   // Re-run the forward graph on the reference kernels keeping every value, and name the first
@@ -424,6 +429,45 @@ Error Trainer::diagnose_non_finite(const runtime::Feeds& feeds, int64_t step, do
     }
   }
   return make_error(head + "; every forward value is finite, so the loss itself overflowed (labels out of range?)");
+}
+
+Error Trainer::diagnose_non_finite_state(const runtime::Feeds& feeds, int64_t step, const std::string& slot) {
+  const std::string head = "step " + std::to_string(step) + ": the loss is finite but the update made '" + slot +
+                           "' non-finite (--check-numerics)";
+  // The step again on the reference kernels keeping every value: the first node whose output is
+  // not finite, in execution order (forward, then the gradients, then the updates).
+  auto built = autodiff::build_training_step(forward_, config_.spec, registry_);
+  if (built) {
+    ir::Graph& g = *built;
+    auto order = g.topological_order();
+    if (order) {
+      std::vector<ir::ValueId> outs;
+      for (ir::NodeId id : *order)
+        for (ir::ValueId v : g.node(id).outputs) outs.push_back(v);
+      g.set_outputs(outs);
+      runtime::Feeds f;
+      for (ir::ValueId in : g.inputs())
+        if (auto it = feeds.find(g.value(in).name); it != feeds.end()) f[it->first] = it->second;
+      auto values = runtime::run_reference(g, registry_, f);
+      if (values) {
+        for (size_t i = 0; i < outs.size(); ++i) {
+          const Tensor& t = (*values)[i];
+          if (!is_float(t.dtype()) || all_finite(t)) continue;
+          const ir::Node& n = g.node(g.value(outs[i]).producer);
+          // A gradient node names the forward node it differentiates (provenance), else its origin.
+          std::string from;
+          for (ir::NodeId src : n.provenance.from)
+            if (from.empty() && src != n.id && g.has_node(src)) from = ir::describe_node(g.node(src));
+          if (from.empty()) from = n.provenance.origin;
+          return make_error(head + "; the first non-finite value is the output of " + ir::describe_node(n) +
+                                (from.empty() ? "" : " (from " + from + ")") +
+                                ": lower the learning rate, clip the gradients, or check the data and the initial weights",
+                            {}, n.id);
+        }
+      }
+    }
+  }
+  return make_error(head + "; running the step on the reference kernels kept every value finite");
 }
 
 Expected<std::pair<double, double>> Trainer::evaluate(data::DataLoader& test) {
@@ -528,6 +572,11 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
       double loss = 0;
       int64_t h = 0, n = 0;
       std::vector<Tensor> new_state;
+      // check_numerics: the state as this step reads it (the step updates it in place).
+      runtime::Feeds before;
+      if (config_.check_numerics) {
+        for (const autodiff::StateSlot& s : state_) before[s.name] = s.initial.clone();
+      }
       if (Status st = run_step(batch, first_row, feeds, loss, h, n, new_state); !st.is_ok()) {
         if (config_.comm) config_.comm->quiesce();  // no all-reduce left writing into the step's buffers
         Error e = st.error();
@@ -545,6 +594,13 @@ Expected<TrainResult> Trainer::fit(data::DataLoader& train, data::DataLoader* te
         stop_agreed_ = v[3] > 0;
       }
       if (!std::isfinite(loss)) return diagnose_non_finite(feeds, global_step_ + 1, loss);
+      if (config_.check_numerics)
+        for (size_t i = 0; i < state_.size() && i < new_state.size(); ++i)
+          if (!all_finite(new_state[i])) {
+            runtime::Feeds step_feeds = feeds;
+            for (auto& [name, t] : before) step_feeds[name] = t;
+            return diagnose_non_finite_state(step_feeds, global_step_ + 1, state_[i].name);
+          }
       for (size_t i = 0; i < state_.size(); ++i) state_[i].initial = std::move(new_state[i]);
       ++global_step_;
       ++batch_in_epoch_;

@@ -14,8 +14,9 @@
 // resumed from a checkpoint of step k continues exactly as the uninterrupted run from step k.
 //
 // Faults: a loss that becomes NaN or infinite stops training with the step and the first node
-// (in execution order) whose output was not finite; a checkpoint from another graph or optimizer
-// is refused with what differs.
+// (in execution order) whose output was not finite; with TrainConfig::check_numerics, so does a
+// non-finite weight or optimizer state after an update (a gradient that overflowed while the loss
+// stayed finite); a checkpoint from another graph or optimizer is refused with what differs.
 #pragma once
 
 #include <atomic>
@@ -69,6 +70,12 @@ struct TrainConfig {
   // the micro-batches' losses, BatchNormalization's running statistics move once per micro-batch.
 
   observe::MetricsSink* metrics = nullptr;  // loss, accuracy, lr by step; test metrics, examples/s and the share waiting for data by epoch
+  // After every step, check the new weights and optimizer state too (a NaN or infinite gradient
+  // with a finite loss): the first non-finite one stops training, naming the step, the weight and
+  // the first node of the step (forward, backward or update, in execution order) whose output was
+  // not finite, found by running the step again on the reference kernels. Costs a copy of the
+  // state each step. The loss is checked every step whatever this says.
+  bool check_numerics = false;
 };
 
 struct StepInfo {
@@ -162,6 +169,9 @@ class Trainer {
   Status save_checkpoint(const std::string& name, TrainResult& result, const TrainCallbacks& cb);
   void add_batch(const data::Batch& batch, bool with_labels, runtime::Feeds& feeds) const;
   Error diagnose_non_finite(const runtime::Feeds& feeds, int64_t step, double loss);
+  // check_numerics: `feeds` as the step read them (the state before its update), `slot` the first
+  // state slot whose new value is not finite.
+  Error diagnose_non_finite_state(const runtime::Feeds& feeds, int64_t step, const std::string& slot);
 
   ir::Graph forward_;
   const ops::OpRegistry& registry_;

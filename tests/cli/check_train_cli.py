@@ -132,6 +132,33 @@ def main():
         expect_error([tessera, "train", mlp, "--data", DATA, "--lr", "1e30", "--max-steps", "20", "--no-eval"],
                      "the loss is", "first non-finite value is the output of")
         expect_error([tessera, "train", mlp, "--data", DATA, "--loss", "output", "--max-steps", "2"], "must hold one value")
+        # NaN survives the network (Relu used to make it 0 and train on silently: loss 2.32).
+        rng = np.random.RandomState(0)
+        x = rng.rand(32, 1, 28, 28).astype(np.float32)
+        x[5, 0, 3, 4] = np.nan
+        nan_data = os.path.join(tmp, "nan_pixel.npz")
+        np.savez(nan_data, x=x, labels=rng.randint(0, 10, 32).astype(np.int64))
+        expect_error([tessera, "train", mlp, "--data", nan_data, "--max-steps", "2", "--no-eval", "--no-record"],
+                     "step 1: the loss is", "the input 'x' already holds a non-finite value")
+        # A gradient that is infinite while the loss is finite: logits * sqrt(s) with s = 0.
+        sqrt_graph = os.path.join(tmp, "sqrt_scale.json")
+        with open(sqrt_graph, "w") as f:
+            json.dump({"format": "tessera-graph", "version": 1, "name": "sqrt_scale",
+                       "inputs": [{"name": "x", "type": "f32[N, 1, 28, 28]"}],
+                       "params": [{"name": "w", "type": "f32[784, 10]",
+                                   "data": (rng.randn(7840) * 0.01).astype(np.float32).tolist()},
+                                  {"name": "s", "type": "f32[1]", "data": [0.0]}],
+                       "nodes": [{"op": "Flatten", "name": "flatten", "inputs": ["x"], "outputs": ["flat"], "attrs": {"axis": 1}},
+                                 {"op": "MatMul", "name": "fc", "inputs": ["flat", "w"], "outputs": ["z"]},
+                                 {"op": "Sqrt", "name": "root", "inputs": ["s"], "outputs": ["r"]},
+                                 {"op": "Mul", "name": "scale", "inputs": ["z", "r"], "outputs": ["logits"]}],
+                       "outputs": ["logits"]}, f)
+        sqrt_run = [tessera, "train", sqrt_graph, "--data", DATA, "--max-steps", "5", "--no-eval", "--no-record"]
+        # Without the check the next step's loss is NaN, and the message says which weight broke.
+        expect_error(sqrt_run, "step 2: the loss is", "the weight 's' already holds a non-finite value", "--check-numerics")
+        # With it, the update that broke it stops training, naming the gradient node and its forward node.
+        expect_error(sqrt_run + ["--check-numerics"], "step 1: the loss is finite but the update made 's' non-finite",
+                     "the first non-finite value is the output of", "Sqrt 'root'")
         print("ok: errors")
 
     # The larger samples: the character transformer LM learns (AdamW, cosine, its loss computed in
