@@ -40,7 +40,7 @@ std::vector<ValueId> Emitter::emit(const std::string& op, std::vector<ValueId> i
 ValueId Emitter::constant(Tensor t) {
   ValueId v = graph_.add_param(name_.empty() ? "grad_const" : name_ + "/const", std::move(t));
   // Param names must be unique within a graph for the text form: suffix with the id.
-  graph_.value(v).name += "_" + std::to_string(v);
+  graph_.set_value_name(v, graph_.value(v).name + "_" + std::to_string(v));
   return v;
 }
 

@@ -26,7 +26,7 @@ using ops::GradientContext;
 
 // The name a nested graph captures `v` by; gives `v` a fresh unique name when it has none.
 std::string capture_name(ir::Graph& g, ValueId v, const std::string& base) {
-  if (g.value(v).name.empty()) g.value(v).name = passes::unique_value_name(g, base);
+  if (g.value(v).name.empty()) g.set_value_name(v, passes::unique_value_name(g, base));
   return g.value(v).name;
 }
 

@@ -248,7 +248,7 @@ Expected<ir::Graph> build_training_step(const ir::Graph& forward, const Training
   RETURN_IF_ERROR(ops::infer_types(g, registry));
   if (!is_float(g.value(loss).type.dtype)) return make_error("the loss must be floating point");
   TRY(std::vector<ir::ValueId> grads, add_gradients(g, registry, {loss}, {}, weight_ids));
-  g.value(loss).name = "loss";
+  g.set_value_name(loss, "loss");
   auto stat_outputs = [&] {
     std::vector<ir::ValueId> outs;
     for (ir::ValueId p : stats) {
@@ -268,7 +268,7 @@ Expected<ir::Graph> build_training_step(const ir::Graph& forward, const Training
       const ir::NodeId add = g.add_node("Add", {acc, grads[i]}, 1, name + "/grad_acc/add");
       g.node(add).provenance.origin = "training";
       grads[i] = g.node(add).outputs[0];
-      g.value(grads[i]).name = name + "/grad_acc_sum";
+      g.set_value_name(grads[i], name + "/grad_acc_sum");
     }
     if (spec.accumulate_only) {
       std::vector<ir::ValueId> outs{loss};

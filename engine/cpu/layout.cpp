@@ -100,8 +100,8 @@ class LayoutPass {
       const std::string name = g_.value(v).name;
       const ir::ValueId plain = reorder(v, "");
       if (!name.empty()) {
-        g_.value(v).name = name + ".blocked";
-        g_.value(plain).name = name;
+        g_.set_value_name(v, name + ".blocked");
+        g_.set_value_name(plain, name);
       }
       v = plain;
     }
@@ -234,7 +234,7 @@ class LayoutPass {
     g_.node(r).provenance.origin = "layout";
     const ir::ValueId out = g_.node(r).outputs[0];
     g_.value(out).type = g_.value(v).type;
-    g_.value(out).name = base + "." + (to.empty() ? std::string("plain") : to);
+    g_.set_value_name(out, base + "." + (to.empty() ? std::string("plain") : to));
     reorders_[key] = out;
     return out;
   }

@@ -88,7 +88,7 @@ Expected<int> insert_gradient_allreduce(ir::Graph& g, const DataParallel& dp, in
       g.node(start).provenance.origin = "split";
       const ir::ValueId token = g.node(start).outputs[0];
       g.value(token).type = ir::TensorType::of(DType::kI64, {});
-      g.value(token).name = name + "/token";
+      g.set_value_name(token, name + "/token");
       std::vector<ir::ValueId> wait_in{token};
       wait_in.insert(wait_in.end(), ins.begin(), ins.end());
       ir::Attributes wait_attrs = attrs;
@@ -111,7 +111,7 @@ Expected<int> insert_gradient_allreduce(ir::Graph& g, const DataParallel& dp, in
       g.value(out).type = g.value(grads[k].value).type;
       std::string base = g.node(grads[k].update).name;  // "<weight>/update"
       if (base.size() > 7 && base.compare(base.size() - 7, 7, "/update") == 0) base.resize(base.size() - 7);
-      g.value(out).name = base + "/grad_sum";
+      g.set_value_name(out, base + "/grad_sum");
       g.node(grads[k].update).inputs[1] = out;
       const ir::Attribute* scale = g.node(grads[k].update).attr("grad_scale");
       g.node(grads[k].update).attrs.insert_or_assign(

@@ -55,6 +55,7 @@ ValueId Graph::add_input(std::string name, TensorType type) {
   v.kind = ValueKind::kInput;
   values_.push_back(std::move(v));
   inputs_.push_back(values_.back().id);
+  index_name(values_.back().id);
   return values_.back().id;
 }
 
@@ -67,6 +68,7 @@ ValueId Graph::add_param(std::string name, Tensor data) {
   values_.push_back(std::move(v));
   params_.push_back(values_.back().id);
   param_data_.emplace(values_.back().id, std::move(data));
+  index_name(values_.back().id);
   return values_.back().id;
 }
 
@@ -78,6 +80,7 @@ ValueId Graph::add_capture(std::string name, TensorType type) {
   v.kind = ValueKind::kCapture;
   values_.push_back(std::move(v));
   captures_.push_back(values_.back().id);
+  index_name(values_.back().id);
   return values_.back().id;
 }
 
@@ -113,6 +116,7 @@ ValueId Graph::add_node_output(NodeId id, std::string name) {
   v.type = TensorType::unranked(DType::kF32);
   values_.push_back(std::move(v));
   nodes_[static_cast<size_t>(id)].outputs.push_back(values_.back().id);
+  index_name(values_.back().id);
   return values_.back().id;
 }
 
@@ -173,6 +177,7 @@ Status Graph::define_value(ValueId id, Value v) {
     case ValueKind::kNodeOutput: break;
   }
   values_[id] = std::move(v);
+  index_name(id);
   return Status::ok();
 }
 
@@ -230,10 +235,52 @@ const Tensor* Graph::param_data(ValueId id) const {
   return it == param_data_.end() ? nullptr : &it->second;
 }
 
+void Graph::index_name(ValueId id) {
+  const std::string& name = values_[static_cast<size_t>(id)].name;
+  if (name.empty()) return;
+  std::vector<ValueId>& ids = by_name_[name];
+  if (ids.empty() || ids.back() < id) {
+    ids.push_back(id);  // the usual case: ids grow
+    return;
+  }
+  auto at = std::lower_bound(ids.begin(), ids.end(), id);
+  if (at == ids.end() || *at != id) ids.insert(at, id);
+}
+
+void Graph::set_value_name(ValueId id, std::string name) {
+  Value& v = values_[static_cast<size_t>(id)];
+  if (v.name == name) return;
+  if (auto it = by_name_.find(v.name); it != by_name_.end()) {
+    std::vector<ValueId>& ids = it->second;
+    ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
+    if (ids.empty()) by_name_.erase(it);
+  }
+  v.name = std::move(name);
+  index_name(id);
+}
+
 std::optional<ValueId> Graph::find_value(const std::string& name) const {
-  for (const Value& v : values_)
-    if (v.alive && v.name == name) return v.id;
+  if (name.empty()) {
+    for (const Value& v : values_)
+      if (v.alive && v.name.empty()) return v.id;
+    return std::nullopt;
+  }
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return std::nullopt;
+  for (ValueId id : it->second) {
+    const Value& v = values_[static_cast<size_t>(id)];
+    if (v.alive && v.name == name) return id;
+  }
   return std::nullopt;
+}
+
+bool Graph::name_index_consistent() const {
+  for (const Value& v : values_) {
+    if (!v.alive || v.name.empty()) continue;
+    auto it = by_name_.find(v.name);
+    if (it == by_name_.end() || !std::binary_search(it->second.begin(), it->second.end(), v.id)) return false;
+  }
+  return true;
 }
 
 std::vector<Use> Graph::uses(ValueId id) const {

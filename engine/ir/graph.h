@@ -117,7 +117,7 @@ enum class ValueKind { kInput, kParam, kCapture, kNodeOutput };
 
 struct Value {
   ValueId id = kNoValue;
-  std::string name;  // may be empty
+  std::string name;  // may be empty; in a graph, change it with Graph::set_value_name (find_value's index)
   TensorType type;
   ValueKind kind = ValueKind::kNodeOutput;
   NodeId producer = kNoNode;  // for kNodeOutput
@@ -177,6 +177,9 @@ class Graph {
   // Rewrites every use of `from` (node inputs, graph outputs) to `to`.
   void replace_all_uses(ValueId from, ValueId to);
   void set_param_data(ValueId id, Tensor data);
+  // Renames a value. Every rename goes through here: find_value answers from an index of names
+  // that the graph keeps (ir::verify reports a value missing from it).
+  void set_value_name(ValueId id, std::string name);
   // Turns a param into a graph input (appended to inputs), dropping its data: training feeds the
   // current weights each step. Same id, name and type.
   void make_input(ValueId param);
@@ -206,7 +209,10 @@ class Graph {
   const std::vector<ValueId>& params() const { return params_; }
   const std::vector<ValueId>& captures() const { return captures_; }
   const Tensor* param_data(ValueId id) const;
-  std::optional<ValueId> find_value(const std::string& name) const;  // first live value by name
+  // The first live value (lowest id) of that name: O(1) through the name index, but for "".
+  std::optional<ValueId> find_value(const std::string& name) const;
+  // Whether every live named value is in the name index under its name (ir::verify checks it).
+  bool name_index_consistent() const;
   std::vector<Use> uses(ValueId id) const;
 
   // Live nodes ordered so that producers come before consumers; ties broken by the smaller id,
@@ -222,6 +228,10 @@ class Graph {
   std::vector<Value> values_;
   std::vector<ValueId> inputs_, outputs_, params_, captures_;
   std::unordered_map<ValueId, Tensor> param_data_;
+  // find_value's index: name -> ids that had that name when indexed, ascending. A renamed value
+  // leaves its old entry (set_value_name removes it; a dead or stale id is skipped on lookup).
+  std::unordered_map<std::string, std::vector<ValueId>> by_name_;
+  void index_name(ValueId id);
 };
 
 }  // namespace tessera::ir

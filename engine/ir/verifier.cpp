@@ -65,6 +65,8 @@ Status verify_values(const Graph& g) {
 
 Status verify(const Graph& g) {
   RETURN_IF_ERROR(verify_values(g));
+  if (!g.name_index_consistent())  // a bug of ours, not of the input: some code assigned Value::name
+    return make_error("internal: a value was renamed without Graph::set_value_name (the name index is stale)");
   for (NodeId id : g.node_ids()) {
     const Node& n = g.node(id);
     if (n.op.empty()) return node_err(n, "node has no op");

@@ -2,6 +2,7 @@
 #include "engine/ops/cost.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "engine/ops/infer.h"
 
@@ -68,13 +69,25 @@ int64_t weight_elements(const ir::Graph& g, int depth) {
 }
 
 Expected<GraphCost> graph_cost(const ir::Graph& graph, const OpRegistry& registry, int64_t symbol_size) {
-  ir::Graph g = graph;
-  for (ir::ValueId v : g.inputs()) {
-    ir::TensorType& t = g.value(v).type;
-    for (ir::Dim& d : t.dims)
-      if (!d.is_known()) d = ir::Dim::known(symbol_size);
+  // A graph typed with static shapes throughout is costed as it is; any other is copied, its
+  // symbols bound to symbol_size, and typed.
+  bool typed = true;
+  for (ir::ValueId v : graph.inputs()) typed &= graph.value(v).type.is_static();
+  for (ir::NodeId id : graph.node_ids()) {
+    if (!typed) break;
+    for (ir::ValueId v : graph.node(id).outputs) typed &= graph.value(v).type.is_static();
   }
-  RETURN_IF_ERROR(infer_types(g, registry));
+  std::optional<ir::Graph> copy;
+  if (!typed) {
+    copy = graph;
+    for (ir::ValueId v : copy->inputs()) {
+      ir::TensorType& t = copy->value(v).type;
+      for (ir::Dim& d : t.dims)
+        if (!d.is_known()) d = ir::Dim::known(symbol_size);
+    }
+    RETURN_IF_ERROR(infer_types(*copy, registry));
+  }
+  const ir::Graph& g = copy ? *copy : graph;
   GraphCost cost;
   cost.params = weight_elements(g);
   for (ir::NodeId id : g.node_ids()) {

@@ -272,7 +272,7 @@ bool if_rule(RuleContext& rc, ir::NodeId id) {
     g.node(nn).provenance.origin = b.provenance.origin.empty() ? origin : b.provenance.origin;
     for (size_t i = 0; i < b.outputs.size(); ++i) {
       const ir::ValueId nv = g.node(nn).outputs[i];
-      g.value(nv).name = branch.value(b.outputs[i]).name;
+      g.set_value_name(nv, branch.value(b.outputs[i]).name);
       g.value(nv).type = branch.value(b.outputs[i]).type;
       map[static_cast<size_t>(b.outputs[i])] = nv;
     }

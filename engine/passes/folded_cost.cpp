@@ -10,6 +10,21 @@ namespace tessera::passes {
 
 Expected<ops::GraphCost> folded_graph_cost(const ir::Graph& graph, const ops::OpRegistry& registry,
                                            const std::map<std::string, int64_t>& sizes, int64_t default_size) {
+  // Nothing to bind, nothing typed unknown and nothing to fold (no node whose inputs are all
+  // constants): the graph's own cost, without the two copies (a third of `tessera info` on a
+  // 100,000-node chain).
+  bool plain = true;
+  for (ir::ValueId v : graph.inputs()) plain &= graph.value(v).type.is_static();
+  for (ir::NodeId id : graph.node_ids()) {
+    if (!plain) break;
+    const ir::Node& n = graph.node(id);
+    bool all_constant = true;
+    for (ir::ValueId v : n.inputs)
+      all_constant &= v == ir::kNoValue || graph.value(v).kind == ir::ValueKind::kParam;
+    plain = !all_constant && !n.attr("then_branch") && !n.attr("body");
+    for (ir::ValueId v : n.outputs) plain &= graph.value(v).type.is_static();
+  }
+  if (plain) return ops::graph_cost(graph, registry, default_size);
   ir::Graph g = graph;
   for (ir::ValueId v : g.inputs())
     for (ir::Dim& d : g.value(v).type.dims)

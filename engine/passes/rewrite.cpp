@@ -56,14 +56,14 @@ bool replace_value(ir::Graph& g, ir::ValueId from, ir::ValueId to, const std::se
     const ir::Value& t = g.value(to);
     if (t.kind != ir::ValueKind::kNodeOutput || is_graph_output(g, to) || is_captured(g, to, captured))
       return false;
-    g.value(to).name = g.value(from).name;
+    g.set_value_name(to, g.value(from).name);
   }
   g.replace_all_uses(from, to);
   return true;
 }
 
 void take_over(ir::Graph& g, ir::ValueId from, ir::ValueId fresh) {
-  g.value(fresh).name = g.value(from).name;
+  g.set_value_name(fresh, g.value(from).name);
   g.replace_all_uses(from, fresh);
 }
 

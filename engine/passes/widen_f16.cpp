@@ -83,7 +83,7 @@ bool widen_graph(ir::Graph& g, bool top) {
       const ir::ValueId out = g.node(cast).outputs[0];
       g.value(out).type = g.value(in).type;
       g.value(out).type.dtype = DType::kF32;
-      g.value(out).name = unique_value_name(g, g.value(in).name + "_f32");
+      g.set_value_name(out, unique_value_name(g, g.value(in).name + "_f32"));
       for (const ir::Use& u : g.uses(in))
         if (u.node != cast) g.node(u.node).inputs[static_cast<size_t>(u.input_index)] = out;
       changed = true;
@@ -120,8 +120,8 @@ class WidenF16Pass : public Pass {
       graph.value(narrow).type.dtype = DType::kF16;
       // The output keeps its name (the interface); the widened value gets another.
       std::string name = graph.value(wide).name;
-      graph.value(wide).name = unique_value_name(graph, name + "_f32");
-      graph.value(narrow).name = std::move(name);
+      graph.set_value_name(wide, unique_value_name(graph, name + "_f32"));
+      graph.set_value_name(narrow, std::move(name));
       outputs[i] = narrow;
     }
     graph.set_outputs(outputs);

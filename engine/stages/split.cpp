@@ -99,7 +99,7 @@ void cut_edges(PlacedGraph& placed, const std::vector<ir::NodeId>& order) {
     g.node(c).provenance.origin = "split";
     if (g.value(v).producer != ir::kNoNode) g.node(c).provenance.from = {g.value(v).producer};
     ir::ValueId out = g.node(c).outputs[0];
-    g.value(out).name = base + "@" + to;
+    g.set_value_name(out, base + "@" + to);
     g.value(out).type = g.value(v).type;
     placed.device_of.resize(static_cast<size_t>(g.node_capacity()));
     placed.device_of[c] = to;
@@ -125,8 +125,8 @@ void cut_edges(PlacedGraph& placed, const std::vector<ir::NodeId>& order) {
       // The graph output keeps its name: the host copy takes it, the device value gets a suffix.
       ir::ValueId src = g.node(g.value(v).producer).inputs[0];
       if (g.value(v).name != name) {
-        g.value(src).name = name + "@" + placed.device(g.value(src).producer);
-        g.value(v).name = name;
+        g.set_value_name(src, name + "@" + placed.device(g.value(src).producer));
+        g.set_value_name(v, name);
       }
     }
   g.set_outputs(outs);
@@ -223,7 +223,7 @@ Status refit(PlacedGraph& placed, const backend::DeviceSet& devices, const ops::
     const bool is_output = std::find(g.outputs().begin(), g.outputs().end(), out) != g.outputs().end();
     const std::string name = g.value(out).name;
     g.replace_all_uses(out, src);
-    if (is_output) g.value(src).name = name;
+    if (is_output) g.set_value_name(src, name);
     g.remove_node(id);
     --placed.copies;
   }

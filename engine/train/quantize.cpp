@@ -129,8 +129,8 @@ void redirect(ir::Graph& g, ir::ValueId from, ir::ValueId to, ir::NodeId except)
     }
   if (changed) {
     const std::string name = g.value(from).name;
-    g.value(from).name = passes::unique_value_name(g, name + ".float");
-    g.value(to).name = name;
+    g.set_value_name(from, passes::unique_value_name(g, name + ".float"));
+    g.set_value_name(to, name);
     g.set_outputs(outs);
   }
 }
@@ -212,10 +212,10 @@ Expected<QuantizeReport> quantize_static(ir::Graph& graph, const ops::OpRegistry
     const ir::ValueId z = scalar_param(graph, name + ".zero_point", Tensor::from_doubles(DType::kU8, {}, {zp}));
     const ir::NodeId q = graph.add_node("QuantizeLinear", {v, s, z}, 1, name + ".quantize");
     const ir::ValueId qv = graph.node(q).outputs[0];
-    graph.value(qv).name = passes::unique_value_name(graph, name + ".quantized");
+    graph.set_value_name(qv, passes::unique_value_name(graph, name + ".quantized"));
     const ir::NodeId dq = graph.add_node("DequantizeLinear", {qv, s, z}, 1, name + ".dequantize");
     const ir::ValueId dv = graph.node(dq).outputs[0];
-    graph.value(dv).name = passes::unique_value_name(graph, name + ".dequantized");
+    graph.set_value_name(dv, passes::unique_value_name(graph, name + ".dequantized"));
     redirect(graph, v, dv, q);
   }
 

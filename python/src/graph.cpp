@@ -67,7 +67,7 @@ ValueHandle add_op(const std::shared_ptr<GraphHandle>& h, const std::string& op,
   ir::NodeId id = g.add_node(op, ins, num_outputs, name, std::move(at));
   const std::vector<ir::ValueId> outs = g.node(id).outputs;
   for (size_t i = 0; i < outs.size(); ++i)
-    g.value(outs[i]).name = outs.size() == 1 ? name : passes::unique_value_name(g, name + "_" + std::to_string(i));
+    g.set_value_name(outs[i], outs.size() == 1 ? name : passes::unique_value_name(g, name + "_" + std::to_string(i)));
   Status st = ops::check_node(g.node(id), registry());
   if (st.is_ok()) st = ops::infer_node(g, id, registry());
   if (!st.is_ok()) {

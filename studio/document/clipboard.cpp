@@ -45,7 +45,7 @@ Expected<ClipboardPayload> copy_selection(const DocumentState& state,
         out.graph.add_node(n.op, inputs, static_cast<int>(n.outputs.size()), n.name, n.attrs);
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       const ir::ValueId to = out.graph.node(copy).outputs[i];
-      out.graph.value(to).name = g.value(n.outputs[i]).name;
+      out.graph.set_value_name(to, g.value(n.outputs[i]).name);
       out.graph.value(to).type = g.value(n.outputs[i]).type;
       mapped[n.outputs[i]] = to;
     }

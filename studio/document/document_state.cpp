@@ -17,6 +17,7 @@ void put_value(ir::Graph& g, ir::ValueId id, const ir::Value& v) {
     [[maybe_unused]] Status st = g.define_value(id, placeholder);
     assert(st.is_ok());
   }
+  g.set_value_name(id, v.name);  // first: the graph's name index follows renames
   g.value(id) = v;
   g.value(id).id = id;
 }
@@ -143,7 +144,7 @@ ir::NodeId Trial::add_node(const std::string& op, std::vector<ir::ValueId> input
   touched_.nodes.insert(id);
   for (size_t i = 0; i < output_names.size(); ++i) {
     const ir::ValueId v = g.node(id).outputs[i];
-    g.value(v).name = output_names[i];
+    g.set_value_name(v, output_names[i]);
     touched_.values.insert(v);
   }
   return id;
@@ -220,6 +221,11 @@ ir::Node& Trial::node(ir::NodeId id) {
 ir::Value& Trial::value(ir::ValueId id) {
   touched_.values.insert(id);
   return graph().value(id);
+}
+
+void Trial::set_value_name(ir::ValueId id, std::string name) {
+  touched_.values.insert(id);
+  graph().set_value_name(id, std::move(name));
 }
 
 void Trial::set_outputs(std::vector<ir::ValueId> outputs) {

@@ -107,7 +107,8 @@ class Trial {
   void remove_values(const std::vector<ir::ValueId>& ids);
   // Mutable access that records the item as touched.
   ir::Node& node(ir::NodeId id);
-  ir::Value& value(ir::ValueId id);
+  ir::Value& value(ir::ValueId id);  // not for renames: set_value_name
+  void set_value_name(ir::ValueId id, std::string name);
   void set_outputs(std::vector<ir::ValueId> outputs);
   void set_position(ir::NodeId id, std::optional<NodePosition> pos);
   void set_value_position(ir::ValueId id, std::optional<NodePosition> pos);

@@ -365,7 +365,7 @@ Expected<Edit> plan_rename_value(const EditContext& ctx, ir::ValueId value,
   Status st = check_new_value_name(g, name, value);
   if (!st) return make_error("cannot rename " + value_label(g, value) + ": " + st.error().message);
   Trial trial(ctx.state);
-  trial.value(value).name = name;
+  trial.set_value_name(value, name);
   Edit e = made(EditKind::kRenameValue, "Rename " + value_label(g, value) + " to '" + name + "'",
                 trial.finish(), {});
   e.value = value;

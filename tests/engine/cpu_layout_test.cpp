@@ -152,7 +152,7 @@ TEST(CpuLayout, ConvReluConvPoolFlattenGemm) {
                  {g.node(f).outputs[0], g.add_param("w3", random_f32({128, 10}, 4)),
                   g.add_param("b3", random_f32({10}, 5))},
                  1, "fc");
-  g.value(g.node(gm).outputs[0]).name = "logits";
+  g.set_value_name(g.node(gm).outputs[0], "logits");
   g.set_outputs({g.node(gm).outputs[0]});
   lay_out_and_check(g, {{"x", random_f32({2, 3, 8, 8}, 6)}});
 
@@ -200,7 +200,7 @@ TEST(CpuLayout, ResidualAddWithPlainInputAndBlockedOutput) {
                                   "conv", {{"pads", Ints{1, 1, 1, 1}}});
   const ir::NodeId r = g.add_node("Relu", {g.node(c).outputs[0]}, 1, "relu");
   const ir::NodeId a = g.add_node("Add", {g.node(r).outputs[0], x}, 1, "add");
-  g.value(g.node(a).outputs[0]).name = "y";
+  g.set_value_name(g.node(a).outputs[0], "y");
   g.set_outputs({g.node(a).outputs[0]});
   lay_out_and_check(g, {{"x", random_f32({1, 16, 6, 5}, 8)}});
 
@@ -230,7 +230,7 @@ TEST(CpuLayout, SqueezeExcitationScaleStaysChannelsLast) {
   const ir::NodeId mul = g.add_node("Mul", {y, g.node(gate).outputs[0]}, 1, "scale");
   const ir::NodeId c2 = g.add_node("Conv", {g.node(mul).outputs[0], g.add_param("w2", random_f32({8, 16, 1, 1}, 23))}, 1,
                                    "conv2");
-  g.value(g.node(c2).outputs[0]).name = "out";
+  g.set_value_name(g.node(c2).outputs[0], "out");
   g.set_outputs({g.node(c2).outputs[0]});
   lay_out_and_check(g, {{"x", random_f32({1, 16, 6, 5}, 24)}});
   EXPECT_EQ(cpu::node_layout(*find_node(g, "scale")), "nhwc");
@@ -250,7 +250,7 @@ TEST(CpuLayout, NchwNhwcTransposesOfChannelsLastAreCopies) {
                                    1, "ln", {{"axis", int64_t{-1}}});
   const ir::NodeId t2 = g.add_node("Transpose", {g.node(ln).outputs[0]}, 1, "to_nchw", {{"perm", Ints{0, 3, 1, 2}}});
   const ir::NodeId c2 = g.add_node("Conv", {g.node(t2).outputs[0], g.add_param("w2", random_f32({8, 16, 1, 1}, 33))}, 1, "pw");
-  g.value(g.node(c2).outputs[0]).name = "y";
+  g.set_value_name(g.node(c2).outputs[0], "y");
   g.set_outputs({g.node(c2).outputs[0]});
   lay_out_and_check(g, {{"x", random_f32({1, 16, 5, 6}, 34)}});
   EXPECT_EQ(cpu::node_layout(*find_node(g, "dw")), "nhwc");

@@ -71,7 +71,7 @@ ir::Graph then_branch() {
   ir::ValueId big = b.add_param("big", Tensor(DType::kF32, {100}));  // same key as the outer "big"
   ir::NodeId mul = b.add_node("Mul", {r, w}, 1, "scale");
   ir::NodeId add = b.add_node("Add", {b.node(mul).outputs[0], big}, 1);
-  b.value(b.node(mul).outputs[0]).name = "scaled";
+  b.set_value_name(b.node(mul).outputs[0], "scaled");
   b.set_outputs({b.node(add).outputs[0]});
   return b;
 }
@@ -92,7 +92,7 @@ ir::Graph feature_graph() {
 
   ir::NodeId relu = g.add_node("Relu", {x}, 1, "relu");
   ir::ValueId r = g.node(relu).outputs[0];
-  g.value(r).name = "r";
+  g.set_value_name(r, "r");
   ir::Attributes attrs;
   attrs.emplace("then_branch", then_branch());
   ir::Graph else_g("else");
@@ -120,9 +120,9 @@ ir::Graph feature_graph() {
   kinds.emplace("a/b", int64_t{1});
   ir::NodeId split = g.add_node("Split", {g.node(iff).outputs[0], ir::kNoValue, any, unk}, 3, "", std::move(kinds));
   // Outputs 0 and 1 unnamed; output 0 is used below, output 1 is not; output 2 duplicates "r".
-  g.value(g.node(split).outputs[2]).name = "r";
+  g.set_value_name(g.node(split).outputs[2], "r");
   ir::NodeId last = g.add_node("Relu", {g.node(split).outputs[0]}, 1, "last");
-  g.value(g.node(last).outputs[0]).name = "y";
+  g.set_value_name(g.node(last).outputs[0], "y");
   g.set_outputs({g.node(last).outputs[0], g.node(split).outputs[2]});
   return g;
 }

@@ -455,12 +455,12 @@ TEST(OnnxExport, NamesAreKeptMadeUpOrMadeUnique) {
   const ir::ValueId h = body.add_input("h", TensorType::of(DType::kF32, {2}));
   const ir::ValueId w = body.add_capture("w", TensorType::of(DType::kF32, {2}));
   const ir::NodeId mul = body.add_node("Mul", {h, w}, 1, "scale");
-  body.value(body.node(mul).outputs[0]).name = "x";  // the outer input's name, again
+  body.set_value_name(body.node(mul).outputs[0], "x");  // the outer input's name, again
   // cond passes straight through: a graph input as a graph output.
   body.set_outputs({cond_in, body.node(mul).outputs[0]});
   const ir::NodeId loop = g.add_node("Loop", {trips, ir::kNoValue, g.node(relu).outputs[0]}, 1, "loop",
                                      {{"body", std::move(body)}});
-  g.value(g.node(loop).outputs[0]).name = "y";
+  g.set_value_name(g.node(loop).outputs[0], "y");
   g.set_outputs({g.node(loop).outputs[0], g.node(loop).outputs[0]});
 
   const onnx::ModelProto m = parse_checked(export_ok(g));

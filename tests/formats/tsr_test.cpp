@@ -78,7 +78,7 @@ GraphDocument every_feature(bool gap = true) {
 void name_all(ir::Graph& g) {
   for (ir::NodeId id : g.node_ids()) {
     for (ir::ValueId v : g.node(id).outputs)
-      if (g.value(v).name.empty()) g.value(v).name = "out" + std::to_string(v);
+      if (g.value(v).name.empty()) g.set_value_name(v, "out" + std::to_string(v));
     for (auto& [key, a] : g.node(id).attrs)
       if (a.kind() == ir::AttrKind::kGraph) name_all(a.g());
   }

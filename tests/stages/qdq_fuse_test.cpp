@@ -36,7 +36,7 @@ ir::Graph qdq_graph() {
   const ir::ValueId c2 = p("c2", random_f32({5}, 9, -0.1f, 0.1f));
   const ir::ValueId y = g.node(g.add_node("Gemm", {f, w2d, c2}, 1, "fc", {{"transB", int64_t{1}}})).outputs[0];
   const ir::ValueId yd = qdq(y, 0.05f, 100, "y");
-  g.value(yd).name = "y";
+  g.set_value_name(yd, "y");
   g.set_outputs({yd});
   return g;
 }

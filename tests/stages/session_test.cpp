@@ -326,7 +326,7 @@ TEST(Session, CompilesLoopBodiesPerShapeUpToALimit) {
     g.add_param("w", Tensor::from_vector<float>({3}, {0.5f, -1.0f, 2.0f}));
     const ir::ValueId trips = g.add_param("trips", Tensor::scalar<int64_t>(12));
     const ir::NodeId loop = g.add_node("Loop", {trips, ir::kNoValue, xin}, 1, "loop", {{"body", body}});
-    g.value(g.node(loop).outputs[0]).name = "y";
+    g.set_value_name(g.node(loop).outputs[0], "y");
     g.set_outputs(g.node(loop).outputs);
     Session s(g, registry(), {});
     runtime::Feeds f{{"x", random_tensor({1, 3}, 6)}};

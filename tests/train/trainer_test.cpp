@@ -55,7 +55,7 @@ ir::Graph mlp(int hidden = 16, bool dropout = false) {
     r = g.node(d).outputs[0];
   }
   ir::ValueId y = g.node(g.add_node("Gemm", {r, w2, b2}, 1, "fc2")).outputs[0];
-  g.value(y).name = "logits";
+  g.set_value_name(y, "logits");
   g.set_outputs({y});
   return g;
 }
