@@ -4,30 +4,51 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <string>
 
 #include "engine/cpu/onednn_util.h"
 
 namespace tessera::cpu {
 namespace {
 
-// Whether oneDNN may take this node: not an empty tensor (oneDNN 2.6 divides by zero creating a
-// primitive for a zero-size dimension: SIGFPE; the vectorised and reference kernels handle them),
-// and at most DNNL_MAX_NDIMS dimensions (it throws beyond).
-bool onednn_may_take(const backend::KernelInit& init) {
+// What oneDNN 2.6 indexes with 32-bit integers: a tensor of 2^31 elements or more, and window
+// attributes (pads, kernel, strides, dilations) past 2^24, made it divide by zero creating the
+// primitive (SIGFPE: a 1-D Conv with pads of 2^30) or spin in it without end (pads of 2^31).
+constexpr int64_t kOneDnnMaxElements = (int64_t{1} << 31) - 1;
+constexpr int64_t kOneDnnMaxWindow = int64_t{1} << 24;
+
+// Whether oneDNN may take this node, else why not: not an empty tensor (oneDNN 2.6 divides by zero
+// creating a primitive for a zero-size dimension: SIGFPE; the vectorised and reference kernels
+// handle them), at most DNNL_MAX_NDIMS dimensions (it throws beyond), and sizes within its 32-bit
+// indexing (the reference kernel takes larger ones).
+std::string onednn_refusal(const backend::KernelInit& init) {
   for (const auto* types : {&init.in_types, &init.out_types})
-    for (const ir::TensorType* t : *types)
-      if (t && (t->static_numel() == 0 || t->rank() > DNNL_MAX_NDIMS)) return false;
-  return true;
+    for (const ir::TensorType* t : *types) {
+      if (!t) continue;
+      if (t->static_numel() == 0) return "an empty tensor";
+      if (t->rank() > DNNL_MAX_NDIMS) return "rank over " + std::to_string(DNNL_MAX_NDIMS);
+      if (t->static_numel() > kOneDnnMaxElements) return "a tensor of 2^31 elements or more";
+    }
+  for (const char* window : {"pads", "kernel_shape", "strides", "dilations", "output_padding"})
+    if (const ir::Attribute* a = init.node.attr(window); a && a->kind() == ir::AttrKind::kInts)
+      for (int64_t v : a->ints())
+        if (v > kOneDnnMaxWindow || v < -kOneDnnMaxWindow) return std::string(window) + " past 2^24";
+  return "";
 }
 
-// Adds every kernel of `onednn` to `to`, each declining (nullptr) what onednn_may_take refuses: one
+
+
+// Adds every kernel of `onednn` to `to`, each declining (nullptr) what onednn_refusal refuses: one
 // guard for every oneDNN factory, the layout pass's questions included.
 void add_guarded(const backend::KernelRegistry& onednn, backend::KernelRegistry& to) {
   for (const std::string& op : onednn.ops())
     for (const backend::KernelRegistry::Entry* e : onednn.candidates(op))
       to.add(e->op, e->impl, e->priority,
              [factory = e->factory](const backend::KernelInit& init) -> Expected<std::unique_ptr<backend::Kernel>> {
-               if (!onednn_may_take(init)) return std::unique_ptr<backend::Kernel>();
+               if (std::string why = onednn_refusal(init); !why.empty()) {
+                 backend::set_decline_reason("oneDNN: " + why);
+                 return std::unique_ptr<backend::Kernel>();
+               }
                return factory(init);
              });
 }

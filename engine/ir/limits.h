@@ -19,6 +19,10 @@ namespace tessera::ir {
 
 inline constexpr int kMaxRank = 64;                        // NumPy 2's limit; every reader's
 inline constexpr int64_t kMaxElements = int64_t{1} << 48;  // per tensor: 1 PiB of f32, past any machine
+// Per node and run: 2^50 (1.1e15) FLOPs, days of this project's CPUs. A MaxPool whose window is
+// 2^31 wide over 2^31 outputs (2^62 comparisons) typed fine and then ran for ever; ops::infer_types
+// refuses such a node by its FLOPs (OpDef::flops), naming it.
+inline constexpr double kMaxNodeFlops = 1125899906842624.0;
 
 // Why `t` breaks a limit (its rank over kMaxRank, or the product of its known dims over
 // kMaxElements, zero dims left out), or "" when it obeys them. Symbolic dims count as 1 (they are

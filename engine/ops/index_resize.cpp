@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/ir/limits.h"
 #include "engine/ops/index_internal.h"
 #include "engine/ops/resize.h"
 
@@ -116,6 +117,19 @@ bool given_type(const InferContext& ctx, size_t i) {
   return !(t.is_static() && t.static_numel() == 0);
 }
 
+
+// floor(scale * size) of an axis, refused unless the scale is positive and finite and the
+// extent stays within ir::kMaxElements (a scale of 1e9, or 3e38, once overflowed int64).
+Expected<int64_t> scaled_extent(const ir::Node& node, double scale, int64_t size, size_t axis) {
+  if (!(scale > 0) || !std::isfinite(scale))
+    return node_error(node, "scales must be positive and finite, got " + std::to_string(scale) + " on axis " + std::to_string(axis));
+  const double extent = std::floor(scale * static_cast<double>(size));
+  if (extent > static_cast<double>(ir::kMaxElements))
+    return node_error(node, "scale " + std::to_string(scale) + " makes axis " + std::to_string(axis) + " " +
+                                std::to_string(extent) + " long, over the limit of 2^48 elements");
+  return static_cast<int64_t>(extent);
+}
+
 Expected<std::vector<TensorType>> infer_resize(const InferContext& ctx) {
   RETURN_IF_ERROR(check_allowed_type(ctx));
   RETURN_IF_ERROR(read_attrs(ctx.node, ctx.attrs()).status());
@@ -140,9 +154,8 @@ Expected<std::vector<TensorType>> infer_resize(const InferContext& ctx) {
     } else if (has_sizes) {
       out.dims[d] = Dim::known(static_cast<int64_t>(c->get(static_cast<int64_t>(d))));
     } else if (x.dims[d].is_known()) {
-      const double s = c->get(static_cast<int64_t>(d));
-      if (!(s > 0)) return node_error(ctx.node, "scales must be positive");
-      out.dims[d] = Dim::known(static_cast<int64_t>(s * static_cast<double>(x.dims[d].size)));
+      TRY(const int64_t size, scaled_extent(ctx.node, c->get(static_cast<int64_t>(d)), x.dims[d].size, d));
+      out.dims[d] = Dim::known(size);
     } else if (c->get(static_cast<int64_t>(d)) != 1.0) {
       out.dims[d] = Dim::unknown();
     }
@@ -273,10 +286,7 @@ Status resize_kernel(KernelContext& ctx) {
     if (s.numel() != r) return node_error(ctx.node, "'scales' must have one entry per axis");
     for (int d = 0; d < r; ++d) {
       scales[static_cast<size_t>(d)] = s.get(d);
-      if (!(scales[static_cast<size_t>(d)] > 0))
-        return node_error(ctx.node, "scales must be positive");
-      shape[static_cast<size_t>(d)] =
-          static_cast<int64_t>(scales[static_cast<size_t>(d)] * static_cast<double>(x.dim(d)));
+      TRY(shape[static_cast<size_t>(d)], scaled_extent(ctx.node, s.get(d), x.dim(d), static_cast<size_t>(d)));
     }
   }
   std::vector<double> roi(2 * static_cast<size_t>(r), 0.0);

@@ -1,6 +1,8 @@
 // Schema checks and whole-graph type inference.
 #include "engine/ops/infer.h"
 
+#include <cstdio>
+
 #include "engine/ir/limits.h"
 #include "engine/ir/verifier.h"
 #include "engine/ops/helpers.h"
@@ -27,6 +29,21 @@ Status set_output_type(ir::Graph& graph, const ir::Node& n, size_t i, const ir::
   if (std::string why = ir::limits_violation(t); !why.empty())
     return at_node(n, "output " + std::to_string(i) + " ('" + graph.value(n.outputs[i]).name + "'): " + why);
   graph.value(n.outputs[i]).type = t;
+  return Status::ok();
+}
+
+// The node's work (OpDef::flops over its static types) within ir::kMaxNodeFlops.
+Status check_work(const ir::Node& n, const OpDef& def, const InferContext& ctx, const std::vector<ir::TensorType>& out) {
+  if (!def.flops) return Status::ok();
+  for (const ir::TensorType& t : out)
+    if (t.is_tensor() && !t.is_static()) return Status::ok();
+  const double flops = def.flops(ctx, out);
+  if (flops > ir::kMaxNodeFlops) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.3g", flops);
+    return at_node(n, std::string("needs ") + text + " FLOPs a run, over the limit of 2^50 (" +
+                          "days of CPU): its sizes, pads or window are out of proportion");
+  }
   return Status::ok();
 }
 
@@ -142,7 +159,7 @@ Status infer_node(ir::Graph& graph, ir::NodeId id, const OpRegistry& registry) {
     return at_node(n, "type inference produced " + std::to_string(types->size()) + " types for " +
                           std::to_string(n.outputs.size()) + " outputs");
   for (size_t i = 0; i < n.outputs.size(); ++i) RETURN_IF_ERROR(set_output_type(graph, n, i, (*types)[i]));
-  return Status::ok();
+  return check_work(n, *def, ctx, *types);
 }
 
 namespace {
@@ -196,6 +213,7 @@ Status infer_graph(ir::Graph& graph, const OpRegistry& registry, const Scope& ou
       RETURN_IF_ERROR(set_output_type(graph, n, i, (*types)[i]));
       publish(n.outputs[i]);
     }
+    RETURN_IF_ERROR(check_work(n, *def, ctx, *types));
   }
   return Status::ok();
 }

@@ -216,6 +216,23 @@ TEST(CpuFusedConv, ResidualInBlockedLayouts) {
   check_fused_conv("", true, "nChw8c", "");
 }
 
+// What oneDNN 2.6 indexes with 32-bit integers is never given to it: pads of 2^30 on a 1-D
+// convolution made primitive creation divide by zero (SIGFPE), 2^31 made it spin for ever. The
+// node goes to the reference kernel (here only the factories are asked).
+TEST(CpuConv, SizesPastOneDnnsIndexingDecline) {
+  const Tensor x = random_f32({1, 1, 4}, 40), w = random_f32({1, 1, 3}, 41);
+  for (int64_t pad : {int64_t{1} << 25, int64_t{1} << 30}) {
+    SCOPED_TRACE(pad);
+    const ir::Attributes attrs{{"pads", std::vector<int64_t>{pad, 0}}};
+    EXPECT_EQ(run_cpu({"Conv", {&x, &w}, attrs, {false, true}, {}, "", 1, "onednn:conv"}).impl, "");
+  }
+  // Modest pads still go to oneDNN.
+  const ir::Attributes small{{"pads", std::vector<int64_t>{1, 1}}};
+  KernelResult got = run_cpu({"Conv", {&x, &w}, small, {false, true}, {}, ""});
+  ASSERT_EQ(got.impl, "onednn:conv");
+  expect_close(got.outputs[0], reference("Conv", {&x, &w}, small)[0]);
+}
+
 TEST(CpuFusedConv, F64Declines) {
   const Tensor x = random_f32({1, 3, 5, 5}, 1).cast(DType::kF64),
                w = random_f32({4, 3, 3, 3}, 2).cast(DType::kF64);

@@ -3,6 +3,9 @@
 // ones are worked out by hand.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "engine/runtime/interpreter.h"
 #include "tests/engine/op_test_util.h"
 
@@ -149,6 +152,29 @@ TEST(Resize, Inference) {
   ASSERT_TRUE(t.has_value());
   EXPECT_EQ((*t)[0].to_string(), "f32[?, ?, ?, ?]");
   EXPECT_FALSE(runtime::infer_single_op(registry(), "Resize", {&x, nullptr, &sc, &sz}).has_value());
+}
+
+// Scales that are not finite, or that make an axis longer than any tensor may be, are refused
+// when typing and when running: inf once became a dim of -2^63, 1e9 on four axes wrapped int64.
+TEST(Resize, ScalesThatOverflowAreRefused) {
+  const TensorType x(DType::kF32, {Dim::known(1), Dim::known(1), Dim::known(4)});
+  const TensorType sc(DType::kF32, {Dim::known(3)});
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (float bad : {inf, nan, -2.f, 0.f, 3e38f, 1e15f}) {
+    SCOPED_TRACE(bad);
+    const Tensor scales = f32({3}, {1, 1, bad});
+    auto t = runtime::infer_single_op(registry(), "Resize", {&x, nullptr, &sc}, {}, 1, {nullptr, nullptr, &scales});
+    ASSERT_FALSE(t.has_value());
+    EXPECT_NE(t.error().message.find(std::isfinite(bad) && bad > 0 ? "over the limit of 2^48" : "positive and finite"),
+              std::string::npos) << t.error().message;
+    const Tensor data = f32({1, 1, 4}, {1, 2, 3, 4});
+    EXPECT_FALSE(runtime::run_single_op_with_absent(registry(), "Resize", {&data, nullptr, &scales}).has_value());
+  }
+  // 1e9 on one axis of 4 is a legal 4e9-long axis.
+  const Tensor big = f32({3}, {1, 1, 1e9f});
+  auto t = runtime::infer_single_op(registry(), "Resize", {&x, nullptr, &sc}, {}, 1, {nullptr, nullptr, &big});
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  EXPECT_EQ((*t)[0].to_string(), "f32[1, 1, 4000000000]");
 }
 
 }  // namespace

@@ -309,5 +309,19 @@ TEST(Limits, NonZeroDimsOfAnEmptyTensorAreBounded) {
   EXPECT_NE(st.error().message.find("over 2^48"), std::string::npos) << st.error().message;
 }
 
+// A node whose sizes type fine but whose work is out of all proportion is refused by its FLOPs
+// (ir::kMaxNodeFlops): a MaxPool window of 2^31 over 2^31 outputs, 2^62 comparisons, ran for ever.
+TEST(Pool, WorkPastTheLimitIsRefusedWhenTyping) {
+  const TensorType x(DType::kF32, {Dim::known(1), Dim::known(1), Dim::known(4)});
+  const int64_t k = int64_t{1} << 31;
+  auto t = runtime::infer_single_op(registry(), "MaxPool", {&x},
+                                    {{"kernel_shape", Ints{k}}, {"pads", Ints{k - 1, k - 1}}});
+  ASSERT_FALSE(t.has_value());
+  EXPECT_NE(t.error().message.find("FLOPs a run, over the limit of 2^50"), std::string::npos) << t.error().message;
+  // The same window over a few outputs is fine.
+  auto ok = runtime::infer_single_op(registry(), "MaxPool", {&x}, {{"kernel_shape", Ints{4}}, {"pads", Ints{3, 3}}});
+  ASSERT_TRUE(ok.has_value()) << ok.error().message;
+}
+
 }  // namespace
 }  // namespace tessera
