@@ -187,10 +187,16 @@ Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std
   std::mt19937_64 rng(seed);
   for (ir::ValueId v : g.inputs()) {
     const ir::Value& in = g.value(v);
-    if (feeds.count(in.name)) {
+    if (auto fed = feeds.find(in.name); fed != feeds.end()) {
       if (!in.type.is_tensor())
         return make_error("--input " + in.name + ": the input is " + in.type.to_string() +
                           ", and a .npy file holds one tensor (leave it out to draw two random tensors)");
+      // Checked here, where the file is known, so that the message names it.
+      const Tensor& t = fed->second;
+      if (!in.type.accepts(t.dtype(), t.shape()))
+        return make_error("input '" + in.name + "' expects " + in.type.to_string() + " but the file holds " +
+                              std::string(dtype_name(t.dtype())) + shape_to_string(t.shape()),
+                          (*source)[in.name]);
       continue;
     }
     if (!in.type.rank_known && in.type.is_tensor())
@@ -201,7 +207,7 @@ Expected<std::map<std::string, Tensor>> make_feeds(const ir::Graph& g, const std
       else shape.push_back(dims.count(d.symbol) ? dims[d.symbol] : 1);
     }
     auto ok = checked_numel(shape, in.type.dtype);
-    if (!ok) return ok.error();
+    if (!ok) return make_error("input '" + in.name + "' (random, of shape " + shape_to_string(shape) + "): " + ok.error().message);
     const double bytes = static_cast<double>(*ok) * dtype_size(in.type.dtype);
     const double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
     if (physical > 0 && bytes > physical)

@@ -307,12 +307,27 @@ int main(int argc, char** argv) {
   // a finite number (see tessera train --help)".
   app.failure_message([](const CLI::App* root, const CLI::Error& e) {
     std::string command = "tessera";
+    const CLI::App* deepest = root;
     for (const CLI::App* sub = root; sub != nullptr;) {
       const auto subs = sub->get_subcommands();
       sub = subs.empty() ? nullptr : subs.front();
-      if (sub) command += " " + sub->get_name();
+      if (sub) {
+        command += " " + sub->get_name();
+        deepest = sub;
+      }
     }
     std::string what = e.what();
+    // CLI11 lists what it did not expect last first ("1 --threads"): name the first one, and say
+    // an option is unknown rather than unexpected.
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+      const std::vector<std::string> rest = deepest->remaining();
+      if (!rest.empty()) {
+        const std::string& first = rest.front();
+        what = first.size() > 1 && first[0] == '-' && !std::isdigit(static_cast<unsigned char>(first[1]))
+                   ? "'" + first + "' is not an option of " + command
+                   : "unexpected argument '" + first + "'";
+      }
+    }
     for (char& c : what)
       if (c == '\n') c = ' ';
     return command + ": " + what + " (see " + command + " --help)\n";

@@ -65,10 +65,16 @@ Expected<GraphDocument> load_typed_document(const std::string& path, const ops::
   Status st = ops::infer_types(g, registry);
   if (st.is_ok()) return doc;
   Error e = st.error();
-  // Point at the node's place in the file (a JSON pointer, say) when the loader recorded it.
+  // Point at the node's place in the file (a JSON pointer, say) when the loader recorded it. An
+  // origin in another file (a .tsr converted from a .json keeps the .json's places) is told after
+  // the message: the error names the file read.
   if (g.has_node(e.node) && !g.node(e.node).provenance.origin.empty()) {
-    e.where = g.node(e.node).provenance.origin;
-    return e;
+    const std::string& origin = g.node(e.node).provenance.origin;
+    if (origin.rfind(path + ":", 0) == 0) {
+      e.where = origin;
+      return e;
+    }
+    if (e.message.find(origin) == std::string::npos) e.message += " [from " + origin + "]";
   }
   return e.within(path);
 }

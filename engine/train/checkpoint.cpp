@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <set>
 
 namespace tessera::train {
 namespace {
@@ -190,11 +191,13 @@ Expected<Checkpoint> read_checkpoint(const std::string& path) {
   }
   uint32_t n_tensors = 0;
   RETURN_IF_ERROR(r.get(n_tensors, "tensor count"));
+  std::set<std::string> seen;  // a tensor twice: which one is the weight would be a guess
   for (uint32_t i = 0; i < n_tensors; ++i) {
     std::string name;
     uint8_t dt = 0;
     uint32_t rank = 0;
     RETURN_IF_ERROR(r.get_str(name, "tensor name"));
+    if (!seen.insert(name).second) return r.fail("tensor '" + name + "' is stored twice");
     RETURN_IF_ERROR(r.get(dt, "dtype"));
     if (dt >= kNumDTypes) return r.fail("tensor '" + name + "' has unknown dtype code " + std::to_string(dt));
     RETURN_IF_ERROR(r.get(rank, "rank"));

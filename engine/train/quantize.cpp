@@ -10,6 +10,7 @@
 #include <set>
 
 #include "engine/data/loader.h"
+#include "engine/ir/verifier.h"
 #include "engine/ops/infer.h"
 #include "engine/passes/rewrite.h"
 #include "engine/stages/session.h"
@@ -66,6 +67,11 @@ Expected<std::vector<Target>> find_targets(const ir::Graph& g, const ops::OpRegi
   return targets;
 }
 
+// 'name', or %id for an unnamed value.
+std::string value_label(const ir::Graph& g, ir::ValueId v) {
+  return g.value(v).name.empty() ? "%" + std::to_string(v) : "'" + g.value(v).name + "'";
+}
+
 // One data-set pass: every batch through the session, `visit(k, tensor)` on each calibrated value.
 template <class Visit>
 Expected<int64_t> calibration_pass(stages::Session& session, const ir::Graph& g, size_t first, size_t count,
@@ -79,6 +85,16 @@ Expected<int64_t> calibration_pass(stages::Session& session, const ir::Graph& g,
     runtime::Feeds feeds;
     int64_t rows = 0;
     for (const auto& [name, t] : batch) {
+      // NaN or inf in the data would be skipped by the ranges below and quantize silently
+      // (all-NaN data gave scale 1.0 everywhere): refused, naming the input and the examples.
+      if (is_float(t.dtype()))
+        for (int64_t i = 0; i < t.numel(); ++i)
+          if (!std::isfinite(t.get(i))) {
+            const int64_t per = t.rank() > 0 && t.dim(0) > 0 ? t.numel() / t.dim(0) : t.numel();
+            return make_error("the calibration data's '" + name + "' holds " + (std::isnan(t.get(i)) ? "NaN" : "an infinity") +
+                              " (example " + std::to_string(seen + i / std::max<int64_t>(per, 1)) +
+                              "): an int8 range cannot be calibrated on it");
+          }
       if (g.inputs().size() == 1 && name == "x") {
         feeds[g.value(g.inputs()[0]).name] = t;
         rows = t.rank() > 0 ? t.dim(0) : 1;
@@ -148,6 +164,22 @@ Expected<QuantizeReport> quantize_static(ir::Graph& graph, const ops::OpRegistry
   TRY(std::vector<Target> targets, find_targets(graph, registry, report));
   if (targets.empty()) return make_error("the graph has no Conv, Gemm or MatMul with constant float weights to quantize");
 
+  // Weights and biases holding NaN or inf cannot be quantized (a scale of NaN, an i32 bias of
+  // nothing in particular): refused, naming them.
+  for (const Target& t : targets) {
+    const ir::Node& n = graph.node(t.node);
+    for (size_t k = 1; k < 3 && k < n.inputs.size(); ++k) {
+      const Tensor* c = n.inputs[k] == ir::kNoValue ? nullptr : ops::constant_value(graph, n.inputs[k]);
+      if (!c || !is_float(c->dtype())) continue;
+      for (int64_t i = 0; i < c->numel(); ++i)
+        if (!std::isfinite(c->get(i)))
+          return make_error(std::string(k == 1 ? "the weight " : "the bias ") + value_label(graph, n.inputs[k]) + " of " +
+                                ir::describe_node(n) + " holds " + (std::isnan(c->get(i)) ? "NaN" : "an infinity") +
+                                " at element " + std::to_string(i) + ": it cannot be quantized",
+                            {}, n.id);
+    }
+  }
+
   // The values to calibrate, each once.
   std::vector<ir::ValueId> values;
   std::map<ir::ValueId, size_t> index;
@@ -166,15 +198,24 @@ Expected<QuantizeReport> quantize_static(ir::Graph& graph, const ops::OpRegistry
   so.threads = std::max(1, options.threads);
   stages::Session session(cal, registry, so);
   std::vector<double> lo(values.size(), 0.0), hi(values.size(), 0.0);
+  std::vector<int64_t> non_finite(values.size(), 0);
   TRY(report.examples, calibration_pass(session, cal, first, values.size(), loader, options.max_examples,
                                         [&](size_t k, const Tensor& t) {
                                           const float* p = t.data<float>();
                                           for (int64_t i = 0; i < t.numel(); ++i) {
-                                            if (!std::isfinite(p[i])) continue;
+                                            if (!std::isfinite(p[i])) {
+                                              ++non_finite[k];
+                                              continue;
+                                            }
                                             lo[k] = std::min(lo[k], static_cast<double>(p[i]));
                                             hi[k] = std::max(hi[k], static_cast<double>(p[i]));
                                           }
                                         }));
+  // Finite data, yet the graph computes NaN or inf (an overflow, a log of 0): no range holds that.
+  for (size_t k = 0; k < values.size(); ++k)
+    if (non_finite[k] > 0)
+      return make_error("calibration: the value " + value_label(graph, values[k]) + " took " + std::to_string(non_finite[k]) +
+                        " NaN or infinite values on the calibration data: an int8 range cannot be calibrated on them");
   if (options.method == "percentile") {
     constexpr size_t kBins = 2048;
     std::vector<std::vector<int64_t>> hist(values.size(), std::vector<int64_t>(kBins, 0));

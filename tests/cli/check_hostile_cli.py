@@ -303,6 +303,53 @@ with tempfile.TemporaryDirectory() as tmp:
     check(bool(train_rows) and (train_rows[0]["status"] != "finished" or "incomplete record" in train_rows[0]["error"]),
           "and its record is not a complete 'finished' one (%s)" % ([(r["status"], r["error"][:120]) for r in train_rows]))
 
+    # 12. Round three (issue 42): silent cases and messages.
+    # 12a. Quantizing on NaN or inf calibration data, or with a NaN weight, exited 0 (all-NaN data
+    # gave scale 1.0 everywhere).
+    for bad, what in ((np.nan, "NaN"), (np.inf, "an infinity")):
+        xs = rs.rand(16, 1, 28, 28).astype(np.float32)
+        xs[3, 0, 5, 5] = bad
+        cal = os.path.join(tmp, "cal_%s.npz" % what.split()[-1])
+        np.savez(cal, x=xs, labels=rs.randint(0, 10, 16).astype(np.int64))
+        rc, _, err = run("quantize", mlp, os.path.join(tmp, "q.onnx"), "--calibrate", cal)
+        check(rc == 1 and "'x' holds %s (example 3)" % what in err,
+              "quantize on calibration data holding %s is refused naming the input and example (rc %s, %s)"
+              % (what, rc, err.strip()[-200:]))
+    with open(mlp) as f:
+        doc = json.load(f)
+    doc["params"][3]["data"][4] = "NaN"  # JSON has no NaN literal: the reader's spelling of it
+    nan_w = os.path.join(tmp, "nan_weight.json")
+    with open(nan_w, "w") as f:
+        json.dump(doc, f)
+    shutil.copy(os.path.join(root, "samples", "mlp.npz"), os.path.join(tmp, "mlp.npz"))
+    rc, _, err = run("quantize", nan_w, os.path.join(tmp, "q2.onnx"), "--calibrate", clean_npz)
+    check(rc == 1 and "the bias 'fc2.b' of Gemm 'fc2'" in err and "holds NaN at element 4" in err,
+          "quantize with a NaN weight is refused naming it (rc %s, %s)" % (rc, err.strip()[-200:]))
+    # 12b. Converting to .json turned string bytes that are not UTF-8 into U+FFFD.
+    bad_utf8 = os.path.join(tmp, "bad_utf8.onnx")
+    save_model(helper.make_graph(
+        [helper.make_node("Identity", ["s"], ["y"])], "strings", [],
+        [helper.make_tensor_value_info("y", TensorProto.STRING, [2])],
+        [helper.make_tensor("s", TensorProto.STRING, [2], [b"ok", b"\xff\xfe bad"])]), bad_utf8)
+    rc, _, err = run("convert", bad_utf8, os.path.join(tmp, "bad_utf8.json"))
+    check(rc == 1 and "not valid UTF-8" in err and not os.path.exists(os.path.join(tmp, "bad_utf8.json")),
+          "convert to .json refuses string bytes that are not UTF-8, writing nothing (rc %s, %s)" % (rc, err.strip()[-200:]))
+    rc, _, err = run("convert", bad_utf8, os.path.join(tmp, "bad_utf8.tsr"))
+    check(rc == 0, "while .tsr keeps them (rc %s, %s)" % (rc, err.strip()[-200:]))
+    # 12c. (An error in a .tsr names the file read, then the origin: tests/formats/tsr_test.cpp.)
+    # 12d. An .npy of the wrong shape was named by its input only.
+    wrong = os.path.join(tmp, "wrong_shape.npy")
+    np.save(wrong, np.zeros((2, 3), np.float32))
+    rc, _, err = run("run", mlp, "-i", "x=" + wrong, "--no-record")
+    check(rc == 1 and wrong in err and "input 'x' expects" in err,
+          "an .npy of the wrong shape is named with its input (rc %s, %s)" % (rc, err.strip()[-200:]))
+    # 12e. An option a command lacks was "The following arguments were not expected: 1 --threads".
+    rc, _, err = run("passes", mlp, "--dim", "N=2", "--threads", "1")
+    check(rc == 2 and "'--threads' is not an option of tessera passes" in err,
+          "an option the command lacks is named as such (rc %s, %s)" % (rc, err.strip()))
+    rc, _, err = run("passes", mlp, "--dim", "N=2147483648", "--no-record")
+    check(rc == 1 and "input 'x'" in err, "a --dim too large for memory names the input (rc %s, %s)" % (rc, err.strip()))
+
 if failures:
     print("%d check(s) failed" % len(failures))
     sys.exit(1)

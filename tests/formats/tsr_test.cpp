@@ -10,6 +10,8 @@
 #include <fstream>
 
 #include "engine/ir/text.h"
+#include "engine/ops/op_def.h"
+#include "formats/document.h"
 #include "formats/file_io.h"
 #include "formats/json_graph.h"
 
@@ -136,6 +138,23 @@ TEST(Tsr, TextThatIsNotUtf8RoundTrips) {
   EXPECT_EQ(ir::print_graph(back->graph), ir::print_graph(doc.graph));
   EXPECT_EQ(back->graph.node(n).name, odd);
   EXPECT_EQ(back->metadata.properties.at(odd), odd);
+}
+
+// An error in a .tsr converted from a .json named the .json's place (samples/lenet.json:/nodes/0)
+// as if that were the file read: the .tsr comes first, the origin after the message.
+TEST(Tsr, AnErrorNamesTheFileReadAndThenTheNodesOrigin) {
+  GraphDocument doc;
+  const ir::ValueId x = doc.graph.add_input("x", ir::TensorType(DType::kF32, {ir::Dim::known(2), ir::Dim::known(3)}));
+  const ir::NodeId n = doc.graph.add_node("Flatten", {x}, 1, "flatten", {{"axis", int64_t{7}}});  // past the rank
+  doc.graph.node(n).provenance.origin = "samples/other.json:/nodes/0";
+  doc.graph.set_outputs({doc.graph.node(n).outputs[0]});
+  const std::string path = temp_dir() + "/bad_axis.tsr";
+  ASSERT_TRUE(write_tsr(doc, path).is_ok());
+  auto typed = load_typed_document(path, ops::make_default_registry());
+  ASSERT_FALSE(typed.has_value());
+  const std::string text = typed.error().to_string();
+  EXPECT_EQ(text.rfind(path + ": ", 0), 0u) << text;
+  EXPECT_NE(text.find("[from samples/other.json:/nodes/0]"), std::string::npos) << text;
 }
 
 TEST(Tsr, SamplesRoundTripWithNestedGraphs) {

@@ -453,6 +453,19 @@ TEST(Checkpoint, RoundTripsAndCatchesCorruption) {
   EXPECT_FALSE(read_checkpoint(dir + "/text.tsc").has_value());
 }
 
+// A checkpoint holding one tensor twice is refused: which one is the weight would be a guess.
+TEST(Checkpoint, ATensorStoredTwiceIsRefused) {
+  const std::string dir = temp_dir(), path = dir + "/twice.tsc";
+  Checkpoint c;
+  c.tensors.emplace_back("w", randn({3, 4}, 3, 1.0));
+  c.tensors.emplace_back("w", randn({3, 4}, 4, 1.0));
+  ASSERT_TRUE(write_checkpoint(path, c).is_ok());
+  auto back = read_checkpoint(path);
+  ASSERT_FALSE(back.has_value());
+  EXPECT_NE(back.error().to_string().find("tensor 'w' is stored twice"), std::string::npos) << back.error().to_string();
+  EXPECT_NE(back.error().to_string().find("twice.tsc"), std::string::npos) << back.error().to_string();
+}
+
 TEST(Checkpoint, FullDiskKeepsThePreviousCheckpoint) {
   if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "/dev/full is not available";
   const std::string dir = temp_dir(), path = dir + "/c.tsc";
