@@ -138,6 +138,7 @@ struct TrainOptions {
   bool no_overlap = false;     // under mpirun: one blocking AllReduce per bucket
   bool sync_bn = false;        // under mpirun: batch norms use every rank's rows (SyncBatchNorm)
   double bucket_mb = 25, first_bucket_mb = 1;  // gradient bucket caps in MiB (DDP's bucket_cap_mb)
+  double dist_timeout = 20;    // under mpirun: seconds a collective may make no progress after step 1 (0: no limit)
   RecordOptions record;
 };
 int run_train(const TrainOptions& o);

@@ -115,6 +115,16 @@ int runs_show(const Database& db, const RunsOptions& o) {
   };
   auto ranks = insight::rank_stats(db, *id);
   if (!ranks) return fail(ranks.error());
+  // A rank whose spans went to another host's database still has its MPI time here (rank 0
+  // gathers every rank's): listed with no kernel figures.
+  const std::string comm_prefix = "dist/comm_s/rank";
+  for (const auto& m : summary) {
+    if (m.name.rfind(comm_prefix, 0) != 0) continue;
+    const int r = std::atoi(m.name.c_str() + comm_prefix.size());
+    if (std::none_of(ranks->begin(), ranks->end(), [&](const insight::RankStats& s) { return s.rank == r; }))
+      ranks->push_back(insight::RankStats{r});
+  }
+  std::sort(ranks->begin(), ranks->end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
   if (o.json) {
     nlohmann::json j = run_json(d->run);
     j["hyperparams"] = d->hyperparams;

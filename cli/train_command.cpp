@@ -411,6 +411,19 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
                                "interrupted; kill -USR1 <mpirun's pid> stops it after a whole step)\n");
           std::_Exit(143);
         }
+        // A collective that makes no progress (a link down: MPI over TCP notices after minutes of
+        // keepalives, or never): every rank stops by itself, rank 0 recording the run as failed.
+        // Not before the first step is done: ranks compile and load at their own pace.
+        if (o.dist_timeout > 0 && trainer.global_step() >= 1 && comm->stalled_seconds() > o.dist_timeout) {
+          const std::string what = "the ranks' communication made no progress for " +
+                                   std::to_string(static_cast<int>(o.dist_timeout)) + " s at step " +
+                                   std::to_string(trainer.global_step()) + " (" + std::to_string(world) +
+                                   " ranks): a network link between them is down, or a rank hangs; the last "
+                                   "checkpoint is intact (--dist-timeout sets the limit)";
+          if (rank == 0 && rec.active()) rec.abort(what);
+          std::fprintf(stderr, "tessera: error: rank %d: %s\n", rank, what.c_str());
+          std::_Exit(1);
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
     });
@@ -472,13 +485,19 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
   };
   auto result = trainer.fit(train_loader, test_loader.get(), cb);
   std::signal(SIGINT, SIG_DFL);
-  if (comm) {  // each rank's time in MPI (on the communication thread) and blocked waiting for it
-    observe::MetricsSink* m = rank == 0 ? rec.metrics() : rank_recorder.get();
-    const std::string r = "/rank" + std::to_string(rank);
-    if (m) {
-      m->on_metric("dist/comm_s" + r, trainer.global_step(), 0, comm->comm_seconds());
-      m->on_metric("dist/wait_s" + r, trainer.global_step(), 0, comm->wait_seconds());
-    }
+  if (comm && result) {
+    // Each rank's time in MPI (on the communication thread) and blocked waiting for it, gathered
+    // to rank 0, which records them all: a rank on another host has another database.
+    std::vector<float> times(2 * static_cast<size_t>(world), 0.f);
+    times[2 * static_cast<size_t>(rank)] = static_cast<float>(comm->comm_seconds());
+    times[2 * static_cast<size_t>(rank) + 1] = static_cast<float>(comm->wait_seconds());
+    if (comm->allreduce_sum(times.data(), static_cast<int64_t>(times.size())).is_ok() && rank == 0)
+      if (observe::MetricsSink* m = rec.metrics())
+        for (int r = 0; r < world; ++r) {
+          const std::string suffix = "/rank" + std::to_string(r);
+          m->on_metric("dist/comm_s" + suffix, trainer.global_step(), 0, times[2 * static_cast<size_t>(r)]);
+          m->on_metric("dist/wait_s" + suffix, trainer.global_step(), 0, times[2 * static_cast<size_t>(r) + 1]);
+        }
   }
   if (tty) std::cerr << "\n";
   if (!result) return rec.fail(result.error().within(o.file));

@@ -60,6 +60,11 @@ class Communicator {
   virtual double comm_seconds() const = 0;
   // Seconds the caller spent blocked in wait_allreduce (the communication the step did not hide).
   virtual double wait_seconds() const { return 0; }
+  // While a collective is in flight, the seconds since a collective last started or ended on this
+  // rank; 0 when none is. A link that went down, or a rank that hangs, shows here as a number that
+  // only grows (MPI over TCP notices a dead peer after minutes of keepalives, or never):
+  // `tessera train` stops the rank past --dist-timeout.
+  virtual double stalled_seconds() const { return 0; }
   // Where the communication thread records one span per bucket it sums (device "mpi", op
   // "MPI_Allreduce": the timeline shows the sums beside the kernels they overlap); null: none.
   void set_trace(observe::TraceSink* trace) { trace_.store(trace); }

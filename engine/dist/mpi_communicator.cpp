@@ -36,8 +36,27 @@ struct MpiCommunicator::Async {
   Status error;
 };
 
+// Marks a collective in flight for its scope (stalled_seconds).
+struct MpiCommunicator::InFlight {
+  MpiCommunicator& c;
+  explicit InFlight(MpiCommunicator& comm) : c(comm) {
+    c.progress_ns_.store(observe::now_ns());
+    c.in_flight_.fetch_add(1);
+  }
+  ~InFlight() {
+    c.progress_ns_.store(observe::now_ns());
+    c.in_flight_.fetch_sub(1);
+  }
+};
+
+double MpiCommunicator::stalled_seconds() const {
+  if (in_flight_.load() == 0) return 0;
+  return static_cast<double>(observe::now_ns() - progress_ns_.load()) * 1e-9;
+}
+
 template <class Comm>
 Status MpiCommunicator::sum(Comm comm, float* data, int64_t count) {
+  const InFlight in_flight(*this);
   const int64_t t0 = observe::now_ns();
   if (ordered_ && size_ > 1) {
     std::vector<float> all;
@@ -181,6 +200,7 @@ void MpiCommunicator::quiesce() {
 }
 
 Status MpiCommunicator::broadcast(void* data, int64_t bytes, int root) {
+  const InFlight in_flight(*this);
   const int64_t t0 = observe::now_ns();
   char* p = static_cast<char*>(data);
   for (int64_t at = 0; at < bytes;) {
@@ -194,6 +214,7 @@ Status MpiCommunicator::broadcast(void* data, int64_t bytes, int root) {
 }
 
 Status MpiCommunicator::barrier() {
+  const InFlight in_flight(*this);
   const int rc = MPI_Barrier(MPI_COMM_WORLD);
   if (rc != MPI_SUCCESS) return failure("MPI_Barrier", rc);
   return Status::ok();

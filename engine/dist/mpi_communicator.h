@@ -35,6 +35,7 @@ class MpiCommunicator final : public Communicator {
   [[noreturn]] void abort(int code) override;
   double comm_seconds() const override { return static_cast<double>(comm_ns_.load()) * 1e-9; }
   double wait_seconds() const override { return static_cast<double>(wait_ns_) * 1e-9; }
+  double stalled_seconds() const override;
   // Ordered: allreduce_sum gathers every rank's buffer and adds them in rank order on each rank,
   // so the sums are the same bits whatever algorithm MPI picks (costs N buffers of memory).
   void set_ordered(bool ordered) { ordered_ = ordered; }
@@ -48,6 +49,10 @@ class MpiCommunicator final : public Communicator {
   Status sum(Comm comm, float* data, int64_t count);
   int rank_ = 0, size_ = 1;
   std::atomic<int64_t> comm_ns_{0};
+  // Collectives in flight (either thread) and when one last started or ended: stalled_seconds.
+  struct InFlight;
+  std::atomic<int> in_flight_{0};
+  std::atomic<int64_t> progress_ns_{0};
   int64_t wait_ns_ = 0;
   bool ordered_ = false;
   std::unique_ptr<Async> async_;

@@ -127,22 +127,23 @@ def main():
         rows.append(row)
     print("%s, %d ranks x 1 thread against 1 rank x 1 thread, same global batch, %d alternated run(s) per side" %
           (train_bench.cpu_name(), args.ranks, args.repeats))
-    print("%-9s %10s %10s %7s %6s %15s %7s %8s %12s %12s %9s %9s %9s %12s %12s %9s %9s" % (
-        "model", "1 rank/s", "N ranks/s", "speedup", "best", "pairs", "ceiling", "lockstep", "loss 1", "loss N", "Δ",
+    print("%-9s %10s %10s %7s %6s %15s %7s %8s %8s %12s %12s %9s %9s %9s %12s %12s %9s %9s" % (
+        "model", "1 rank/s", "N ranks/s", "speedup", "best", "pairs", "ceiling", "of ceil", "lockstep", "loss 1", "loss N", "Δ",
         "threads Δ", "accum Δ", "torch 1", "torch N",
         "torch Δ", "torch thr Δ"))
     for r in rows:
         torch_cols = ("%12.6f %12.6f %9.1e %9.1e" % (r["torch_one"], r["torch_many"], abs(r["torch_one"] - r["torch_many"]),
                                                      abs(r["torch_one"] - r["torch_threads"]))
                       if "torch_one" in r else "")
-        print("%-9s %10.1f %10.1f %7.2f %6.2f %15s %7.2f %8.2f %12.6f %12.6f %9.1e %9.1e %9.1e %s" % (
+        print("%-9s %10.1f %10.1f %7.2f %6.2f %15s %7.2f %7.0f%% %8.2f %12.6f %12.6f %9.1e %9.1e %9.1e %s" % (
             r["model"], r["one"], r["many"], r["many"] / r["one"], r["many_best"] / r["one_best"],
-            "-".join("%.2f" % p for p in sorted(r["pairs"])), r["ceiling"], r["lockstep"], r["loss_one"], r["loss_many"],
+            "-".join("%.2f" % p for p in sorted(r["pairs"])), r["ceiling"], 100 * r["many"] / r["one"] / r["ceiling"],
+            r["lockstep"], r["loss_one"], r["loss_many"],
             abs(r["loss_one"] - r["loss_many"]), abs(r["loss_one"] - r["loss_threads"]),
             abs(r["loss_accumulate"] - r["loss_many"]), torch_cols))
     print("(examples per second: medians, best: the ratio of each side's fastest run, pairs: the speed-up of each"
           " alternated pair; ceiling: N independent processes of the per-rank batch at once, no communication, over"
-          " the 1-rank run (median): what this machine gives N trainers; lockstep: N times the slowest of those processes over"
+          " the 1-rank run (median): what this machine gives N trainers; of ceil: the speed-up as a share of the ceiling; lockstep: N times the slowest of those processes over"
           " the 1-rank run: what it gives N trainers that wait for each other every step (the cores are not equally fast);"
           " loss: the mean training loss over the run (one epoch of LeNet, %d ResNet-18 steps);"
           " Δ: |1 rank - N ranks|, the drift float rounding of the split gradient sum builds up; threads Δ: |1 thread - 2 threads|"
