@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
                         "Under mpirun: seconds the ranks' communication may make no progress once the first step "
                         "is done before every rank stops and the run is recorded failed (a network link down, a "
                         "rank hung; default 20, 0: wait for ever)")
-      ->check(CLI::Range(0.0, 86400.0));
+      ->check(kFinite)->check(CLI::Range(0.0, 86400.0));
   train_cmd->add_flag("--sync-bn", train.sync_bn,
                       "Under mpirun: batch norms normalise with the statistics of every rank's rows "
                       "(PyTorch's SyncBatchNorm), so a network with batch norm trains as one process with the global batch");

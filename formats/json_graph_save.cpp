@@ -5,6 +5,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "engine/core/strings.h"
 #include "formats/file_io.h"
 #include "formats/json_data.h"
 #include "formats/json_graph.h"
@@ -246,38 +247,18 @@ Json layout_json(const Layout& l) {
   return j;
 }
 
-// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
-bool valid_utf8(const std::string& s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  for (size_t i = 0; i < n;) {
-    const unsigned char c = p[i];
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (len == 0 || i + len > n) return false;
-    uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
-    for (size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (p[i + k] & 0x3f);
-    }
-    const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    i += len;
-  }
-  return true;
-}
-
 // Every string of the document (names, attributes, string tensors) is UTF-8, or the file is not
 // written: JSON text cannot hold other bytes, and nlohmann's writer would turn them into U+FFFD.
 Status check_utf8(const Json& j, const std::string& pointer) {
   if (j.is_string()) {
-    if (!valid_utf8(j.get_ref<const std::string&>()))
+    if (!is_valid_utf8(j.get_ref<const std::string&>()))
       return make_error("a string that is not valid UTF-8 (JSON text cannot hold its bytes; .tsr and .tir keep them)",
                         pointer.empty() ? "/" : pointer);
   } else if (j.is_array()) {
     for (size_t i = 0; i < j.size(); ++i) RETURN_IF_ERROR(check_utf8(j[i], pointer + "/" + std::to_string(i)));
   } else if (j.is_object()) {
     for (auto it = j.begin(); it != j.end(); ++it) {
-      if (!valid_utf8(it.key()))
+      if (!is_valid_utf8(it.key()))
         return make_error("a key that is not valid UTF-8 (JSON text cannot hold its bytes)", pointer.empty() ? "/" : pointer);
       RETURN_IF_ERROR(check_utf8(it.value(), pointer + "/" + it.key()));
     }

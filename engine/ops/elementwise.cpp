@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -331,16 +332,17 @@ Expected<DType> cast_target(const ir::Node& node, const AttrReader& attrs) {
 namespace {
 
 // The shortest decimal text that reads back as the same value of the element type (float32 at
-// most 9 significant digits, float64 17), as NumPy and ONNX's reference write numbers as strings.
+// most 9 significant digits, float64 17); NaN, INF, -INF as ONNX's Cast spells them and bool as 1
+// and 0, as ONNX Runtime writes them.
 std::string number_text(const Tensor& x, int64_t i) {
   const DType dt = x.dtype();
   if (dt == DType::kI64) return std::to_string(x.data<int64_t>()[i]);
   if (dt == DType::kU64) return std::to_string(x.data<uint64_t>()[i]);
-  if (dt == DType::kBool) return x.data<uint8_t>()[i] ? "True" : "False";
+  if (dt == DType::kBool) return x.data<uint8_t>()[i] ? "1" : "0";
   const double v = x.get(i);
   if (is_integer(dt)) return std::to_string(static_cast<int64_t>(v));
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "INF" : "-INF";
   const bool single = dt != DType::kF64;
   char buf[40];
   for (int digits = 1; digits <= 17; ++digits) {
@@ -353,6 +355,32 @@ std::string number_text(const Tensor& x, int64_t i) {
 // String to number: decimal or scientific text, "inf"/"infinity"/"nan" in any case, surrounding
 // white space allowed; anything else is an error naming the element.
 Status strings_to_numbers(KernelContext& ctx, const Tensor& x, DType to) {
+  // Integer text to an integer type: read as a 64-bit integer and converted as C++ (and ONNX
+  // Runtime) convert, wrapping ("300" as u8 is 44); other text goes through double, saturating.
+  if (is_integer(to)) {
+    bool all_integers = true;
+    std::vector<int64_t> ints;
+    for (int64_t i = 0; i < x.numel() && all_integers; ++i) {
+      const std::string& s = x.string_at(i);
+      const char* begin = s.c_str();
+      char* end = nullptr;
+      errno = 0;
+      const long long v = std::strtoll(begin, &end, 10);
+      while (end && *end && std::isspace(static_cast<unsigned char>(*end))) ++end;
+      all_integers = end != begin && end && !*end && s.size() == std::strlen(begin) && errno != ERANGE;
+      ints.push_back(static_cast<int64_t>(v));
+    }
+    if (all_integers) {
+      TRY(Tensor y, Tensor::create(to, x.shape()));
+      RETURN_IF_ERROR(dispatch_all(to, ctx.node, [&](auto tag) -> Status {
+        using D = decltype(tag);
+        for (int64_t i = 0; i < x.numel(); ++i) y.data<D>()[i] = static_cast<D>(ints[static_cast<size_t>(i)]);
+        return Status::ok();
+      }));
+      ctx.outputs = {y};
+      return Status::ok();
+    }
+  }
   std::vector<double> values;
   for (int64_t i = 0; i < x.numel(); ++i) {
     const std::string& s = x.string_at(i);
@@ -657,8 +685,9 @@ void register_cast(OpRegistry& reg) {
              "integer DataType; importers translate it). Floats to integers truncate toward zero "
              "(NaN becomes 0, out-of-range values saturate); integers to narrower integers wrap; "
              "anything to bool is x != 0 (NaN is true); bool becomes 0 or 1. Numbers become "
-             "strings as the shortest text that reads back; strings become numbers by parsing "
-             "(an error names an element that is not a number).");
+             "strings as the shortest text that reads back (NaN, INF, -INF; bool as 1 and 0, as "
+             "ONNX Runtime writes them); strings become numbers by parsing (integer text to an "
+             "integer type wraps as ONNX Runtime does; an error names an element that is not a number).");
   cast.input("input", "tensor of any element type");
   cast.output("output", "same shape, element type 'to'");
   cast.required_attr("to", AttrKind::kString,

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <string_view>
 #include <type_traits>
 
 #include "engine/ops/index_internal.h"
@@ -161,11 +162,17 @@ Status unique_kernel(KernelContext& ctx) {
   const bool sorted = attrs.i("sorted") != 0;
   UniqueResult r;
   const Tensor keyed = x.dtype() == DType::kF16 || x.dtype() == DType::kBF16 ? widen(x) : x;
-  RETURN_IF_ERROR(dispatch_bits(keyed.dtype(), ctx.node, [&](auto tag) -> Status {
-    using T = decltype(tag);
-    r = unique_slices<T>(keyed.data<T>(), outer, dim, inner, sorted);
-    return Status::ok();
-  }));
+  if (keyed.dtype() == DType::kString) {  // by their text (byte order, as ONNX Runtime sorts them)
+    std::vector<std::string_view> text(static_cast<size_t>(keyed.numel()));
+    for (int64_t i = 0; i < keyed.numel(); ++i) text[static_cast<size_t>(i)] = keyed.string_at(i);
+    r = unique_slices<std::string_view>(text.data(), outer, dim, inner, sorted);
+  } else {
+    RETURN_IF_ERROR(dispatch_bits(keyed.dtype(), ctx.node, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      r = unique_slices<T>(keyed.data<T>(), outer, dim, inner, sorted);
+      return Status::ok();
+    }));
+  }
   Shape shape = x.shape();
   shape[static_cast<size_t>(a)] = static_cast<int64_t>(r.first.size());
   TRY(Tensor y, make_tensor(x.dtype(), shape, ctx.node));

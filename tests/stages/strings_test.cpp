@@ -53,20 +53,41 @@ TEST(Strings, HashesSeeTheTextNotTheIds) {
 
 TEST(Strings, CastToAndFromNumbers) {
   const Tensor x = f32({5}, {0.1f, 1e-5f, -2.5f, NAN, -INFINITY});
-  EXPECT_EQ(run("Cast", {x}, {{"to", "string"}})[0].to_strings(), (Strings{"0.1", "1e-05", "-2.5", "nan", "-inf"}));
+  // NaN, INF, -INF and bools as 1 and 0: ONNX Runtime's text ("nan" and "True" were Python's).
+  EXPECT_EQ(run("Cast", {x}, {{"to", "string"}})[0].to_strings(), (Strings{"0.1", "1e-05", "-2.5", "NaN", "-INF"}));
   EXPECT_EQ(run("Cast", {Tensor::from_vector<int64_t>({1}, {9007199254740993})}, {{"to", "string"}})[0].to_strings(),
             (Strings{"9007199254740993"}));  // exact, not through double
   EXPECT_EQ(run("Cast", {Tensor::from_bools({2}, {true, false})}, {{"to", "string"}})[0].to_strings(),
-            (Strings{"True", "False"}));
+            (Strings{"1", "0"}));
   const Tensor s = Tensor::from_strings({4}, {"0.47892547", " 2.5 ", "INF", "-1e3"});
   const Tensor f = run("Cast", {s}, {{"to", "f32"}})[0];
   ASSERT_EQ(f.dtype(), DType::kF32);
   EXPECT_EQ(f.to_doubles(), (std::vector<double>{static_cast<double>(0.47892547f), 2.5, INFINITY, -1000}));
   expect_tensor(run("Cast", {Tensor::from_strings({2}, {"7", "-3"})}, {{"to", "i32"}})[0], DType::kI32, {2}, {7, -3});
+  // Integer text out of the target's range wraps, as ONNX Runtime converts (it saturated).
+  expect_tensor(run("Cast", {Tensor::from_strings({3}, {"300", "-1", "4294967297"})}, {{"to", "u8"}})[0], DType::kU8, {3},
+                {44, 255, 1});
+  expect_tensor(run("Cast", {Tensor::from_strings({1}, {"4294967297"})}, {{"to", "i32"}})[0], DType::kI32, {1}, {1});
+  // Text that is not an integer still goes through double (and saturates).
+  expect_tensor(run("Cast", {Tensor::from_strings({2}, {"2.9", "1e3"})}, {{"to", "i32"}})[0], DType::kI32, {2}, {2, 1000});
   const std::string e = fail("Cast", {Tensor::from_strings({2}, {"1", "one"})}, {{"to", "f32"}});
   EXPECT_NE(e.find("element 1 is the string \"one\", which is not a number"), std::string::npos) << e;
   // CastLike takes its target type from a string tensor too.
   EXPECT_EQ(run("CastLike", {f32({1}, {3}), Tensor::from_strings({1}, {"x"})})[0].to_strings(), (Strings{"3"}));
+}
+
+// Unique on strings (it was refused): by their text, first occurrences, inverse and counts.
+TEST(Strings, UniqueByText) {
+  const Tensor x = Tensor::from_strings({6}, {"pear", "apple", "pear", "", "fig", "apple"});
+  auto r = runtime::run_single_op(registry(), "Unique", {x}, {}, 4);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ((*r)[0].to_strings(), (Strings{"", "apple", "fig", "pear"}));
+  EXPECT_EQ((*r)[1].to_doubles(), (std::vector<double>{3, 1, 4, 0}));
+  EXPECT_EQ((*r)[2].to_doubles(), (std::vector<double>{3, 1, 3, 0, 2, 1}));
+  EXPECT_EQ((*r)[3].to_doubles(), (std::vector<double>{1, 2, 1, 2}));
+  auto unsorted = runtime::run_single_op(registry(), "Unique", {x}, {{"sorted", int64_t{0}}}, 1);
+  ASSERT_TRUE(unsorted.has_value()) << unsorted.error().message;
+  EXPECT_EQ((*unsorted)[0].to_strings(), (Strings{"pear", "apple", "", "fig"}));
 }
 
 TEST(Strings, DataMovementOpsMoveStrings) {
