@@ -71,7 +71,7 @@ class ConvKernel : public OneDnnKernel {
       if (act) append_activation(po, *act);
       if (act) exact_ = act->exact;
     }
-    if (exact_) {  // constants holding NaN or inf take the exact path every run
+    {  // constants holding NaN or inf take the exact path every run (when there is one)
       const auto non_finite = [](const Tensor& t) {
         return has_non_finite(static_cast<const float*>(t.raw_data()), static_cast<size_t>(t.numel()));
       };
@@ -100,13 +100,21 @@ class ConvKernel : public OneDnnKernel {
         alg_ = alg;
       });
       need_scratch(pd_);
-      if (exact_) {
-        // The same convolution in the formats the first one chose, without the activation.
-        convolution_forward::desc d(
-            prop_, alg_, pd_.src_desc(), pd_.weights_desc(), has_bias_ ? pd_.bias_desc() : memory::desc(),
-            pd_.dst_desc(), g.strides, g.dilations, g.pad_l, g.pad_r);
-        exact_pd_ = convolution_forward::primitive_desc(d, exact_attr, ctx_->engine);
-        need_scratch(exact_pd_);
+      // The exact path, for runs whose inputs hold NaN or inf: a direct convolution on the src and
+      // dst formats the first one chose, without an activation that drops NaN (applied after by
+      // apply_activation). Winograd needs it whatever the activation: its transforms add and
+      // subtract a tile's inputs, so one infinity made NaN in outputs whose windows never saw it.
+      if (exact_ || alg_ == dnnl::algorithm::convolution_winograd) {
+        try {
+          convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                      pd_.src_desc(), wei_md, has_bias_ ? pd_.bias_desc() : memory::desc(),
+                                      pd_.dst_desc(), g.strides, g.dilations, g.pad_l, g.pad_r);
+          exact_pd_ = convolution_forward::primitive_desc(d, exact_ ? exact_attr : attr, ctx_->engine);
+          need_scratch(exact_pd_);
+          guarded_ = true;
+        } catch (const dnnl::error&) {
+          guarded_ = false;  // no such direct convolution: the fast path alone, as before
+        }
       }
       size_t off = align64(scratch_bytes_);
       if (pd_.src_desc() != src_user_md_) {
@@ -217,15 +225,27 @@ class ConvKernel : public OneDnnKernel {
                                             {DNNL_ARG_DST, dst_conv_},
                                             {DNNL_ARG_SCRATCHPAD, scratchpad_}};
     if (has_bias_) args[DNNL_ARG_BIAS] = bias_mem_;
-    if (exact_ && (always_exact_ || inputs_non_finite(run))) {
-      // A NaN or an infinity: the activation's post-op could drop a NaN, so run without it and
-      // apply it here (the primitive is made the first time it is needed).
-      if (!exact_prim_) exact_prim_ = convolution_forward(exact_pd_);
+    if (guarded_ && (always_exact_ || inputs_non_finite(run))) {
+      // A NaN or an infinity: the exact path (made the first time it is needed), on weights in
+      // its own format (reordered once when constant, else each such run).
+      const dnnl::engine& eng = ctx_->engine;
+      if (!exact_prim_) {
+        exact_prim_ = convolution_forward(exact_pd_);
+        exact_wei_ = memory(exact_pd_.weights_desc(), eng);
+      }
+      if (!w_const_ || !exact_wei_ready_) {
+        memory user(wei_user_md_, eng, w_const_ ? const_cast<void*>(w_copy_.raw_data()) : run.inputs[1].data);
+        dnnl::reorder(user, exact_wei_).execute(stream_, user, exact_wei_);
+        exact_wei_ready_ = w_const_ != nullptr;
+      }
+      args[DNNL_ARG_WEIGHTS] = exact_wei_;
       exact_prim_.execute(stream_, args);
       if (dst_copy_) dst_reorder_.execute(stream_, dst_conv_, dst_user_);
       stream_.wait();
-      auto* y = static_cast<float*>(run.outputs[0].data);
-      apply_activation(*exact_, y, y, static_cast<int64_t>(dst_user_md_.get_size() / sizeof(float)));
+      if (exact_) {
+        auto* y = static_cast<float*>(run.outputs[0].data);
+        apply_activation(*exact_, y, y, static_cast<int64_t>(dst_user_md_.get_size() / sizeof(float)));
+      }
       return;
     }
     prim_.execute(stream_, args);
@@ -245,10 +265,13 @@ class ConvKernel : public OneDnnKernel {
 
   convolution_forward::primitive_desc pd_, exact_pd_;
   convolution_forward prim_, exact_prim_;
-  dnnl::algorithm alg_ = dnnl::algorithm::convolution_direct;  // the primitive's, for exact_pd_
+  dnnl::algorithm alg_ = dnnl::algorithm::convolution_direct;  // the primitive's
   dnnl::prop_kind prop_ = dnnl::prop_kind::forward_inference;
-  std::optional<ExactActivation> exact_;
-  bool always_exact_ = false;
+  std::optional<ExactActivation> exact_;  // the activation, when its post-op drops NaN
+  bool guarded_ = false;        // exact_pd_ exists: runs with NaN or inf inputs take it
+  bool always_exact_ = false;   // a constant W or B holds NaN or inf
+  memory exact_wei_;            // the weights in exact_pd_'s format
+  bool exact_wei_ready_ = false;
   memory::desc src_user_md_, dst_user_md_, wei_user_md_, z_user_md_;
   const Tensor* w_const_ = nullptr;
   Tensor w_copy_, b_copy_;  // keep the constants alive (shared storage)

@@ -20,6 +20,7 @@ Expected<KernelPtr> make_unary(const ContextPtr& ctx, const KernelInit& init) {
     return decline(init, impl, "needs static f32");
   const std::optional<Activation> act = unary_activation(init);
   if (!act) return decline(init, impl, "op or attribute not mapped to oneDNN");
+  if (std::isnan(act->alpha) || std::isnan(act->beta)) return decline(init, impl, "a NaN parameter");
   // oneDNN's eltwise primitive with an eltwise post-op runs its slow reference implementation.
   if (act->then || act->exact) return decline(init, impl, "two steps, or drops NaN (cpu.vec:unary's)");
   if (layout_at(init, 0) != init.out_layout)

@@ -221,6 +221,7 @@ std::optional<Activation> map_activation(const std::string& name, const KernelIn
   if (name == "Swish") return Activation{algorithm::eltwise_swish, param("activation_alpha", "alpha", 1.0), 0.f};
   if (name == "HardSigmoid" && fused) {  // two post-ops; the unary kernel cannot chain them
     const float alpha = param("activation_alpha", "alpha", 0.2), beta = param("activation_beta", "beta", 0.5);
+    if (!std::isfinite(alpha) || !std::isfinite(beta)) return std::nullopt;
     return Activation{algorithm::eltwise_linear, alpha, beta, EltwiseStep{algorithm::eltwise_clip_v2, 0.f, 1.f},
                       ExactActivation{ActFn::kHardSigmoid, alpha, beta}};
   }
@@ -237,6 +238,7 @@ std::optional<Activation> map_activation(const std::string& name, const KernelIn
     const float lo = param("activation_alpha", "", -INFINITY),
                 hi = param("activation_beta", "", INFINITY);
     if (lo > hi) return std::nullopt;  // ONNX gives max everywhere; oneDNN's clip does not
+    if (std::isnan(lo) || std::isnan(hi)) return std::nullopt;  // oneDNN throws appending it
     return Activation{algorithm::eltwise_clip_v2, lo, hi, {}, ExactActivation{ActFn::kClip, lo, hi}};
   }
   return std::nullopt;
@@ -249,6 +251,9 @@ Expected<std::optional<Activation>> read_activation(const KernelInit& init) {
   if (name.empty()) return std::optional<Activation>();
   std::optional<Activation> a = map_activation(name, init, /*fused=*/true);
   if (!a) return make_error("activation '" + name + "' is not mapped to oneDNN");
+  // oneDNN throws appending a post-op with a NaN parameter (a Clip bound of NaN crashed the CLI).
+  if (std::isnan(a->alpha) || std::isnan(a->beta))
+    return make_error("activation '" + name + "' has a NaN parameter");
   return a;
 }
 

@@ -118,6 +118,19 @@ bool given_type(const InferContext& ctx, size_t i) {
 }
 
 
+// The most coordinates an output axis may have: each gets its interpolation taps (two small
+// vectors, ~100 bytes), so an axis of 2^31 asked for 170 GB before the output was even checked
+// (the campaign's sizes [1, 1, 2^31 - 1, 2]).
+constexpr int64_t kMaxResizeAxis = int64_t{1} << 24;
+
+Status check_resize_axes(const ir::Node& node, const std::vector<int64_t>& out) {
+  for (size_t d = 0; d < out.size(); ++d)
+    if (out[d] > kMaxResizeAxis)
+      return node_error(node, "output axis " + std::to_string(d) + " would be " + std::to_string(out[d]) +
+                                  " long, past the 2^24 coordinates a resized axis may have");
+  return Status::ok();
+}
+
 // floor(scale * size) of an axis, refused unless the scale is positive and finite and the
 // extent stays within ir::kMaxElements (a scale of 1e9, or 3e38, once overflowed int64).
 Expected<int64_t> scaled_extent(const ir::Node& node, double scale, int64_t size, size_t axis) {
@@ -296,6 +309,8 @@ Status resize_kernel(KernelContext& ctx) {
     if (t.numel() != 2 * r) return node_error(ctx.node, "'roi' must hold 2 * rank values");
     for (int64_t i = 0; i < t.numel(); ++i) roi[static_cast<size_t>(i)] = t.get(i);
   }
+  RETURN_IF_ERROR(check_resize_axes(ctx.node, shape));
+  TRY(Tensor y, make_tensor(x.dtype(), shape, ctx.node));  // before the taps: the size is checked first
   // taps[d][o]: the taps of output coordinate o on axis d.
   std::vector<std::vector<Taps>> taps(static_cast<size_t>(r));
   for (int d = 0; d < r; ++d) {
@@ -306,7 +321,6 @@ Status resize_kernel(KernelContext& ctx) {
           axis_taps(a, o, x.dim(d), scales[static_cast<size_t>(d)], roi[static_cast<size_t>(d)],
                     roi[static_cast<size_t>(r + d)]));
   }
-  TRY(Tensor y, make_tensor(x.dtype(), shape, ctx.node));
   const std::vector<int64_t> xs = contiguous_strides(x.shape());
   std::vector<int64_t> pos(static_cast<size_t>(r), 0), k(static_cast<size_t>(r), 0);
   for (int64_t e = 0; e < y.numel(); ++e) {
@@ -351,6 +365,7 @@ Expected<std::vector<ResizeAxisTaps>> resize_taps(const ir::Node& node, const At
   const size_t r = in.size();
   if (out.size() != r || scales.size() != r || roi.size() != 2 * r)
     return node_error(node, "Resize taps: shapes, scales and roi do not match the rank");
+  RETURN_IF_ERROR(check_resize_axes(node, out));
   std::vector<ResizeAxisTaps> axes(r);
   for (size_t d = 0; d < r; ++d) {
     if (in[d] == 0 && out[d] > 0) return node_error(node, "cannot resize an empty axis to a non-empty one");

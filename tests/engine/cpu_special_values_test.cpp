@@ -207,6 +207,35 @@ TEST(CpuSpecialValues, FusedActivationsKeepNaN) {
                              reference("FusedConv", wino, relu), 1e-3), 1);
 }
 
+// Winograd adds and subtracts a tile's inputs, so one infinity made NaN in outputs whose windows
+// never saw it (the campaign's UNet): a run whose input holds NaN or inf takes a direct
+// convolution instead.
+TEST(CpuSpecialValues, WinogradDoesNotSpreadAnInfinity) {
+  Tensor x = random_f32({2, 16, 28, 28}, 37);
+  for (int64_t i : {100, 2000, 9000, 20000}) x.data<float>()[i] = -kInf;
+  x.data<float>()[15000] = kInf;
+  const Tensor w = random_f32({16, 16, 3, 3}, 38), b = random_f32({16}, 39);
+  const ir::Attributes pads{{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  const std::vector<const Tensor*> conv = {&x, &w, &b};
+  KernelResult got = run_cpu({"Conv", conv, pads, {false, true, true}, {"nChw16c"}, "nChw16c"});
+  ASSERT_EQ(got.impl, "onednn:conv");
+  EXPECT_NE(got.detail.find("wino"), std::string::npos) << got.detail;  // the case this is about
+  expect_same_specials(got.outputs[0], reference("Conv", conv, pads)[0], 1e-3);
+}
+
+// A Clip bound of NaN made oneDNN throw appending the post-op, which killed the process: the
+// fused kernels decline it (the reference kernel takes the node).
+TEST(CpuSpecialValues, FusedClipWithANaNBoundDeclines) {
+  const Tensor x = random_f32({1, 16, 5, 5}, 40), w = random_f32({16, 16, 3, 3}, 41);
+  const Tensor a = random_f32({4, 16}, 42), bm = random_f32({16, 8}, 43);
+  for (auto [lo, hi] : {std::pair{kNaN, 6.f}, {0.f, kNaN}}) {
+    const ir::Attributes attrs{{"activation", "Clip"}, {"activation_alpha", static_cast<double>(lo)},
+                               {"activation_beta", static_cast<double>(hi)}};
+    EXPECT_EQ(run_cpu({"FusedConv", {&x, &w}, attrs, {false, true}, {}, "", 1, "onednn:fused_conv"}).impl, "");
+    EXPECT_EQ(run_cpu({"FusedMatMul", {&a, &bm}, attrs, {false, true}, {}, "", 1, "onednn:fused_matmul"}).impl, "");
+  }
+}
+
 // A weight or bias holding NaN (a constant: checked once, at load) and a residual Z holding one
 // reach the output through Relu and Clip too.
 TEST(CpuSpecialValues, NaNInWeightsAndResidualSurvivesTheActivation) {

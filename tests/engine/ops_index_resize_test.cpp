@@ -170,11 +170,16 @@ TEST(Resize, ScalesThatOverflowAreRefused) {
     const Tensor data = f32({1, 1, 4}, {1, 2, 3, 4});
     EXPECT_FALSE(runtime::run_single_op_with_absent(registry(), "Resize", {&data, nullptr, &scales}).has_value());
   }
-  // 1e9 on one axis of 4 is a legal 4e9-long axis.
+  // 1e9 on one axis of 4 types as a 4e9-long axis, but no kernel builds 4e9 coordinates' taps
+  // (sizes [1, 1, 2^31 - 1, 2] asked for 170 GB of them before the output was checked).
   const Tensor big = f32({3}, {1, 1, 1e9f});
   auto t = runtime::infer_single_op(registry(), "Resize", {&x, nullptr, &sc}, {}, 1, {nullptr, nullptr, &big});
   ASSERT_TRUE(t.has_value()) << t.error().message;
   EXPECT_EQ((*t)[0].to_string(), "f32[1, 1, 4000000000]");
+  const Tensor data = f32({1, 1, 4}, {1, 2, 3, 4});
+  auto run = runtime::run_single_op_with_absent(registry(), "Resize", {&data, nullptr, &big});
+  ASSERT_FALSE(run.has_value());
+  EXPECT_NE(run.error().message.find("past the 2^24 coordinates"), std::string::npos) << run.error().message;
 }
 
 }  // namespace
