@@ -239,7 +239,11 @@ def main():
             return 77
         for ns, dev, ip in ((NS_A, VETH_A, f"{NET}.1"), (NS_B, VETH_B, f"{NET}.2")):
             for cmd in (["addr", "add", f"{ip}/24", "dev", dev], ["link", "set", dev, "up"], ["link", "set", "lo", "up"]):
-                subprocess.run(["ip", "-n", ns] + cmd, check=True, capture_output=True, timeout=20)
+                r = run(["ip", "-n", ns] + cmd, timeout=20)
+                if r.returncode != 0:  # (a chroot without its own /run/netns mounts, say)
+                    print(f"skip: cannot set up the namespaces' network here: ip -n {ns} {' '.join(cmd)}: "
+                          f"{(r.stderr or r.stdout).strip()}")
+                    return 77
 
         # The rsh agent mpirun starts host B's daemon with (there is no sshd): `agent HOST COMMAND...`
         # runs COMMAND in HOST's namespace, host B under its own hostname as a real host has.
