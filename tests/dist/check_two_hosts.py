@@ -219,6 +219,16 @@ def main():
         if not shutil.which(tool):
             print(f"skip: no {tool} ({package})")
             return 77
+    # `ip netns exec` makes / a slave mount: in a chroot whose root is not a mount point it fails,
+    # after `ip netns add` has already mounted /run/netns (left behind, it keeps the chroot busy).
+    try:
+        with open("/proc/self/mountinfo") as f:
+            root_mounted = any(line.split()[4] == "/" for line in f if len(line.split()) > 4)
+    except OSError:
+        root_mounted = False
+    if not root_mounted:
+        print("skip: / is not a mount point here (a chroot): network namespaces cannot be entered")
+        return 77
     tessera = os.path.abspath(args.tessera)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # (the finally below cleans up)
     remove_stale_namespaces()
