@@ -105,6 +105,38 @@ bool all_finite(const Tensor& t) {
   return true;
 }
 
+// Runs `g` on the reference kernels with every node output kept and returns the error naming the
+// first node (in execution order) whose float output is not finite, after `head`, with `advice`;
+// a gradient node names the forward node it differentiates (provenance), else its origin.
+// nullopt when every value is finite or the graph cannot run.
+std::optional<Error> first_non_finite_node(ir::Graph g, const ops::OpRegistry& registry, const runtime::Feeds& feeds,
+                                           const std::string& head, const std::string& advice) {
+  auto order = g.topological_order();
+  if (!order) return std::nullopt;
+  std::vector<ir::ValueId> outs;
+  for (ir::NodeId id : *order)
+    for (ir::ValueId v : g.node(id).outputs) outs.push_back(v);
+  g.set_outputs(outs);
+  runtime::Feeds f;
+  for (ir::ValueId in : g.inputs())
+    if (auto it = feeds.find(g.value(in).name); it != feeds.end()) f[it->first] = it->second;
+  auto values = runtime::run_reference(g, registry, f);
+  if (!values) return std::nullopt;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const Tensor& t = (*values)[i];
+    if (!is_float(t.dtype()) || all_finite(t)) continue;
+    const ir::Node& n = g.node(g.value(outs[i]).producer);
+    std::string from;
+    for (ir::NodeId src : n.provenance.from)
+      if (from.empty() && src != n.id && g.has_node(src)) from = ir::describe_node(g.node(src));
+    if (from.empty()) from = n.provenance.origin;
+    return make_error(head + "; the first non-finite value is the output of " + ir::describe_node(n) +
+                          (from.empty() ? "" : " (from " + from + ")") + ": " + advice,
+                      {}, n.id);
+  }
+  return std::nullopt;
+}
+
 // The examples in a batch: the leading size of its batched fields (slice_rows splits those).
 int64_t batch_rows(const data::Batch& batch) {
   for (const auto& [name, t] : batch)
@@ -406,28 +438,9 @@ Error Trainer::diagnose_non_finite(const runtime::Feeds& feeds, int64_t step, do
   // Re-run the forward graph on the reference kernels keeping every value, and name the first
   // node whose output is not finite.
   ir::Graph g = autodiff::evaluation_graph(forward_, config_.spec);
-  if (ops::infer_types(g, registry_).is_ok()) {
-    auto order = g.topological_order();
-    if (order) {
-      std::vector<ir::ValueId> outs;
-      for (ir::NodeId id : *order)
-        for (ir::ValueId v : g.node(id).outputs) outs.push_back(v);
-      g.set_outputs(outs);
-      runtime::Feeds f;
-      for (ir::ValueId in : g.inputs())
-        if (auto it = feeds.find(g.value(in).name); it != feeds.end()) f[it->first] = it->second;
-      auto values = runtime::run_reference(g, registry_, f);
-      if (values) {
-        for (size_t i = 0; i < outs.size(); ++i)
-          if (!all_finite((*values)[i])) {
-            const ir::Node& n = g.node(g.value(outs[i]).producer);
-            return make_error(head + "; the first non-finite value is the output of " + ir::describe_node(n) +
-                                  (n.provenance.origin.empty() ? "" : " (from " + n.provenance.origin + ")") +
-                                  ": lower the learning rate, or check the data and the initial weights", {}, n.id);
-          }
-      }
-    }
-  }
+  if (ops::infer_types(g, registry_).is_ok())
+    if (std::optional<Error> e = first_non_finite_node(g, registry_, feeds, head, "lower the learning rate, or check the data and the initial weights"))
+      return *e;
   return make_error(head + "; every forward value is finite, so the loss itself overflowed (labels out of range?)");
 }
 
@@ -436,37 +449,10 @@ Error Trainer::diagnose_non_finite_state(const runtime::Feeds& feeds, int64_t st
                            "' non-finite (--check-numerics)";
   // The step again on the reference kernels keeping every value: the first node whose output is
   // not finite, in execution order (forward, then the gradients, then the updates).
-  auto built = autodiff::build_training_step(forward_, config_.spec, registry_);
-  if (built) {
-    ir::Graph& g = *built;
-    auto order = g.topological_order();
-    if (order) {
-      std::vector<ir::ValueId> outs;
-      for (ir::NodeId id : *order)
-        for (ir::ValueId v : g.node(id).outputs) outs.push_back(v);
-      g.set_outputs(outs);
-      runtime::Feeds f;
-      for (ir::ValueId in : g.inputs())
-        if (auto it = feeds.find(g.value(in).name); it != feeds.end()) f[it->first] = it->second;
-      auto values = runtime::run_reference(g, registry_, f);
-      if (values) {
-        for (size_t i = 0; i < outs.size(); ++i) {
-          const Tensor& t = (*values)[i];
-          if (!is_float(t.dtype()) || all_finite(t)) continue;
-          const ir::Node& n = g.node(g.value(outs[i]).producer);
-          // A gradient node names the forward node it differentiates (provenance), else its origin.
-          std::string from;
-          for (ir::NodeId src : n.provenance.from)
-            if (from.empty() && src != n.id && g.has_node(src)) from = ir::describe_node(g.node(src));
-          if (from.empty()) from = n.provenance.origin;
-          return make_error(head + "; the first non-finite value is the output of " + ir::describe_node(n) +
-                                (from.empty() ? "" : " (from " + from + ")") +
-                                ": lower the learning rate, clip the gradients, or check the data and the initial weights",
-                            {}, n.id);
-        }
-      }
-    }
-  }
+  if (auto built = autodiff::build_training_step(forward_, config_.spec, registry_))
+    if (std::optional<Error> e = first_non_finite_node(*built, registry_, feeds, head,
+                                                       "lower the learning rate, clip the gradients, or check the data and the initial weights"))
+      return *e;
   return make_error(head + "; running the step on the reference kernels kept every value finite");
 }
 
