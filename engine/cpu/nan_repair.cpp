@@ -17,8 +17,7 @@ inline uint32_t bits_of(float v) {
   return b & 0x7fffffffu;
 }
 
-// Vectorised at -O2 too (the project's release flags): the plain loops below are the scan.
-TESSERA_VEC_CLONES __attribute__((optimize("tree-vectorize"))) bool any_above(const float* x, size_t n, uint32_t limit) {
+TESSERA_VEC_CLONES TESSERA_VECTORISE bool any_above(const float* x, size_t n, uint32_t limit) {
   constexpr size_t kBlock = 4096;  // stop soon after the first hit, but keep the inner loop plain
   for (size_t lo = 0; lo < n; lo += kBlock) {
     const size_t hi = std::min(n, lo + kBlock);
@@ -29,7 +28,7 @@ TESSERA_VEC_CLONES __attribute__((optimize("tree-vectorize"))) bool any_above(co
   return false;
 }
 
-TESSERA_VEC_CLONES __attribute__((optimize("tree-vectorize"))) void apply_range(
+TESSERA_VEC_CLONES TESSERA_VECTORISE void apply_range(
     ActFn fn, const float* x, float* y, int64_t lo, int64_t hi, float a, float b) {
   switch (fn) {
     case ActFn::kRelu:

@@ -56,6 +56,14 @@ inline Expected<KernelPtr> make_byte_copy(const std::string& name, size_t bytes)
 // region is outlined into a function of its own, without the clone's target) and split the range
 // with for_chunks.
 #define TESSERA_VEC_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+// GCC vectorises at -O2 only what its very cheap cost model allows (a reduction of compares over a
+// block stayed scalar: 147 us for 0.8 MB, 12 us vectorised): loops that need more ask for it.
+// Clang vectorises them at -O2 and has no such attribute.
+#if defined(__clang__)
+#define TESSERA_VECTORISE
+#else
+#define TESSERA_VECTORISE __attribute__((optimize("tree-vectorize")))
+#endif
 
 // e^x in float for vectorised loops (Cephes' expf: range reduction by ln 2, a degree-5 polynomial;
 // within 2 ulp over the range, 0 below -87.3, +inf above 88.7, NaN for NaN). Inlined into the
