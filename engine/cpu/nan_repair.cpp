@@ -66,6 +66,9 @@ void apply_activation(const ExactActivation& act, const float* x, float* y, int6
 
 bool has_nan(const float* x, size_t n) { return any_above(x, n, 0x7f800001u); }
 bool has_non_finite(const float* x, size_t n) { return any_above(x, n, 0x7f800000u); }
+bool has_non_finite(const Tensor& t) {
+  return has_non_finite(static_cast<const float*>(t.raw_data()), static_cast<size_t>(t.numel()));
+}
 
 void nan_indicator(const float* x, float* out, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = x[i] != x[i] ? 1.f : 0.f;

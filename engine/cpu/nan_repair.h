@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/core/tensor.h"
+
 namespace tessera::cpu {
 
 // Element-wise activations written with compares that are false for NaN, so NaN falls through:
@@ -26,6 +28,7 @@ void apply_activation(const ExactActivation& act, const float* x, float* y, int6
 // Whether x[0, n) holds a NaN / a NaN or an infinity.
 bool has_nan(const float* x, size_t n);
 bool has_non_finite(const float* x, size_t n);
+bool has_non_finite(const Tensor& t);  // a contiguous f32 tensor (a kernel's constant weights)
 
 // 1 where x is NaN, else 0 (a buffer the kernel's own primitive then pools or reduces: the
 // outputs it gives a non-zero are the ones whose window or slice held a NaN).

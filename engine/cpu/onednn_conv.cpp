@@ -71,12 +71,8 @@ class ConvKernel : public OneDnnKernel {
       if (act) append_activation(po, *act);
       if (act) exact_ = act->exact;
     }
-    {  // constants holding NaN or inf take the exact path every run (when there is one)
-      const auto non_finite = [](const Tensor& t) {
-        return has_non_finite(static_cast<const float*>(t.raw_data()), static_cast<size_t>(t.numel()));
-      };
-      always_exact_ = (w_const_ && non_finite(w_copy_)) || (b_const_ && non_finite(b_copy_));
-    }
+    // Constants holding NaN or inf take the exact path every run (when there is one).
+    always_exact_ = (w_const_ && has_non_finite(w_copy_)) || (b_const_ && has_non_finite(b_copy_));
     dnnl::primitive_attr attr = user_scratchpad_attr();
     attr.set_post_ops(po);
     return guarded("conv", [&] {

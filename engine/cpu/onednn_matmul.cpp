@@ -48,11 +48,8 @@ class MatMulKernel : public OneDnnKernel {
     b_const_ = b_const != nullptr;
     exact_ = ops.exact;
     if (exact_) {  // constants holding NaN or inf take the exact path every run
-      const auto non_finite = [](const Tensor& t) {
-        return has_non_finite(static_cast<const float*>(t.raw_data()), static_cast<size_t>(t.numel()));
-      };
-      always_exact_ = b_const_ && non_finite(b_copy_);
-      for (const Operand& o : operands_) always_exact_ |= o.is_constant && non_finite(o.constant);
+      always_exact_ = b_const_ && has_non_finite(b_copy_);
+      for (const Operand& o : operands_) always_exact_ |= o.is_constant && has_non_finite(o.constant);
     }
     return guarded("matmul", [&] {
       const memory::desc wei_md =

@@ -359,12 +359,11 @@ void PrimitiveKernel::repair_nan(std::unordered_map<int, memory>& args) {
   const auto* x = static_cast<const float*>(src.get_data_handle());
   auto* y = static_cast<float*>(dst.get_data_handle());
   const size_t nx = src.get_desc().get_size() / sizeof(float), ny = dst.get_desc().get_size() / sizeof(float);
+  stream_.wait();
   if (repair_.kind == NanRepair::Kind::kSoftmax) {
-    stream_.wait();
     if (has_non_finite(x, nx)) repair_softmax_rows(x, y, repair_.outer, repair_.len, repair_.inner, repair_.log);
     return;
   }
-  stream_.wait();
   if (!has_nan(x, nx)) return;
   std::vector<float> mark_in(nx), mark_out(ny);
   nan_indicator(x, mark_in.data(), nx);
