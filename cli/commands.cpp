@@ -371,7 +371,8 @@ int run_run(const RunOptions& o) {
     so.threads = threads;
     so.inter_op_threads = o.inter_op;
     so.device = o.device;
-    so.tf32 = o.precision != "fp32";
+    so.tf32 = o.precision == "tf32";
+    so.bf16 = o.precision == "bf16";
     so.trace = rec.trace();
     so.snapshots = rec.snapshots();  // every stage and pass, weights elided (the studio steps through them)
     stages::Session session(*g, reg, so);

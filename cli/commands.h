@@ -113,7 +113,7 @@ struct RunOptions {
   int inter_op = 1;         // steps run at once
   bool reference = false;   // the reference executor instead of the six stages
   std::string device = "auto";  // cpu | cuda | cuda:N | auto
-  std::string precision = "tf32";  // GPU f32 matrix work: tf32 (tensor cores) | fp32
+  std::string precision = "tf32";  // matrix work: tf32 (GPU tensor cores) | fp32 | bf16 (CPU)
   bool json = false;
   std::string checkpoint;   // load the params from a training checkpoint first
   RecordOptions record;

@@ -143,7 +143,8 @@ int run_bench(const BenchOptions& o) {
   so.threads = o.threads > 0 ? o.threads : default_threads();
   so.inter_op_threads = o.inter_op;
   so.device = o.device;
-  so.tf32 = o.precision != "fp32";
+  so.tf32 = o.precision == "tf32";
+  so.bf16 = o.precision == "bf16";
   RunRecording rec = start_recording(o.record, "bench", g->name(), o.seed,
                                      {{"file", o.file}, {"threads", std::to_string(so.threads)}, {"device", o.device},
                                       {"runs", std::to_string(o.runs)}, {"warmup", std::to_string(o.warmup)}});

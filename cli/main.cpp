@@ -99,8 +99,10 @@ int main(int argc, char** argv) {
   info_cmd->add_option("--dim", info.dims, "SYMBOL=SIZE: size of a symbolic input dimension for the FLOPs (default 1)")->check(kDimSpec);
   info_cmd->add_flag("--devices", info.devices, "List the devices (CPU, CUDA GPUs) and why no GPU is usable, if none is");
   const std::string device_help = "cpu | cuda | cuda:N | auto (default: the first GPU when there is one, else cpu)";
-  const std::string precision_help = "GPU matrix work: tf32 (default: TF32 tensor cores, f32 storage) | fp32 (full f32)";
-  const auto precision_check = CLI::IsMember({"tf32", "fp32"});
+  const std::string precision_help =
+      "Matrix work: tf32 (default: TF32 tensor cores on a GPU, f32 on a CPU) | fp32 (full f32) | bf16 (CPU with "
+      "AVX-512 BF16 or AMX: Conv/MatMul/Gemm on bf16, f32 accumulation and weights)";
+  const auto precision_check = CLI::IsMember({"tf32", "fp32", "bf16"});
 
   RunOptions run;
   CLI::App* run_cmd = app.add_subcommand(

@@ -99,7 +99,7 @@ int run_train(const TrainOptions& o_in) {
   TrainOptions o = o_in;
   // The device first: a GPU asked for and missing is said before any data is read.
   if (o.device.rfind("cpu", 0) != 0) {
-    Expected<std::string> d = backend::DeviceSet::discover(false, true, o.precision != "fp32").resolve(o.device);
+    Expected<std::string> d = backend::DeviceSet::discover(false, true, o.precision == "tf32").resolve(o.device);
     if (!d) return fail(d.error());
     o.device = *d;
   }
@@ -241,7 +241,8 @@ int train_on_rank(const TrainOptions& o_in, TrainOptions o, dist::Communicator* 
   cfg.adapt_threads = o.threads <= 0 && world == 1;
   cfg.inter_op_threads = o.inter_op;
   cfg.device = o.device;
-  cfg.tf32 = o.precision != "fp32";
+  cfg.tf32 = o.precision == "tf32";
+  cfg.bf16 = o.precision == "bf16";
   cfg.seed = o.seed;
   cfg.spec.accumulate = static_cast<int>(o.accumulate);
   cfg.check_numerics = o.check_numerics;

@@ -44,6 +44,9 @@ struct KernelInit {
   std::vector<LayoutTag> in_layouts;             // layout of each input buffer
   LayoutTag out_layout;                          // layout requested for the outputs
   int threads = 1;                               // intra-op threads the kernel may use
+  // CPU matrix work (Conv, MatMul, Gemm) on bf16: inputs and weights rounded to bf16, f32
+  // accumulation and f32 outputs (SessionOptions::bf16; only where cpu::bf16_unsupported() is "").
+  bool bf16 = false;
   ops::AttrReader attrs() const { return ops::AttrReader(node, def); }
 };
 

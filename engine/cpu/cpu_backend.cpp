@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "engine/cpu/onednn_util.h"
@@ -72,6 +73,26 @@ void register_cpu_kernels(backend::KernelRegistry& registry) {
     add_guarded(onednn, registry);
   }
   register_vec_kernels(registry);
+}
+
+std::string bf16_unsupported() {
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  if (isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx) return "";
+  std::string name = "an older ISA";
+  switch (isa) {
+    case dnnl::cpu_isa::sse41: name = "SSE4.1"; break;
+    case dnnl::cpu_isa::avx: name = "AVX"; break;
+    case dnnl::cpu_isa::avx2: name = "AVX2"; break;
+    case dnnl::cpu_isa::avx2_vnni: name = "AVX2 VNNI"; break;
+    case dnnl::cpu_isa::avx512_core: name = "AVX-512"; break;
+    case dnnl::cpu_isa::avx512_core_vnni: name = "AVX-512 VNNI"; break;
+    default: break;
+  }
+  std::string cap;
+  for (const char* var : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"})
+    if (const char* v = std::getenv(var); v && cap.empty()) cap = std::string(" (") + var + "=" + v + ")";
+  return "this CPU offers oneDNN " + name + cap +
+         ", without AVX-512 BF16 or AMX: bf16 would be emulated, slower than fp32 (use --precision fp32)";
 }
 
 void set_intra_op_threads(int n) {

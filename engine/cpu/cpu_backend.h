@@ -36,6 +36,11 @@ inline constexpr int kMaxInterOpThreads = 64;
 // per-thread setting).
 void set_intra_op_threads(int n);
 
+// Why this CPU cannot run SessionOptions::bf16 ("" when it can): oneDNN's bf16 kernels need
+// AVX-512 BF16 (Zen 4, Cooper Lake) or AMX (Sapphire Rapids); elsewhere oneDNN would emulate bf16
+// at a loss. Honours ONEDNN_MAX_CPU_ISA (a lower cap refuses).
+std::string bf16_unsupported();
+
 // The layout pass body. Requires inferred types. Sets node attribute backend::kLayoutAttr on
 // 4-D f32 nodes whose output stays in oneDNN's layout ("nhwc": channels-last, what its AVX-512
 // brgemm convolutions pick, so conv chains never reorder; blocked nChw16c/nChw8c stay supported

@@ -73,29 +73,23 @@ class ConvKernel : public OneDnnKernel {
     }
     // Constants holding NaN or inf take the exact path every run (when there is one).
     always_exact_ = (w_const_ && has_non_finite(w_copy_)) || (b_const_ && has_non_finite(b_copy_));
-    dnnl::primitive_attr attr = user_scratchpad_attr();
-    attr.set_post_ops(po);
+    attr_ = user_scratchpad_attr();
+    attr_.set_post_ops(po);
+    const dnnl::primitive_attr& attr = attr_;
     return guarded("conv", [&] {
-      const memory::desc any_src(x, memory::data_type::f32, memory::format_tag::any);
-      const memory::desc any_dst(y, memory::data_type::f32, memory::format_tag::any);
-      // Weights are `any` even when they change every run (training): oneDNN's plain-weights
-      // convolutions are its slow gemm path, and reordering weights each run costs far less.
-      const memory::desc wei_md(wd, memory::data_type::f32, memory::format_tag::any);
-      const memory::desc bias_md = has_bias_ ? plain_md({w[0]}) : memory::desc();
-      with_conv_algorithm(winograd_candidate(x, wd, y, g, group), [&](dnnl::algorithm alg) {
-        // Winograd for inference keeps its weights transformed (prepacked once); with weights that
-        // change every run, its transforming reorder is C++ code that cost more than the
-        // convolution (43 ms for 512 channels), so training asks for forward_training, whose
-        // weights stay blocked and are transformed inside the primitive.
-        const bool transform_inside = alg == dnnl::algorithm::convolution_winograd && !w_const_;
-        prop_ = transform_inside ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
-        convolution_forward::desc d(
-            prop_, alg,
-            any_src, wei_md, bias_md, any_dst, g.strides, g.dilations, g.pad_l, g.pad_r);
-        pd_ = convolution_forward::primitive_desc(d, attr, ctx_->engine);
-        alg_ = alg;
-      });
+      // bf16 (KernelInit::bf16): src and weights in bf16, reordered from f32 through scratch (the
+      // weights once when constant), f32 accumulation and dst; Winograd has no bf16 form, and a
+      // convolution oneDNN has no bf16 kernel for stays f32.
+      memory::data_type math = init.bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+      try {
+        make_pd(x, wd, y, g, group, math);
+      } catch (const dnnl::error&) {
+        if (math == memory::data_type::f32) throw;
+        math = memory::data_type::f32;
+        make_pd(x, wd, y, g, group, math);
+      }
       need_scratch(pd_);
+      const memory::desc wei_md(wd, math, memory::format_tag::any);
       // The exact path, for runs whose inputs hold NaN or inf: a direct convolution on the src and
       // dst formats the first one chose, without an activation that drops NaN (applied after by
       // apply_activation). Winograd needs it whatever the activation: its transforms add and
@@ -139,6 +133,30 @@ class ConvKernel : public OneDnnKernel {
   std::string detail() const override { return pd_.impl_info_str(); }
 
  protected:
+  // pd_ (and alg_, prop_) for src/weights of type `math`; throws when oneDNN has no such kernel.
+  void make_pd(const memory::dims& x, const memory::dims& wd, const memory::dims& y, const WindowGeom& g,
+               int64_t group, memory::data_type math) {
+    const memory::desc any_src(x, math, memory::format_tag::any);
+    const memory::desc any_dst(y, memory::data_type::f32, memory::format_tag::any);
+    // Weights are `any` even when they change every run (training): oneDNN's plain-weights
+    // convolutions are its slow gemm path, and reordering weights each run costs far less.
+    const memory::desc wei_md(wd, math, memory::format_tag::any);
+    const memory::desc bias_md = has_bias_ ? plain_md({y[1]}) : memory::desc();
+    const bool wino = math == memory::data_type::f32 && winograd_candidate(x, wd, y, g, group);
+    with_conv_algorithm(wino, [&](dnnl::algorithm alg) {
+      // Winograd for inference keeps its weights transformed (prepacked once); with weights that
+      // change every run, its transforming reorder is C++ code that cost more than the
+      // convolution (43 ms for 512 channels), so training asks for forward_training, whose
+      // weights stay blocked and are transformed inside the primitive.
+      const bool transform_inside = alg == dnnl::algorithm::convolution_winograd && !w_const_;
+      prop_ = transform_inside ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+      convolution_forward::desc d(prop_, alg, any_src, wei_md, bias_md, any_dst, g.strides, g.dilations, g.pad_l,
+                                  g.pad_r);
+      pd_ = convolution_forward::primitive_desc(d, attr_, ctx_->engine);
+      alg_ = alg;
+    });
+  }
+
   // Plain NCHW to NHWC, the first convolution's input: oneDNN 2.6's jit reorder took 7.9 ms for
   // a 3x224x224 image (3 channels innermost); this loop writes each pixel's channels in order.
   void to_channels_last(const float* src, float* dst) const {
@@ -260,6 +278,7 @@ class ConvKernel : public OneDnnKernel {
   }
 
   convolution_forward::primitive_desc pd_, exact_pd_;
+  dnnl::primitive_attr attr_;  // the post-ops
   convolution_forward prim_, exact_prim_;
   dnnl::algorithm alg_ = dnnl::algorithm::convolution_direct;  // the primitive's
   dnnl::prop_kind prop_ = dnnl::prop_kind::forward_inference;

@@ -37,9 +37,11 @@ class MatMulKernel : public OneDnnKernel {
   using OneDnnKernel::OneDnnKernel;
 
   // src [.., M, K] (strides allowed), weights [.., K, N], dst plain; operands and attr filled by
-  // the factory. `b_const` prepacks the weights.
+  // the factory. `b_const` prepacks the weights. `bf16`: src and weights rounded to bf16 (copied
+  // through scratch each run, prepacked weights once), f32 accumulation and dst; f32 where oneDNN
+  // has no such kernel.
   Status build(const memory::desc& src, const memory::desc& wei, const memory::desc& dst,
-               const Tensor* b_const, const PostOps& ops, std::vector<Operand> operands) {
+               const Tensor* b_const, const PostOps& ops, std::vector<Operand> operands, bool bf16) {
     src_md_ = src;
     wei_user_md_ = wei;
     dst_md_ = dst;
@@ -52,22 +54,45 @@ class MatMulKernel : public OneDnnKernel {
       for (const Operand& o : operands_) always_exact_ |= o.is_constant && has_non_finite(o.constant);
     }
     return guarded("matmul", [&] {
-      const memory::desc wei_md =
-          b_const_ ? memory::desc(wei.dims(), memory::data_type::f32, memory::format_tag::any)
-                   : wei;
       memory::desc bias_md;
       for (const Operand& o : operands_)
         if (o.arg == DNNL_ARG_BIAS) bias_md = o.md;
       dnnl::primitive_attr attr = user_scratchpad_attr();
       attr.set_post_ops(ops.all);
-      pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei_md, bias_md, dst), attr,
-                                         ctx_->engine);
+      const auto make = [&](memory::data_type math) {
+        const bool low = math != memory::data_type::f32;
+        math_src_md_ = low ? plain_md(src.dims(), math) : src;
+        const memory::desc wei_md = b_const_ ? memory::desc(wei.dims(), math, memory::format_tag::any)
+                                             : low ? plain_md(wei.dims(), math) : wei;
+        pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(math_src_md_, wei_md, bias_md, dst), attr,
+                                           ctx_->engine);
+      };
+      if (bf16) {
+        try {
+          make(memory::data_type::bf16);
+        } catch (const dnnl::error&) {
+          make(memory::data_type::f32);
+        }
+      } else {
+        make(memory::data_type::f32);
+      }
       need_scratch(pd_);
       if (exact_) {  // the same product without the activation, on the prepacked weights
         exact_pd_ = dnnl::matmul::primitive_desc(
-            dnnl::matmul::desc(src, pd_.weights_desc(), bias_md, dst), ops.without_activation, ctx_->engine);
+            dnnl::matmul::desc(math_src_md_, pd_.weights_desc(), bias_md, dst), ops.without_activation, ctx_->engine);
         need_scratch(exact_pd_);
       }
+      // [scratchpad | src in bf16 | weights in bf16 (when read each run)]
+      size_t off = (scratch_bytes_ + 63) & ~size_t{63};
+      if (math_src_md_ != src_md_) {
+        src_tmp_off_ = off;
+        off += (math_src_md_.get_size() + 63) & ~size_t{63};
+      }
+      if (!b_const_ && pd_.weights_desc() != wei_user_md_) {
+        wei_tmp_off_ = off;
+        off += pd_.weights_desc().get_size();
+      }
+      scratch_bytes_ = off;
       out_bytes_ = {dst.get_size()};
     });
   }
@@ -84,9 +109,17 @@ class MatMulKernel : public OneDnnKernel {
       dnnl::reorder(user, wei_mem_).execute(stream_, user, wei_mem_);
       stream_.wait();
     } else {
-      wei_mem_ = memory(wei_user_md_, eng, DNNL_MEMORY_NONE);
+      wei_mem_ = memory(pd_.weights_desc(), eng, DNNL_MEMORY_NONE);
+      if (pd_.weights_desc() != wei_user_md_) {
+        wei_user_ = memory(wei_user_md_, eng, DNNL_MEMORY_NONE);
+        wei_reorder_ = dnnl::reorder(wei_user_, wei_mem_);
+      }
     }
     src_mem_ = memory(src_md_, eng, DNNL_MEMORY_NONE);
+    if (math_src_md_ != src_md_) {
+      src_math_ = memory(math_src_md_, eng, DNNL_MEMORY_NONE);
+      src_reorder_ = dnnl::reorder(src_mem_, src_math_);
+    }
     dst_mem_ = memory(dst_md_, eng, DNNL_MEMORY_NONE);
     scratchpad_ = memory(pd_.scratchpad_desc(), eng, DNNL_MEMORY_NONE);
     for (Operand& o : operands_)
@@ -95,11 +128,22 @@ class MatMulKernel : public OneDnnKernel {
   }
 
   void do_run(KernelRun& run) override {
+    char* scratch = static_cast<char*>(aligned_scratch(run));
     src_mem_.set_data_handle(run.inputs[0].data);
     dst_mem_.set_data_handle(run.outputs[0].data);
-    scratchpad_.set_data_handle(aligned_scratch(run));
-    if (!b_const_) wei_mem_.set_data_handle(run.inputs[1].data);
-    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src_mem_},
+    scratchpad_.set_data_handle(scratch);
+    if (wei_reorder_) {
+      wei_user_.set_data_handle(run.inputs[1].data);
+      wei_mem_.set_data_handle(scratch + wei_tmp_off_);
+      wei_reorder_.execute(stream_, wei_user_, wei_mem_);
+    } else if (!b_const_) {
+      wei_mem_.set_data_handle(run.inputs[1].data);
+    }
+    if (src_reorder_) {
+      src_math_.set_data_handle(scratch + src_tmp_off_);
+      src_reorder_.execute(stream_, src_mem_, src_math_);
+    }
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src_reorder_ ? src_math_ : src_mem_},
                                             {DNNL_ARG_WEIGHTS, wei_mem_},
                                             {DNNL_ARG_DST, dst_mem_},
                                             {DNNL_ARG_SCRATCHPAD, scratchpad_}};
@@ -139,10 +183,13 @@ class MatMulKernel : public OneDnnKernel {
   std::optional<ExactActivation> exact_;
   bool always_exact_ = false;
   memory::desc src_md_, wei_user_md_, dst_md_;
+  memory::desc math_src_md_;  // src as the primitive reads it (a bf16 copy, or src_md_ itself)
   Tensor b_copy_;
   bool b_const_ = false;
   std::vector<Operand> operands_;
-  memory src_mem_, wei_mem_, dst_mem_, scratchpad_;
+  memory src_mem_, wei_mem_, dst_mem_, scratchpad_, src_math_, wei_user_;
+  dnnl::reorder src_reorder_, wei_reorder_;  // f32 to bf16 each run (bf16 only)
+  size_t src_tmp_off_ = 0, wei_tmp_off_ = 0;  // their copies in scratch
 };
 
 // Right-aligns `d` to `rank` dims with leading 1s; more dims than `rank` are collapsed into the
@@ -237,7 +284,7 @@ Expected<KernelPtr> make_matmul(const ContextPtr& ctx, const KernelInit& init, b
   }
   auto k = std::make_unique<MatMulKernel>(ctx, impl, init.node.name);
   const Tensor* b_const = b_flat ? constant_at(init, 1) : nullptr;
-  Status st = k->build(plain_md(a), plain_md(b), plain_md(y), b_const, ops, std::move(operands));
+  Status st = k->build(plain_md(a), plain_md(b), plain_md(y), b_const, ops, std::move(operands), init.bf16);
   if (!st) return decline(init, impl, st.error().message);
   return KernelPtr(std::move(k));
 }
@@ -282,7 +329,7 @@ Expected<KernelPtr> make_gemm(const ContextPtr& ctx, const KernelInit& init, boo
     if (!st) return decline(init, impl, st.error().message);
   }
   auto kern = std::make_unique<MatMulKernel>(ctx, impl, init.node.name);
-  Status st = kern->build(src, wei, plain_md(y), constant_at(init, 1), ops, std::move(operands));
+  Status st = kern->build(src, wei, plain_md(y), constant_at(init, 1), ops, std::move(operands), init.bf16);
   if (!st) return decline(init, impl, st.error().message);
   return KernelPtr(std::move(kern));
 }

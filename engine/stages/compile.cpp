@@ -244,6 +244,7 @@ Expected<ExecutionPlan> compile(PlacedGraph placed, const backend::DeviceSet& de
       st.impl = "copy";
     } else if (all_static && !has_graph_attr(n)) {
       backend::KernelInit init{n, *def, in_types, out_types, constants, in_layouts, out_layout, plan.threads};
+      init.bf16 = ctx.bf16;
       const auto candidates = devs[static_cast<size_t>(st.device)]->kernels().candidates(n.op);
       if (candidates.empty()) st.why_reference = "no fast kernel for " + n.op;
       backend::take_decline_reason();

@@ -1,6 +1,8 @@
 // Session: the six stages end to end (see session.h).
 #include "engine/stages/session.h"
 
+#include "engine/cpu/cpu_backend.h"
+
 namespace tessera::stages {
 
 Expected<Compilation> compile_all(ir::Graph graph, const ops::OpRegistry& registry, const InputShapes& shapes,
@@ -12,11 +14,17 @@ Expected<Compilation> compile_all(ir::Graph graph, const ops::OpRegistry& regist
   ctx.snapshots = options.snapshots;
   ctx.training = options.training;
   ctx.donate_inputs = options.donate_inputs;
+  ctx.bf16 = options.bf16;
+  if (options.bf16) {
+    if (std::string why = cpu::bf16_unsupported(); !why.empty()) return make_error("bf16 precision: " + why);
+  }
   ctx.data_parallel = options.data_parallel;
   TRY(PreparedGraph prepared, prepare(std::move(graph), shapes, ctx));
   if (keep_text) c.prepared = prepared.print();
   TRY(std::string device, devices.resolve(options.device));
   TRY(PlacedGraph placed, split(std::move(prepared), devices, device, ctx));
+  if (options.bf16 && device != kHostDevice)
+    return make_error("bf16 precision is for the CPU (AVX-512 BF16 / AMX); on " + device + " use tf32 or fp32");
   if (keep_text) c.placed = placed.print();
   bool host_only = true;
   for (ir::NodeId id : placed.graph.node_ids()) host_only &= placed.device(id) == kHostDevice;

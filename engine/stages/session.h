@@ -32,6 +32,10 @@ struct SessionOptions {
   // there when it has a kernel for them, else to the CPU with the reason (Compilation::fallbacks).
   std::string device = kHostDevice;
   bool tf32 = true;  // CUDA: f32 matrix work (cuBLAS, cuDNN) on TF32 tensor cores; false: full f32
+  // CPU: Conv, MatMul and Gemm on bf16 (values rounded to bf16, f32 accumulation, f32 storage and
+  // master weights), through oneDNN's AVX-512 BF16 / AMX kernels. Compiling fails on a CPU without
+  // them (cpu::bf16_unsupported) and for graphs placed on another device.
+  bool bf16 = false;
   bool test_device = false;             // add the CPU-side test device "cpu:test"
   observe::TraceSink* trace = nullptr;
   observe::SnapshotSink* snapshots = nullptr;

@@ -50,6 +50,7 @@ struct StageContext {
   bool donate_inputs = false;
   // Data-parallel training over several ranks: the split stage inserts the gradient all-reduces.
   const dist::DataParallel* data_parallel = nullptr;
+  bool bf16 = false;  // SessionOptions::bf16: the CPU kernels' matrix work on bf16
   int next_snapshot = 0;
   std::vector<StageReport> stages;
   std::vector<PassReport> passes;

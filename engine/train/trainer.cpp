@@ -170,6 +170,7 @@ Status Trainer::init() {
   so.adapt_threads = config_.adapt_threads;
   so.device = config_.device;
   so.tf32 = config_.tf32;
+  so.bf16 = config_.bf16;
   if (config_.trace) {
     sampled_trace_ = std::make_unique<SampledTrace>(config_.trace);
     so.trace = sampled_trace_.get();
@@ -201,6 +202,7 @@ Status Trainer::init() {
   eo.adapt_threads = config_.adapt_threads;
   eo.device = config_.device;
   eo.tf32 = config_.tf32;
+  eo.bf16 = config_.bf16;
   sessions_->eval = std::make_unique<stages::Session>(autodiff::evaluation_graph(forward_, config_.spec), registry_, eo);
   return Status::ok();
 }

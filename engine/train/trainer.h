@@ -44,6 +44,7 @@ struct TrainConfig {
   int inter_op_threads = 1;           // steps run at once (SessionOptions.inter_op_threads)
   std::string device = "cpu";         // SessionOptions.device: cpu, cuda, cuda:N or auto
   bool tf32 = true;                   // SessionOptions.tf32
+  bool bf16 = false;                  // SessionOptions.bf16 (CPU; the weights stay f32)
   bool adapt_threads = false;         // fewer threads while other processes hold cores (SessionOptions)
   uint64_t seed = 0;                  // recorded in checkpoints; the loaders must use the same
   int64_t batch_size = 0;             // recorded in checkpoints (the loader's)

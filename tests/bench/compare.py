@@ -118,6 +118,10 @@ def tessera_cmds(args, m, out_dir):
     return run, bench
 
 
+def tessera_bf16_cmds(args, m, out_dir):
+    return tuple(cmd + ["--precision", "bf16"] for cmd in tessera_cmds(args, m, out_dir))
+
+
 def ort_cmds(args, m, out_dir):
     base = [args.node, os.path.join(kHere, "ort_bench.js"), m.onnx] + m.feed_args() + [
         "--threads", str(args.threads)]
@@ -137,13 +141,17 @@ def measure(args, m, env):
     sides = {}
     if not args.ort_only:
         sides["tessera"] = tessera_cmds
+        if args.bf16:
+            sides["bf16"] = tessera_bf16_cmds
     sides["ort"] = ort_cmds
     if args.torch:
         sides["torch"] = torch_cmds
     result = {s: {} for s in sides}
     if "tessera" in sides and m.expected_failure:
-        del sides["tessera"]
-        result["tessera"] = {"expected_failure": m.expected_failure}
+        for side in ("tessera", "bf16"):
+            if side in sides:
+                del sides[side]
+                result[side] = {"expected_failure": m.expected_failure}
     reference = np.load(m.torch)
     benches = {}
     with tempfile.TemporaryDirectory(prefix=f"bench-{m.name}-") as tmp:
@@ -158,9 +166,10 @@ def measure(args, m, env):
                 run_plain(run_cmd, env, args.timeout)
                 diff = rel_diff(load_output(out_dir, m.output_name), reference, m.unordered_rows)
                 result[side]["rel_diff"] = diff
-                if not diff <= args.tolerance:  # also catches NaN
+                tolerance = args.bf16_tolerance if side == "bf16" else args.tolerance
+                if not diff <= tolerance:  # also catches NaN
                     result[side]["error"] = (f"output differs from PyTorch's by {diff:.1e} "
-                                             f"(tolerance {args.tolerance:g})")
+                                             f"(tolerance {tolerance:g})")
             except (SideError, ZooError, OSError, ValueError) as e:
                 result[side]["error"] = f"run: {e}"
     medians = {s: [] for s in sides}
@@ -236,9 +245,9 @@ class CpuShare:
         return max(0.0, busy - ours) / total
 
 
-def ratio_of(row, side):
-    """Tessera's latency over `side`'s, or None when either is missing."""
-    t, o = row.get("tessera", {}), row.get(side, {})
+def ratio_of(row, side, ours="tessera"):
+    """Our latency (`ours`: tessera or bf16) over `side`'s, or None when either is missing."""
+    t, o = row.get(ours, {}), row.get(side, {})
     return t["median_ms"] / o["median_ms"] if t.get("median_ms") and o.get("median_ms") else None
 
 
@@ -297,6 +306,8 @@ def print_table(args, rows, others):
               "RSS MB", "ORT RSS MB", "ref steps", "diff", "ORT diff"]
     if args.torch:
         header += ["torch ms", "Tessera/torch"]
+    if args.bf16:
+        header += ["bf16 ms", "fp32/bf16", "bf16/ORT", "bf16 diff"]
     lines = []
     mb = lambda v: fmt(v / 1e6 if v is not None else None, ".1f")  # noqa: E731
     for name, r in rows.items():
@@ -310,6 +321,11 @@ def print_table(args, rows, others):
                       fmt(t.get("rel_diff"), ".1e"), fmt(o.get("rel_diff"), ".1e")])
         if args.torch:
             lines[-1] += [fmt(p.get("median_ms"), ".2f"), fmt(ratio_of(r, "torch"), ".2f")]
+        if args.bf16:
+            b = r.get("bf16", {})
+            speedup = ratio_of(r, "bf16")
+            lines[-1] += [fmt(b.get("median_ms"), ".2f"), fmt(speedup, ".2f"),
+                          fmt(ratio_of(r, "ort", "bf16"), ".2f"), fmt(b.get("rel_diff"), ".1e")]
     widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(header)]
     busy = "unknown" if others is None else f"{others:.0%}"
     print(f"threads {args.threads}, {args.rounds} rounds x {args.runs} runs per side, "
@@ -326,6 +342,10 @@ def print_table(args, rows, others):
         counted = [x for x in ratios if x]
         print(f"geometric mean of Tessera/ORT over {len(counted)} models: {g:.2f} "
               f"(below 1: Tessera faster); slower than ORT on {sum(x > 1 for x in counted)}")
+    if args.bf16 and geomean(ratio_of(r, "bf16") for r in rows.values()) is not None:
+        print(f"geometric mean of fp32/bf16 (Tessera's bf16 speed-up): "
+              f"{geomean(ratio_of(r, 'bf16') for r in rows.values()):.2f}; of bf16/ORT: "
+              f"{geomean(ratio_of(r, 'ort', 'bf16') for r in rows.values()):.2f}")
     if args.torch and geomean(ratio_of(r, "torch") for r in rows.values()) is not None:
         print(f"geometric mean of Tessera/torch: {geomean(ratio_of(r, 'torch') for r in rows.values()):.2f}")
     for name, r in rows.items():
@@ -356,6 +376,12 @@ def main():
                         help="largest relative output difference from PyTorch that passes")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per child process")
     parser.add_argument("--ort-only", action="store_true", help="skip Tessera")
+    parser.add_argument("--bf16", action="store_true",
+                        help="also time Tessera with --precision bf16 (a side of its own)")
+    parser.add_argument("--bf16-tolerance", type=float, default=0.2,
+                        help="bf16's largest difference from PyTorch's f32 output (default 0.2: "
+                             "the zoo's random deep CNNs amplify rounding; PyTorch's own bf16 "
+                             "autocast is 0.15 from it on ResNet-50)")
     parser.add_argument("--torch", action="store_true",
                         help="also time eager PyTorch (torch_bench.py) in the same rounds")
     parser.add_argument("--json-out", help="also write every number as JSON to this file")

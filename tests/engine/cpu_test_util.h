@@ -122,6 +122,7 @@ struct Case {
   int num_outputs = 1;
   std::string impl = {};  // only this implementation (when several kernels serve the op)
   bool expect_run_error = false;  // the run fails (bad data): KernelResult::error, no outputs
+  bool bf16 = false;              // KernelInit::bf16
 };
 
 // Runs the highest-priority CPU kernel that accepts the case. Declining everywhere gives an empty
@@ -147,6 +148,7 @@ inline KernelResult run_cpu(const Case& c) {
   if (!st) return res;
   const ir::Node& node = g.node(id);
   backend::KernelInit init{node, *ops_registry().find(c.op), {}, {}, {}, {}, c.out_layout, 2};
+  init.bf16 = c.bf16;
   for (size_t i = 0; i < ins.size(); ++i) {
     init.in_types.push_back(ins[i] == ir::kNoValue ? nullptr : &g.value(ins[i]).type);
     init.constants.push_back(ins[i] == ir::kNoValue ? nullptr : ops::constant_value(g, ins[i]));

@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "engine/cpu/cpu_backend.h"
 #include "engine/ir/text.h"
 #include "engine/ops/infer.h"
 #include "formats/graph_file.h"
@@ -474,6 +475,35 @@ TEST(Session, ViewsShareTheirInputsBuffer) {
   };
   EXPECT_EQ(slot("r1").offset, slot("relu").offset);
   EXPECT_NE(slot("neg").offset, slot("relu").offset);
+}
+
+// SessionOptions::bf16: MatMul rounded to bf16 where the CPU has AVX-512 BF16 or AMX (close to f32,
+// not equal to it), refused with the reason elsewhere.
+TEST(Session, Bf16RunsOrIsRefused) {
+  ir::Graph g("mm");
+  const ir::ValueId x = g.add_input("x", ir::TensorType::of(DType::kF32, {16, 64}));
+  const Tensor w = random_tensor({64, 32}, 21);
+  const ir::NodeId n = g.add_node("MatMul", {x, g.add_param("w", w)}, 1, "mm");
+  g.set_outputs(g.node(n).outputs);
+  const Tensor xv = random_tensor({16, 64}, 22);
+  auto want = runtime::run_reference(g, registry(), {{"x", xv}});
+  ASSERT_TRUE(want.has_value());
+  SessionOptions o;
+  o.bf16 = true;
+  Session s(g, registry(), o);
+  auto got = s.run({{"x", xv}});
+  if (!cpu::bf16_unsupported().empty()) {
+    ASSERT_FALSE(got.has_value());
+    EXPECT_NE(got.error().message.find("without AVX-512 BF16 or AMX"), std::string::npos) << got.error().message;
+    return;
+  }
+  ASSERT_TRUE(got.has_value()) << got.error().to_string();
+  expect_close((*got)[0], (*want)[0], 2e-2, 0);
+  double diff = 0;
+  for (int64_t i = 0; i < want->at(0).numel(); ++i) diff = std::max(diff, std::fabs((*got)[0].get(i) - (*want)[0].get(i)));
+  EXPECT_GT(diff, 1e-4) << "no bf16 rounding";
+  const ExecutionPlan& plan = (*s.compile({{"x", {16, 64}}}))->plan();
+  EXPECT_NE(plan.print().find("bf16"), std::string::npos) << plan.print();
 }
 
 }  // namespace

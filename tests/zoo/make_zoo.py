@@ -17,8 +17,12 @@ Run with Debian's interpreter (/usr/bin/python3: python3-torch 1.13, python3-tor
 torch.onnx.export serialises the protobuf itself; the onnx Python package is not needed. Existing
 files are kept unless --force is given, so a second run costs nothing.
 
+--batch N exports every model at batch N instead (the benchmark's batch-32 zoo, build/zoo-b32 by
+scripts/bench.sh --batch 32): each input's first axis becomes N; the detectors, which take one image,
+are left out.
+
 Usage: /usr/bin/python3 tests/zoo/make_zoo.py [--out DIR] [--models a,b] [--threads N] [--force]
-                                              [--list]
+                                              [--batch N] [--list]
 """
 
 import argparse
@@ -360,9 +364,15 @@ def calibrate(model, spec):
     model.eval()
 
 
-def export_one(name, out_dir, force):
+def batched(spec, batch):
+    """The input spec with every input's first axis set to `batch` (None: unchanged)."""
+    return spec if batch is None else [(n, (batch,) + tuple(s[1:]), d) for n, s, d in spec]
+
+
+def export_one(name, out_dir, force, batch=None):
     """Writes NAME.onnx, its inputs and NAME.torch.npy; returns the manifest entry."""
     family, make, spec, expected_failure = kZoo[name]
+    spec = batched(spec, batch)
     files = {n: f"{name}.{n}.npy" for n, _, _ in spec}
     paths = [os.path.join(out_dir, name + ".onnx"), os.path.join(out_dir, name + ".torch.npy")]
     paths += [os.path.join(out_dir, f) for f in files.values()]
@@ -407,8 +417,11 @@ def main():
     parser.add_argument("--models", default=",".join(kZoo), help="comma-separated subset")
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
     parser.add_argument("--force", action="store_true", help="re-export even if the files exist")
+    parser.add_argument("--batch", type=int, help="export at this batch size (detectors left out)")
     parser.add_argument("--list", action="store_true", help="print the zoo's names and families")
     args = parser.parse_args()
+    if args.batch is not None and not 1 <= args.batch <= 4096:
+        parser.error("--batch must be in [1, 4096]")
 
     if args.list:
         for name, (family, _, spec, failure) in kZoo.items():
@@ -421,6 +434,11 @@ def main():
         print(f"make_zoo: unknown model(s) {', '.join(unknown)}; known: {', '.join(kZoo)}",
               file=sys.stderr)
         return 2
+    if args.batch is not None:
+        left = [n for n in names if kZoo[n][0] == "detection"]
+        if left:
+            print(f"make_zoo: --batch: {', '.join(left)} take one image; left out", file=sys.stderr)
+        names = [n for n in names if n not in left]
     if args.threads < 1:
         parser.error("--threads must be >= 1")
     torch.set_num_threads(args.threads)
@@ -428,7 +446,8 @@ def main():
 
     import warnings
     warnings.filterwarnings("ignore")  # torch.onnx's tracer warnings say nothing about the zoo
-    return make_all(names, args.out, lambda name: export_one(name, args.out, args.force), "make_zoo")
+    return make_all(names, args.out, lambda name: export_one(name, args.out, args.force, args.batch),
+                    "make_zoo")
 
 
 def make_all(names, out_dir, make_one, label):
