@@ -147,7 +147,8 @@ int run_bench(const BenchOptions& o) {
   so.bf16 = o.precision == "bf16";
   RunRecording rec = start_recording(o.record, "bench", g->name(), o.seed,
                                      {{"file", o.file}, {"threads", std::to_string(so.threads)}, {"device", o.device},
-                                      {"runs", std::to_string(o.runs)}, {"warmup", std::to_string(o.warmup)}});
+                                      {"runs", std::to_string(o.runs)}, {"warmup", std::to_string(o.warmup)},
+                                      {"precision", o.precision}});
   rec.log_graph(*g);
   so.trace = rec.trace();  // compile stages and passes
   stages::Session session(*g, reg, so);

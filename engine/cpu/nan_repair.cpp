@@ -1,6 +1,7 @@
 // See nan_repair.h.
 #include "engine/cpu/nan_repair.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -64,8 +65,23 @@ void apply_activation(const ExactActivation& act, const float* x, float* y, int6
   for_chunks(n, int64_t{1} << 15, [&](int64_t lo, int64_t hi) { apply_range(act.fn, x, y, lo, hi, act.a, act.b); });
 }
 
-bool has_nan(const float* x, size_t n) { return any_above(x, n, 0x7f800001u); }
-bool has_non_finite(const float* x, size_t n) { return any_above(x, n, 0x7f800000u); }
+namespace {
+
+// Split over the kernel's threads past 512 KB: one thread scanning while the other waited in the
+// next primitive's barrier was 5% of ResNet-50's bf16 run at batch 32 (plus as much spin).
+bool any_above_parallel(const float* x, size_t n, uint32_t limit) {
+  if (n <= (size_t{1} << 17)) return any_above(x, n, limit);
+  std::atomic<bool> hit{false};
+  for_chunks(static_cast<int64_t>(n), int64_t{1} << 17, [&](int64_t lo, int64_t hi) {
+    if (any_above(x + lo, static_cast<size_t>(hi - lo), limit)) hit.store(true, std::memory_order_relaxed);
+  });
+  return hit.load();
+}
+
+}  // namespace
+
+bool has_nan(const float* x, size_t n) { return any_above_parallel(x, n, 0x7f800001u); }
+bool has_non_finite(const float* x, size_t n) { return any_above_parallel(x, n, 0x7f800000u); }
 bool has_non_finite(const Tensor& t) {
   return has_non_finite(static_cast<const float*>(t.raw_data()), static_cast<size_t>(t.numel()));
 }

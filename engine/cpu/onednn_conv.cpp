@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "engine/cpu/onednn_util.h"
+#include "engine/cpu/vec_internal.h"
 
 namespace tessera::cpu {
 namespace {
@@ -228,7 +229,7 @@ class ConvKernel : public OneDnnKernel {
       // formats match (oneDNN's "simple" reorder of acdb to acdb was 4x slower than memcpy).
       if (z_user_md_ == pd_.dst_desc()) {
         if (dst_conv_.get_data_handle() != run.inputs[3].data)
-          std::memcpy(dst_conv_.get_data_handle(), run.inputs[3].data, z_user_md_.get_size());
+          parallel_copy(dst_conv_.get_data_handle(), run.inputs[3].data, z_user_md_.get_size());
       } else {
         z_user_.set_data_handle(run.inputs[3].data);
         z_reorder_.execute(stream_, z_user_, dst_conv_);

@@ -137,7 +137,9 @@ bool usable(const KernelInit& init) {
   return rank >= 3 && rank <= 5 && init.in_types[0]->rank() == rank;
 }
 
-memory::desc any_md(const memory::dims& d) { return memory::desc(d, memory::data_type::f32, memory::format_tag::any); }
+memory::desc any_md(const memory::dims& d, memory::data_type t = memory::data_type::f32) {
+  return memory::desc(d, t, memory::format_tag::any);
+}
 
 memory::dims spatial(const memory::dims& d) { return memory::dims(d.begin() + 2, d.end()); }
 
@@ -166,16 +168,20 @@ Expected<KernelPtr> make_conv_grad(const ContextPtr& ctx, const KernelInit& init
   auto dy_user = layout_md(dy, layout_at(init, 0));
   auto other_user = weight ? layout_md(x, layout_at(init, 1)) : Expected<memory::desc>(plain_md(wd));
   if (!dy_user || !other_user) return decline(init, impl, "layout tag");
-  auto k = std::make_unique<GradKernel>(ctx, impl, init.node.name);
-  Status st = guarded(impl, [&] {
+  std::unique_ptr<GradKernel> k;
+  // bf16 (KernelInit::bf16): dY, X and W read as bf16 (reordered through scratch), dX, dW and dB
+  // f32; f32 where oneDNN has no bf16 kernel for the shapes.
+  const auto build = [&](memory::data_type math) {
+    k = std::make_unique<GradKernel>(ctx, impl, init.node.name);
     const dnnl::engine& eng = ctx->engine;
     using namespace dnnl;
+    const bool f32 = math == memory::data_type::f32;
     // Winograd or direct, as the forward convolution chose for the same shapes.
-    with_conv_algorithm(winograd_candidate(x, wd, dy, g, group), [&](algorithm alg) {
+    with_conv_algorithm(f32 && winograd_candidate(x, wd, dy, g, group), [&](algorithm alg) {
       // The forward primitive descriptor is the hint oneDNN 2.x builds backward ones from.
       auto hint = [&](const memory::desc& xm, const memory::desc& ym) {
-        convolution_forward::desc fd(prop_kind::forward_training, alg, xm, any_md(wd), ym, g.strides, g.dilations,
-                                     g.pad_l, g.pad_r);
+        convolution_forward::desc fd(prop_kind::forward_training, alg, xm, any_md(wd, math), ym, g.strides,
+                                     g.dilations, g.pad_l, g.pad_r);
         return convolution_forward::primitive_desc(fd, eng);
       };
       if (weight) {
@@ -186,12 +192,12 @@ Expected<KernelPtr> make_conv_grad(const ContextPtr& ctx, const KernelInit& init
                                                 g.pad_r);
           return convolution_backward_weights::primitive_desc(bd, user_scratchpad_attr(), eng, hint(xm, ym));
         };
-        convolution_backward_weights::primitive_desc pd = make(any_md(x), any_md(dy));
+        convolution_backward_weights::primitive_desc pd = make(any_md(x, math), any_md(dy, math));
         // With open layouts and few input channels (LeNet's 6), oneDNN 2.6 takes its AVX2 kernel;
         // channels-last gets the AVX-512 one: 142 against 225 us for LeNet's conv2 at batch 64.
         if (x.size() == 4 && std::string(pd.impl_info_str()).find("avx512") == std::string::npos) {
           try {
-            auto cl = [](const memory::dims& d) { return memory::desc(d, memory::data_type::f32, memory::format_tag::nhwc); };
+            auto cl = [math](const memory::dims& d) { return memory::desc(d, math, memory::format_tag::nhwc); };
             convolution_backward_weights::primitive_desc alt = make(cl(x), cl(dy));
             if (std::string(alt.impl_info_str()).find("avx512") != std::string::npos) pd = alt;
           } catch (const dnnl::error&) {
@@ -203,15 +209,26 @@ Expected<KernelPtr> make_conv_grad(const ContextPtr& ctx, const KernelInit& init
         if (with_bias) k->add(DNNL_ARG_DIFF_BIAS, true, 1, bias_md, pd.diff_bias_desc());
         k->finish(pd, nullptr);
       } else {
-        convolution_backward_data::desc bd(alg, any_md(x), any_md(wd), any_md(dy), g.strides, g.dilations, g.pad_l,
-                                           g.pad_r);
-        const convolution_backward_data::primitive_desc pd(bd, user_scratchpad_attr(), eng, hint(any_md(x), any_md(dy)));
+        convolution_backward_data::desc bd(alg, any_md(x), any_md(wd, math), any_md(dy, math), g.strides, g.dilations,
+                                           g.pad_l, g.pad_r);
+        const convolution_backward_data::primitive_desc pd(bd, user_scratchpad_attr(), eng,
+                                                           hint(any_md(x, math), any_md(dy, math)));
         k->add(DNNL_ARG_DIFF_DST, false, 0, *dy_user, pd.diff_dst_desc());
         k->add(DNNL_ARG_WEIGHTS, false, 1, *other_user, pd.weights_desc());
         k->add(DNNL_ARG_DIFF_SRC, true, 0, plain_md(x), pd.diff_src_desc());
         k->finish(pd, nullptr);
       }
     });
+  };
+  Status st = guarded(impl, [&] {
+    if (init.bf16) {
+      try {
+        build(memory::data_type::bf16);
+        return;
+      } catch (const dnnl::error&) {
+      }
+    }
+    build(memory::data_type::f32);
   });
   if (!st) return decline(init, impl, st.error().message);
   return KernelPtr(std::move(k));

@@ -105,6 +105,14 @@ void for_chunks(int64_t n, int64_t serial_max, F&& f) {
   }
 }
 
+// memcpy split over the calling thread's OpenMP team past 1 MB (a residual copied into a
+// convolution's dst by one thread while the other spun was 4.5% of ResNet-50 at batch 32).
+inline void parallel_copy(void* dst, const void* src, size_t bytes) {
+  for_chunks(static_cast<int64_t>(bytes), int64_t{1} << 20, [&](int64_t lo, int64_t hi) {
+    std::memcpy(static_cast<char*>(dst) + lo, static_cast<const char*>(src) + lo, static_cast<size_t>(hi - lo));
+  });
+}
+
 // Declines whatever the layouts, for a kernel that only takes a special case of an op that another
 // kernel (oneDNN's) also takes: the node goes to that one, which honours the layouts (decline()
 // reports layouts a kernel cannot honour as an error, for kernels that are the op's only one).

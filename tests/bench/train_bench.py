@@ -32,7 +32,11 @@ both sides, so a median of 3 can pair one side's fast mode with the other's slow
 
 Usage: /usr/bin/python3 tests/bench/train_bench.py [--tessera build/release/cli/tessera]
          [--models lenet,mlp,resnet18,charlm] [--onnx] [--threads 2] [--seed 0] [--repeats 1]
-         [--steps N (overrides every model's step count)] [--torch-noise] [--json-out FILE]
+         [--steps N (overrides every model's step count)] [--torch-noise] [--bf16] [--json-out FILE]
+
+--bf16 adds a third side, `tessera train --precision bf16` (CPUs with AVX-512 BF16 or AMX: the
+convolutions and matrix products of the step in bf16, the weights and optimizer f32), run in the
+same alternation: its throughput, its speed-up over Tessera's f32 and its loss.
 """
 
 import argparse
@@ -357,6 +361,8 @@ def run_tessera(tessera, cfg, graph):
             cmd += ["--schedule", cfg["schedule"]]
         if "loss" in cfg:
             cmd += ["--loss", cfg["loss"]]
+        if cfg.get("bf16"):
+            cmd += ["--precision", "bf16"]
         out_path, err_path = os.path.join(tmp, "out"), os.path.join(tmp, "err")
         with open(out_path, "w") as fo, open(err_path, "w") as fe:
             proc = subprocess.Popen(cmd, stdout=fo, stderr=fe)
@@ -461,6 +467,7 @@ def main():
     ap.add_argument("--steps", type=int, default=0, help="train every model this many steps (0: the defaults)")
     ap.add_argument("--torch-noise", action="store_true",
                     help="also train with PyTorch on 1 thread: how far two PyTorch runs drift apart (the floor of max step Δ)")
+    ap.add_argument("--bf16", action="store_true", help="also train with tessera --precision bf16 (a third side)")
     ap.add_argument("--json-out")
     ap.add_argument("--device", default="cpu", help="cpu or cuda: both sides train there (scripts/gpu_check.sh)")
     ap.add_argument("--busy", type=int, default=0,
@@ -501,12 +508,15 @@ def run_all(args, names, rows):
             if args.steps:
                 cfg["steps"] = args.steps
             graph = export_onnx(base, cfg, tmp) if onnx_of else cfg["graph"]
-            ts, ps = [], []
+            ts, ps, bs = [], [], []
             for _ in range(args.repeats):
                 ts.append(run_tessera(args.tessera, cfg, graph))
                 ps.append(run_torch(cfg))
-                print("  %s: tessera %.0f img/s, torch %.0f img/s" % (label, ts[-1]["images_per_s"], ps[-1]["images_per_s"]),
-                      file=sys.stderr)
+                if args.bf16:
+                    bs.append(run_tessera(args.tessera, dict(cfg, bf16=True), graph))
+                print("  %s: tessera %.0f img/s, torch %.0f img/s%s" % (
+                    label, ts[-1]["images_per_s"], ps[-1]["images_per_s"],
+                    ", tessera bf16 %.0f img/s" % bs[-1]["images_per_s"] if bs else ""), file=sys.stderr)
             t = dict(ts[0], images_per_s=statistics.median(r["images_per_s"] for r in ts),
                      peak_mb=max(r["peak_mb"] for r in ts))
             p = dict(ps[0], images_per_s=statistics.median(r["images_per_s"] for r in ps),
@@ -517,6 +527,12 @@ def run_all(args, names, rows):
             t["final_loss"], p["final_loss"] = final_loss(t, cfg), final_loss(p, cfg)
             row = {"model": label, "config": {k: v for k, v in cfg.items() if k != "graph"}, "tessera": t, "torch": p,
                    "max_step_loss_rel_diff": compare(t["losses"], p["losses"])}
+            if bs:
+                b = dict(bs[0], images_per_s=statistics.median(r["images_per_s"] for r in bs),
+                         peak_mb=max(r["peak_mb"] for r in bs))
+                b["n_examples"] = p["n_examples"]
+                b["final_loss"] = final_loss(b, cfg)
+                row["bf16"] = b
             if args.torch_noise:
                 row["torch_1_thread_rel_diff"] = compare(run_torch(dict(cfg, threads=1))["losses"], p["losses"])
             rows.append(row)
@@ -528,15 +544,20 @@ def report(args, rows):
           (cpu_name(), args.threads, " (tessera: its default, following the load)" if args.tessera_auto else "", args.seed,
            torch_version, args.repeats, ", %d core(s) kept busy by other processes" % args.busy if args.busy else ""))
     noise = args.torch_noise
-    print("%-10s %6s %12s %12s %6s %6s %10s %10s %12s %12s %10s%s" % (
+    bf16 = any("bf16" in r for r in rows)
+    print("%-10s %6s %12s %12s %6s %6s %10s %10s %12s %12s %10s%s%s" % (
         "model", "steps", "tessera/s", "torch/s", "ratio", "best", "tessera MB", "torch MB", "tessera loss",
-        "torch loss", "max step Δ", " torch 1t Δ" if noise else ""))
+        "torch loss", "max step Δ", " torch 1t Δ" if noise else "",
+        " %10s %9s %9s %10s" % ("bf16/s", "bf16/f32", "bf16/torch", "bf16 loss") if bf16 else ""))
     for r in rows:
         t, p = r["tessera"], r["torch"]
         print("%-10s %6d %12.1f %12.1f %6.2f %6.2f %10.0f %10.0f %12.4f %12.4f %10.1e%s" % (
             r["model"], t["steps"], t["images_per_s"], p["images_per_s"], t["images_per_s"] / p["images_per_s"],
             t["best_images_per_s"] / p["best_images_per_s"], t["peak_mb"], p["peak_mb"], t["final_loss"], p["final_loss"], r["max_step_loss_rel_diff"],
-            " %10.1e" % r["torch_1_thread_rel_diff"] if noise else ""))
+            " %10.1e" % r["torch_1_thread_rel_diff"] if noise else "",
+            " %10.1f %9.2f %9.2f %10.4f" % (r["bf16"]["images_per_s"], r["bf16"]["images_per_s"] / t["images_per_s"],
+                                            r["bf16"]["images_per_s"] / p["images_per_s"], r["bf16"]["final_loss"])
+            if "bf16" in r else ""))
     print("(images or sequences per second, every step but the first (medians; best: the ratio of each side's fastest"
           " run, steadier on a machine whose speed jumps between runs); peak resident memory of each process;"
           " loss: the mean over the last epoch, or the last 10 steps; max step Δ: the largest relative difference of"

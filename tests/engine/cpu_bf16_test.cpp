@@ -86,5 +86,21 @@ TEST(CpuBf16, MatMulAndGemmRunInBf16) {
   }
 }
 
+// Training: the backward convolutions read dY, X and W as bf16 and write f32 gradients.
+TEST(CpuBf16, ConvolutionGradientsRunInBf16) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << cpu::bf16_unsupported();
+  const ir::Attributes pads{{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  const Tensor dy = random_f32({4, 32, 12, 12}, 31), x = random_f32({4, 16, 12, 12}, 32), w = random_f32({32, 16, 3, 3}, 33);
+  const Tensor x_shape = Tensor::from_vector<int64_t>({4}, {4, 16, 12, 12});
+  const Tensor w_shape = Tensor::from_vector<int64_t>({4}, {32, 16, 3, 3});
+  for (const char* layout : {"", "nhwc"}) {
+    SCOPED_TRACE(layout);
+    check_bf16({"ConvGradInput", {&dy, &w, &x_shape}, pads, {false, false, true}, {layout}, ""},
+               reference("ConvGradInput", {&dy, &w, &x_shape}, pads)[0], "onednn:conv_grad_input");
+    check_bf16({"ConvGradWeight", {&dy, &x, &w_shape}, pads, {false, false, true}, {layout, layout}, ""},
+               reference("ConvGradWeight", {&dy, &x, &w_shape}, pads)[0], "onednn:conv_grad_weight");
+  }
+}
+
 }  // namespace
 }  // namespace tessera::cpu_test
