@@ -160,6 +160,7 @@ struct PassesOptions {
   bool sync_bn = false;     // with world_size: batch norms synchronised over the ranks
   double bucket_mb = 0, first_bucket_mb = 0;  // their bucket caps in MiB (0: not given, DDP's 25 and 1)
   std::string device = "auto";
+  std::string precision = "tf32";  // as RunOptions::precision (bf16: the plan shows oneDNN's bf16 kernels)
   RecordOptions record;
 };
 int run_passes(const PassesOptions& o);

@@ -106,7 +106,9 @@ int run_passes(const PassesOptions& o) {
   }
   so.trace = rec.trace();
   so.device = o.device;
-  backend::DeviceSet devices = backend::DeviceSet::discover(false, o.device.rfind("cpu", 0) != 0);
+  so.tf32 = o.precision == "tf32";
+  so.bf16 = o.precision == "bf16";
+  backend::DeviceSet devices = backend::DeviceSet::discover(false, o.device.rfind("cpu", 0) != 0, so.tf32);
   auto c = stages::compile_all(*g, reg, shapes, so, devices, o.print_ir);
   if (!c) return rec.fail(c.error().within(o.file));
   const stages::StageContext& ctx = *c->context;

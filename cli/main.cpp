@@ -186,6 +186,7 @@ int main(int argc, char** argv) {
       "passes", "Compile a graph and print each stage and each pass that changed it (name, time, node counts)");
   passes_cmd->add_option("FILE", passes.file, "Graph file (.tsr, .json, .tir or .onnx)")->required();
   passes_cmd->add_option("--device", passes.device, device_help);
+  passes_cmd->add_option("--precision", passes.precision, precision_help)->check(precision_check);
   passes_cmd->add_option("--pipeline", passes.pipeline, "Optimise pipeline, e.g. \"canonicalize,constant-fold,dce,cse,fold-batchnorm,fuse,dce,layout\"");
   passes_cmd->add_option("--dump", passes.dump_dir, "Write every snapshot to DIR/NNN-stage-pass.tir");
   passes_cmd->add_option("--dim", passes.dims, "SYMBOL=SIZE: bind a symbolic input dimension (default 1)")->check(kDimSpec);

@@ -221,7 +221,7 @@ Expected<KernelPtr> make_conv_grad(const ContextPtr& ctx, const KernelInit& init
     });
   };
   Status st = guarded(impl, [&] {
-    if (init.bf16) {
+    if (init.bf16 && !winograd_candidate(x, wd, dy, g, group)) {  // Winograd stays f32, as forward
       try {
         build(memory::data_type::bf16);
         return;

@@ -551,7 +551,7 @@ def report(args, rows):
         " %10s %9s %9s %10s" % ("bf16/s", "bf16/f32", "bf16/torch", "bf16 loss") if bf16 else ""))
     for r in rows:
         t, p = r["tessera"], r["torch"]
-        print("%-10s %6d %12.1f %12.1f %6.2f %6.2f %10.0f %10.0f %12.4f %12.4f %10.1e%s" % (
+        print("%-10s %6d %12.1f %12.1f %6.2f %6.2f %10.0f %10.0f %12.4f %12.4f %10.1e%s%s" % (
             r["model"], t["steps"], t["images_per_s"], p["images_per_s"], t["images_per_s"] / p["images_per_s"],
             t["best_images_per_s"] / p["best_images_per_s"], t["peak_mb"], p["peak_mb"], t["final_loss"], p["final_loss"], r["max_step_loss_rel_diff"],
             " %10.1e" % r["torch_1_thread_rel_diff"] if noise else "",

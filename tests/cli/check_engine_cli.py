@@ -250,6 +250,37 @@ if plugin and not has_gpu:
     p = subprocess.run([tessera, "info", "--devices"], capture_output=True, text=True, env=env, timeout=60)
     check(p.returncode == 0 and "does not exist" in p.stdout, "a missing TESSERA_CUDA_PLUGIN is named (%s)" % p.stdout.strip())
 
+# --precision bf16: refused (naming the reason) where oneDNN may not use AVX-512 BF16 or AMX, which
+# ONEDNN_MAX_CPU_ISA forces on any CPU; where the CPU has them, LeNet runs rounded to bf16 (close to
+# f32, not equal) and the plan names oneDNN's bf16 kernels.
+with tempfile.TemporaryDirectory() as tmp:
+    x = np.random.RandomState(1).randn(4, 1, 28, 28).astype(np.float32)
+    np.save(os.path.join(tmp, "x.npy"), x)
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2")
+    p = subprocess.run([tessera, "run", lenet, "--precision", "bf16", "--device", "cpu"], capture_output=True,
+                       text=True, env=env, timeout=120)
+    check(p.returncode == 1 and "lenet.json" in p.stderr and "without AVX-512 BF16 or AMX" in p.stderr
+          and "ONEDNN_MAX_CPU_ISA=AVX2" in p.stderr, "--precision bf16 is refused on AVX2 (%s)" % p.stderr.strip())
+    rc, out, err = run("run", lenet, "--precision", "fp16")
+    check(rc != 0 and "fp16" in err, "--precision fp16 is not a precision (%s)" % err.strip())
+    flags = open("/proc/cpuinfo").read()
+    if "avx512_bf16" in flags or "amx_bf16" in flags:
+        res = {}
+        for prec in ("fp32", "bf16"):
+            d = os.path.join(tmp, prec)
+            rc, out, err = run("run", lenet, "--input", "x=" + os.path.join(tmp, "x.npy"), "--output-dir", d,
+                               "--precision", prec, "--device", "cpu")
+            check(rc == 0, "run --precision %s exits 0 (%s)" % (prec, err.strip()))
+            res[prec] = np.load(os.path.join(d, "logits.npy")) if rc == 0 else None
+        if all(v is not None for v in res.values()):
+            diff = np.abs(res["bf16"] - res["fp32"]).max() / np.abs(res["fp32"]).max()
+            check(1e-6 < diff < 2e-2, "bf16 logits within 2e-2 of f32 and rounded (%.1e)" % diff)
+        rc, out, err = run("passes", lenet, "--precision", "bf16", "--dim", "N=4", "--print")
+        check(rc == 0 and ("avx512_core_bf16" in out or "amx" in out),
+              "passes --precision bf16 shows oneDNN's bf16 kernels (%s)" % (err.strip() or out[-300:]))
+    else:
+        print("skip bf16 runs: this CPU has neither AVX-512 BF16 nor AMX")
+
 if failures:
     print("%d check(s) failed" % len(failures))
     sys.exit(1)
