@@ -83,9 +83,14 @@ class ConvKernel : public OneDnnKernel {
       // kernel for stays f32, and so does a Winograd one (bf16 has no Winograd form): its 2.25x
       // fewer multiplies matched bf16's direct kernel (ResNet-18 training 85-91 img/s either way,
       // ResNet-50 at batch 32 800-864 ms) with f32's accuracy (ResNet-50's output 0.116 -> 0.097
-      // of its scale from PyTorch's, ResNet-18's 0.0105 -> 0.0057; AMD EPYC, Zen 4).
-      memory::data_type math = init.bf16 && !winograd_candidate(x, wd, y, g, group) ? memory::data_type::bf16
-                                                                                    : memory::data_type::f32;
+      // of its scale from PyTorch's, ResNet-18's 0.0105 -> 0.0057; AMD EPYC, Zen 4). Depthwise
+      // convolutions stay f32 too: memory-bound, they gain nothing from bf16 products and paid for
+      // the conversion of their input (MobileNetV2 at batch 1, alternated: 3.34-3.54 ms with them
+      // in bf16, 2.87-3.24 ms in f32; MobileNetV3-Large 2.94-3.46 against 2.72-2.87).
+      const bool depthwise = group > 1 && w[1] == 1;
+      memory::data_type math = init.bf16 && !depthwise && !winograd_candidate(x, wd, y, g, group)
+                                   ? memory::data_type::bf16
+                                   : memory::data_type::f32;
       try {
         make_pd(x, wd, y, g, group, math);
       } catch (const dnnl::error&) {

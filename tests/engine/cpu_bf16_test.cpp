@@ -56,16 +56,30 @@ TEST(CpuBf16, ConvolutionsRunInBf16) {
   fused.insert_or_assign("activation", std::string("Relu"));
   check_bf16({"FusedConv", {&x, &w, &b, &z}, fused, {false, true, true, false}, {"nhwc", "", "", "nhwc"}, "nhwc"},
              reference("Relu", {&sum})[0], "onednn:fused_conv");
-  // Depthwise (groups = channels).
-  const Tensor wd = random_f32({32, 1, 3, 3}, 5);
+}
+
+// Depthwise convolutions (memory-bound) and those Winograd takes stay f32 under bf16: f32's kernel
+// and f32's result.
+TEST(CpuBf16, DepthwiseAndWinogradConvolutionsStayF32) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << cpu::bf16_unsupported();
+  const ir::Attributes pads{{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  const Tensor x = random_f32({2, 32, 14, 14}, 1), wd = random_f32({32, 1, 3, 3}, 5);
   ir::Attributes dw = pads;
   dw.insert_or_assign("group", int64_t{32});
-  const Tensor want_dw = reference("Conv", {&x, &wd}, dw)[0];
   Case c{"Conv", {&x, &wd}, dw, {false, true}, {"nhwc"}, "nhwc"};
   c.bf16 = true;
-  const KernelResult got = run_cpu(c);
+  KernelResult got = run_cpu(c);
   ASSERT_EQ(got.impl, "onednn:conv");
-  EXPECT_LT(scaled_error(got.outputs[0], want_dw), 2e-2) << got.detail;
+  EXPECT_EQ(got.detail.find("bf16"), std::string::npos) << got.detail;
+  EXPECT_LT(scaled_error(got.outputs[0], reference("Conv", {&x, &wd}, dw)[0]), 1e-5);
+  // 3x3, 32 -> 32 channels over 4 images of 28x28: 196 tiles of 4x4, a Winograd candidate.
+  const Tensor xw = random_f32({4, 32, 28, 28}, 6), ww = random_f32({32, 32, 3, 3}, 7);
+  Case wc{"Conv", {&xw, &ww}, pads, {false, true}, {"nhwc"}, "nhwc"};
+  wc.bf16 = true;
+  got = run_cpu(wc);
+  ASSERT_EQ(got.impl, "onednn:conv");
+  EXPECT_EQ(got.detail.find("bf16"), std::string::npos) << got.detail;
+  EXPECT_LT(scaled_error(got.outputs[0], reference("Conv", {&xw, &ww}, pads)[0]), 1e-5);
 }
 
 TEST(CpuBf16, MatMulAndGemmRunInBf16) {
