@@ -31,8 +31,10 @@ std::string onnx_dtype_name(int32_t data_type);
 // Decodes a TensorProto (raw_data, typed fields or external data under base_dir). `what` names it
 // in errors ("initializer 'w'"). Every size is checked against the bytes present and against
 // kMaxTensorBytes before anything is allocated.
+// `adopt`: the same message, which the caller owns and gives up: a raw_data tensor takes over its
+// bytes (released from the message, no copy) instead of copying them.
 Expected<Tensor> decode_tensor(const onnx::TensorProto& proto, const std::string& base_dir,
-                               const std::string& what);
+                               const std::string& what, onnx::TensorProto* adopt = nullptr);
 
 class GraphBuilder;
 

@@ -161,7 +161,7 @@ std::string onnx_dtype_name(int32_t t) {
   return "data type " + std::to_string(t);
 }
 
-Expected<Tensor> decode_tensor(const TP& proto, const std::string& base_dir, const std::string& what) {
+Expected<Tensor> decode_tensor(const TP& proto, const std::string& base_dir, const std::string& what, TP* adopt) {
   auto dt = dtype_from_onnx(proto.data_type());
   if (!dt) return make_error(what + ": element type " + onnx_dtype_name(proto.data_type()) + " is not supported by Tessera");
   if (proto.has_segment()) return make_error(what + ": segmented tensors are not supported");
@@ -208,6 +208,16 @@ Expected<Tensor> decode_tensor(const TP& proto, const std::string& base_dir, con
     if (count != numel)
       return make_error(what + ": " + field + " holds " + std::to_string(count) + " values but the dims say " +
                         std::to_string(numel));
+  }
+  if (adopt && proto.has_raw_data() && nbytes > 0) {
+    // The message's string becomes the tensor's storage (16-byte aligned; no kernel needs more).
+    std::shared_ptr<std::string> bytes(adopt->release_raw_data());
+    Tensor t = Tensor::wrap(bytes->data(), *dt, dims, bytes);
+    if (*dt == DType::kBool) {
+      auto* p = t.data<uint8_t>();
+      for (int64_t i = 0; i < numel; ++i) p[i] = p[i] != 0;
+    }
+    return t;
   }
   auto created = Tensor::create(*dt, dims);
   if (!created) return make_error(what + ": " + created.error().message);

@@ -250,6 +250,41 @@ if plugin and not has_gpu:
     p = subprocess.run([tessera, "info", "--devices"], capture_output=True, text=True, env=env, timeout=60)
     check(p.returncode == 0 and "does not exist" in p.stdout, "a missing TESSERA_CUDA_PLUGIN is named (%s)" % p.stdout.strip())
 
+# Reading an ONNX file holds its weights once: the message's raw bytes become the tensors (the file
+# is parsed as a stream, not read whole first). Two 128 MB initializers must cost `info` at most
+# 1.6x their size over a tiny model's peak: it was 3.3x (the file's bytes, the message and the
+# tensors); 1.4x remains, protobuf growing a string past its 50 MB reserve by doubling (the old and
+# the new buffer live at once while it copies).
+def peak_rss_kb(*args):
+    # Through a fresh interpreter: a child's ru_maxrss counts the pages it shared with its parent
+    # before exec, and this process holds hundreds of MB by now.
+    probe = ("import os, subprocess, sys\n"
+             "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+             "_, status, usage = os.wait4(p.pid, 0)\n"
+             "print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)\n")
+    out = subprocess.run([sys.executable, "-c", probe, tessera, *args], capture_output=True, text=True,
+                         timeout=120).stdout.split()
+    return int(out[0]), int(out[1])
+
+with tempfile.TemporaryDirectory() as tmp:
+    from onnx import TensorProto, helper
+    def model(n, path):
+        inits = [helper.make_tensor("w%d" % i, TensorProto.FLOAT, [n], np.full(n, 0.5, np.float32).tobytes(), raw=True)
+                 for i in range(2)]
+        nodes = [helper.make_node("Add", ["x", "w0"], ["y0"]), helper.make_node("Add", ["y0", "w1"], ["y"])]
+        g = helper.make_graph(nodes, "big", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n])], inits)
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    small, big = os.path.join(tmp, "small.onnx"), os.path.join(tmp, "big.onnx")
+    model(4, small)
+    model(32 << 20, big)  # 2 x 128 MB
+    rc0, base = peak_rss_kb("info", small)
+    rc1, peak = peak_rss_kb("info", big)
+    weights_kb = 2 * (32 << 20) * 4 // 1024
+    check(rc0 == 0 and rc1 == 0 and peak - base <= 1.6 * weights_kb,
+          "info holds an ONNX file's weights once (%d MB over a tiny model for %d MB of weights)"
+          % ((peak - base) // 1024, weights_kb // 1024))
+
 # --precision bf16: refused (naming the reason) where oneDNN may not use AVX-512 BF16 or AMX, which
 # ONEDNN_MAX_CPU_ISA forces on any CPU; where the CPU has them, LeNet runs rounded to bf16 (close to
 # f32, not equal) and the plan names oneDNN's bf16 kernels.
