@@ -97,7 +97,11 @@ py::dict plan_dict(const stages::ExecutionPlan& plan) {
 class PySession {
  public:
   PySession(const py::handle& source, int threads, int inter_op_threads, const std::string& pipeline,
-            const std::string& device) {
+            const std::string& device, const std::string& precision) {
+    if (precision != "tf32" && precision != "fp32" && precision != "bf16")
+      throw py::value_error("precision must be tf32, fp32 or bf16, not '" + precision + "'");
+    if (precision == "bf16")
+      if (std::string why = cpu::bf16_unsupported(); !why.empty()) throw py::value_error("precision bf16: " + why);
     ir::Graph g = graph_from(source);
     for (ir::ValueId v : g.inputs()) inputs_.push_back(arg(g, v));
     for (ir::ValueId v : g.outputs()) outputs_.push_back(arg(g, v));
@@ -110,6 +114,8 @@ class PySession {
     so.inter_op_threads = inter_op_threads;
     so.pipeline = pipeline;
     so.device = device;
+    so.tf32 = precision == "tf32";
+    so.bf16 = precision == "bf16";
     session_ = std::make_unique<stages::Session>(std::move(g), registry(), so);
     if (Expected<std::string> d = session_->device(); !d) throw py::value_error(d.error().message);
     else device_ = *d;
@@ -283,12 +289,15 @@ void bind_session(py::module_& m) {
 `source` is a path (.onnx, .tsr, .json, .tir) or a tessera.Graph. One compiled program is kept per
 set of input shapes. C-contiguous inputs of the right dtype are read in place (no copy); outputs are
 arrays over the engine's own buffers (no copy). Engine errors raise tessera.Error.)doc")
-      .def(py::init<const py::handle&, int, int, const std::string&, const std::string&>(), py::arg("source"),
-           py::arg("threads") = 0, py::arg("inter_op_threads") = 1, py::arg("pipeline") = "", py::arg("device") = "auto",
+      .def(py::init<const py::handle&, int, int, const std::string&, const std::string&, const std::string&>(),
+           py::arg("source"), py::arg("threads") = 0, py::arg("inter_op_threads") = 1, py::arg("pipeline") = "",
+           py::arg("device") = "auto", py::arg("precision") = "tf32",
            "threads: intra-op threads (0: one per hardware thread); pipeline: the optimise passes "
            "(empty: the default pipeline, as `tessera passes` prints it); device: cpu, cuda, cuda:N or "
            "auto (the first GPU when there is one, else cpu; ValueError when a GPU is asked for and none "
-           "is usable, with the reason).")
+           "is usable, with the reason); precision: tf32 (TF32 tensor cores on a GPU, f32 on a CPU), fp32, "
+           "or bf16 (CPUs with AVX-512 BF16 or AMX: convolutions and matrix products on bf16 with f32 "
+           "accumulation; ValueError elsewhere, with the reason), as the CLI's --precision.")
       .def_property_readonly("device", [](const PySession& s) { return s.device(); },
                              "The device the session runs on (\"auto\" resolved): \"cpu\" or \"cuda:N\".")
       .def("get_inputs", &PySession::inputs, "The graph inputs, as NodeArg (name, shape, type).")

@@ -260,3 +260,26 @@ def test_generate_matches_the_cli_and_refuses_what_is_no_decoder():
     lenet = tessera.InferenceSession(str(ROOT / "samples" / "lenet.json"))
     with pytest.raises(ValueError, match="not a decoder"):
         tessera.generate(lenet, [1, 2], 4)
+
+
+def test_bf16_precision_runs_the_zoo_within_bf16_rounding_or_is_refused(zoo):
+    flags = open("/proc/cpuinfo").read()
+    if "avx512_bf16" not in flags and "amx_bf16" not in flags:
+        with pytest.raises(ValueError, match="without AVX-512 BF16 or AMX"):
+            tessera.InferenceSession(zoo / "bert.onnx", precision="bf16")
+        return
+    for name in ["bert", "resnet18"]:
+        outs = {}
+        for precision in ("fp32", "bf16"):
+            sess = tessera.InferenceSession(zoo / f"{name}.onnx", threads=2, precision=precision)
+            feeds = {}
+            for arg in sess.get_inputs():
+                suffix = "input" if len(sess.get_inputs()) == 1 else arg.name
+                feeds[arg.name] = np.load(zoo / f"{name}.{suffix}.npy")
+            outs[precision] = sess.run(None, feeds)[0]
+        want = np.load(zoo / f"{name}.torch.npy")
+        scale = np.abs(want).max()
+        assert np.abs(outs["bf16"] - want).max() / scale < 2e-2, name
+        assert np.abs(outs["bf16"] - outs["fp32"]).max() / scale > 1e-5, name + ": bf16 gave f32's output"
+    with pytest.raises(ValueError, match="precision must be"):
+        tessera.InferenceSession(zoo / "bert.onnx", precision="fp16")
