@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include <cmath>
+#include <atomic>
 #include <cstdlib>
 #include <new>
 #include <sstream>
@@ -14,7 +15,11 @@
 namespace tessera {
 namespace {
 
+std::atomic<int64_t> g_allocations{0}, g_allocated_bytes{0};
+
 std::shared_ptr<std::byte> allocate(size_t bytes, bool zero = true) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  g_allocated_bytes.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
   const size_t rounded = (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
   if (p == nullptr) throw std::bad_alloc();
@@ -23,6 +28,10 @@ std::shared_ptr<std::byte> allocate(size_t bytes, bool zero = true) {
 }
 
 }  // namespace
+
+TensorAllocations tensor_allocations() {
+  return {g_allocations.load(std::memory_order_relaxed), g_allocated_bytes.load(std::memory_order_relaxed)};
+}
 
 Expected<int64_t> checked_numel(const Shape& shape, DType dtype) {
   int64_t n = 1;

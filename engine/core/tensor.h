@@ -31,6 +31,12 @@ inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 36;  // 64 GiB
 
 // Element count of a shape, or an error on a negative dimension or overflow past kMaxTensorBytes.
 Expected<int64_t> checked_numel(const Shape& shape, DType dtype);
+// Tensor storage allocated so far in this process (every thread): count and bytes. For tests that
+// a loop allocates nothing per iteration (the training step's buffers are the arena's).
+struct TensorAllocations {
+  int64_t count = 0, bytes = 0;
+};
+TensorAllocations tensor_allocations();
 // Row-major element strides for a shape.
 std::vector<int64_t> contiguous_strides(const Shape& shape);
 // "[2, 3]"
