@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <type_traits>
 #include <unordered_map>
 
 #include "engine/cpu/onednn_util.h"
@@ -119,8 +120,9 @@ class ConvKernel : public OneDnnKernel {
       size_t off = align64(scratch_bytes_);
       if (pd_.src_desc() != src_user_md_) {
         src_copy_ = true;
+        const memory::data_type math = pd_.src_desc().data_type();
         nchw_to_nhwc_ = x.size() == 4 && src_user_md_ == plain_md(x) &&
-                        pd_.src_desc() == memory::desc(x, memory::data_type::f32, memory::format_tag::acdb);
+                        pd_.src_desc() == memory::desc(x, math, memory::format_tag::acdb);
         src_dims_ = x;
         src_tmp_off_ = off;
         off += align64(pd_.src_desc().get_size());
@@ -168,18 +170,31 @@ class ConvKernel : public OneDnnKernel {
   }
 
   // Plain NCHW to NHWC, the first convolution's input: oneDNN 2.6's jit reorder took 7.9 ms for
-  // a 3x224x224 image (3 channels innermost); this loop writes each pixel's channels in order.
-  void to_channels_last(const float* src, float* dst) const {
+  // a 3x224x224 image (3 channels innermost); this loop writes each pixel's channels in order,
+  // as f32 or (bf16 convolutions) rounded to bf16.
+  template <class Out>
+  void to_channels_last(const float* src, Out* dst) const {
     const int64_t n = src_dims_[0], c = src_dims_[1], hw = src_dims_[2] * src_dims_[3];
 #pragma omp parallel for collapse(2) if (n * c * hw > (1 << 16))
     for (int64_t b = 0; b < n; ++b)
       for (int64_t p0 = 0; p0 < hw; p0 += 256) {
         const int64_t p1 = std::min<int64_t>(hw, p0 + 256);
         const float* s = src + b * c * hw;
-        float* d = dst + b * c * hw;
+        Out* d = dst + b * c * hw;
         for (int64_t ch = 0; ch < c; ++ch)
-          for (int64_t p = p0; p < p1; ++p) d[p * c + ch] = s[ch * hw + p];
+          for (int64_t p = p0; p < p1; ++p) d[p * c + ch] = convert<Out>(s[ch * hw + p]);
       }
+  }
+  template <class Out>
+  static Out convert(float v) {
+    if constexpr (std::is_same_v<Out, float>) {
+      return v;
+    } else {  // bf16, rounded to nearest even as oneDNN's reorders do; NaN stays NaN
+      uint32_t u;
+      std::memcpy(&u, &v, sizeof u);
+      if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+      return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
   }
 
   void do_load() override {
@@ -228,7 +243,9 @@ class ConvKernel : public OneDnnKernel {
       wei_mem_.set_data_handle(run.inputs[1].data);
     }
     if (has_bias_ && !b_const_) bias_mem_.set_data_handle(run.inputs[2].data);
-    if (src_copy_ && nchw_to_nhwc_) {
+    if (src_copy_ && nchw_to_nhwc_ && pd_.src_desc().data_type() == memory::data_type::bf16) {
+      to_channels_last(static_cast<const float*>(run.inputs[0].data), static_cast<uint16_t*>(src_conv_.get_data_handle()));
+    } else if (src_copy_ && nchw_to_nhwc_) {
       to_channels_last(static_cast<const float*>(run.inputs[0].data), static_cast<float*>(src_conv_.get_data_handle()));
     } else if (src_copy_) {
       src_reorder_.execute(stream_, src_user_, src_conv_);

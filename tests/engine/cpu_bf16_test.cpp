@@ -56,6 +56,19 @@ TEST(CpuBf16, ConvolutionsRunInBf16) {
   fused.insert_or_assign("activation", std::string("Relu"));
   check_bf16({"FusedConv", {&x, &w, &b, &z}, fused, {false, true, true, false}, {"nhwc", "", "", "nhwc"}, "nhwc"},
              reference("Relu", {&sum})[0], "onednn:fused_conv");
+  // A first convolution: plain NCHW images of 3 channels into channels-last, converted to bf16 by
+  // the kernel's own loop; a NaN pixel stays NaN through it.
+  Tensor img = random_f32({2, 3, 20, 20}, 8);
+  const Tensor w3 = random_f32({32, 3, 3, 3}, 9);
+  check_bf16({"Conv", {&img, &w3}, pads, {false, true}, {""}, "nhwc"}, reference("Conv", {&img, &w3}, pads)[0],
+             "onednn:conv");
+  img.data<float>()[5 * 20 + 7] = std::nanf("");
+  Case first{"Conv", {&img, &w3}, pads, {false, true}, {""}, "nhwc"};
+  first.bf16 = true;
+  const KernelResult nan_out = run_cpu(first);
+  ASSERT_FALSE(nan_out.outputs.empty());
+  EXPECT_TRUE(std::isnan(nan_out.outputs[0].data<float>()[5 * 20 + 7])) << "output 0 at the NaN pixel";
+  EXPECT_FALSE(std::isnan(nan_out.outputs[0].data<float>()[15 * 20 + 15])) << "an output far from it";
 }
 
 // Depthwise convolutions (memory-bound) and those Winograd takes stay f32 under bf16: f32's kernel
