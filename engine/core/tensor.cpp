@@ -213,7 +213,11 @@ void Tensor::set(int64_t i, double v) {
     case DType::kU32: reinterpret_cast<uint32_t*>(base)[e] = static_cast<uint32_t>(std::llround(v)); break;
     case DType::kU64:
     case DType::kString:
-      reinterpret_cast<uint64_t*>(base)[e] = v >= 0x1p63 ? static_cast<uint64_t>(v) : static_cast<uint64_t>(std::llround(v));
+      // Past u64's range (+inf included) saturates: the cast would be undefined (fuzzing found a
+      // .tir constant of inf stored as u64).
+      reinterpret_cast<uint64_t*>(base)[e] = v >= 0x1p64  ? UINT64_MAX
+                                             : v >= 0x1p63 ? static_cast<uint64_t>(v)
+                                                           : static_cast<uint64_t>(std::llround(v));
       break;
   }
 }

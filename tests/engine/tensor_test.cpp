@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "engine/core/tensor.h"
 
@@ -108,6 +109,20 @@ TEST(DType, Bfloat16RoundsToNearestEven) {
   EXPECT_EQ(bf16_to_float(0x3f80), 1.0f);
   EXPECT_EQ(float_to_bf16(1.0f + std::ldexp(1.f, -8)), 0x3f80);  // tie -> even
   EXPECT_EQ(float_to_bf16(1.0f + std::ldexp(3.f, -8)), 0x3f82);
+}
+
+// u64 elements past the type's range (+inf included) saturate instead of an undefined cast
+// (the tir fuzzer's finding: a constant of inf stored as u64).
+TEST(Tensor, U64BeyondItsRangeSaturates) {
+  Tensor t(DType::kU64, {4});
+  t.set(0, std::numeric_limits<double>::infinity());
+  t.set(1, 1e30);
+  t.set(2, 0x1p63);
+  t.set(3, 7.0);
+  EXPECT_EQ(t.data<uint64_t>()[0], UINT64_MAX);
+  EXPECT_EQ(t.data<uint64_t>()[1], UINT64_MAX);
+  EXPECT_EQ(t.data<uint64_t>()[2], uint64_t{1} << 63);
+  EXPECT_EQ(t.data<uint64_t>()[3], 7u);
 }
 
 }  // namespace
