@@ -77,7 +77,6 @@ class ConvKernel : public OneDnnKernel {
     always_exact_ = (w_const_ && has_non_finite(w_copy_)) || (b_const_ && has_non_finite(b_copy_));
     attr_ = user_scratchpad_attr();
     attr_.set_post_ops(po);
-    const dnnl::primitive_attr& attr = attr_;
     return guarded("conv", [&] {
       // bf16 (KernelInit::bf16): src and weights in bf16, reordered from f32 through scratch (the
       // weights once when constant), f32 accumulation and dst. A convolution oneDNN has no bf16
@@ -89,16 +88,12 @@ class ConvKernel : public OneDnnKernel {
       // the conversion of their input (MobileNetV2 at batch 1, alternated: 3.34-3.54 ms with them
       // in bf16, 2.87-3.24 ms in f32; MobileNetV3-Large 2.94-3.46 against 2.72-2.87).
       const bool depthwise = group > 1 && w[1] == 1;
-      memory::data_type math = init.bf16 && !depthwise && !winograd_candidate(x, wd, y, g, group)
-                                   ? memory::data_type::bf16
-                                   : memory::data_type::f32;
-      try {
-        make_pd(x, wd, y, g, group, math);
-      } catch (const dnnl::error&) {
-        if (math == memory::data_type::f32) throw;
-        math = memory::data_type::f32;
-        make_pd(x, wd, y, g, group, math);
-      }
+      memory::data_type math = memory::data_type::f32;
+      with_bf16_fallback(init.bf16 && !depthwise && !winograd_candidate(x, wd, y, g, group),
+                         [&](memory::data_type t) {
+                           make_pd(x, wd, y, g, group, t);
+                           math = t;
+                         });
       need_scratch(pd_);
       const memory::desc wei_md(wd, math, memory::format_tag::any);
       // The exact path, for runs whose inputs hold NaN or inf: a direct convolution on the src and
@@ -110,7 +105,7 @@ class ConvKernel : public OneDnnKernel {
           convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                       pd_.src_desc(), wei_md, has_bias_ ? pd_.bias_desc() : memory::desc(),
                                       pd_.dst_desc(), g.strides, g.dilations, g.pad_l, g.pad_r);
-          exact_pd_ = convolution_forward::primitive_desc(d, exact_ ? exact_attr : attr, ctx_->engine);
+          exact_pd_ = convolution_forward::primitive_desc(d, exact_ ? exact_attr : attr_, ctx_->engine);
           need_scratch(exact_pd_);
           guarded_ = true;
         } catch (const dnnl::error&) {

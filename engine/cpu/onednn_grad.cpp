@@ -220,16 +220,8 @@ Expected<KernelPtr> make_conv_grad(const ContextPtr& ctx, const KernelInit& init
       }
     });
   };
-  Status st = guarded(impl, [&] {
-    if (init.bf16 && !winograd_candidate(x, wd, dy, g, group)) {  // Winograd stays f32, as forward
-      try {
-        build(memory::data_type::bf16);
-        return;
-      } catch (const dnnl::error&) {
-      }
-    }
-    build(memory::data_type::f32);
-  });
+  // Winograd stays f32, as forward.
+  Status st = guarded(impl, [&] { with_bf16_fallback(init.bf16 && !winograd_candidate(x, wd, dy, g, group), build); });
   if (!st) return decline(init, impl, st.error().message);
   return KernelPtr(std::move(k));
 }

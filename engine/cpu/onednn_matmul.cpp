@@ -67,15 +67,7 @@ class MatMulKernel : public OneDnnKernel {
         pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(math_src_md_, wei_md, bias_md, dst), attr,
                                            ctx_->engine);
       };
-      if (bf16) {
-        try {
-          make(memory::data_type::bf16);
-        } catch (const dnnl::error&) {
-          make(memory::data_type::f32);
-        }
-      } else {
-        make(memory::data_type::f32);
-      }
+      with_bf16_fallback(bf16, make);
       need_scratch(pd_);
       if (exact_) {  // the same product without the activation, on the prepacked weights
         exact_pd_ = dnnl::matmul::primitive_desc(

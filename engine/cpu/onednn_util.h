@@ -144,6 +144,20 @@ void with_conv_algorithm(bool wino, F&& make) {
   make(dnnl::algorithm::convolution_direct);
 }
 
+// make(memory::data_type::bf16) when `bf16` (KernelInit::bf16), falling back to
+// make(memory::data_type::f32) when oneDNN has no bf16 kernel for it (make throws dnnl::error).
+template <class F>
+void with_bf16_fallback(bool bf16, F&& make) {
+  if (bf16) {
+    try {
+      make(memory::data_type::bf16);
+      return;
+    } catch (const dnnl::error&) {
+    }
+  }
+  make(memory::data_type::f32);
+}
+
 // ---- fused activations ----
 
 // One eltwise step, then optionally a second (HardSigmoid: linear, then a clip to [0, 1]).
